@@ -1,0 +1,278 @@
+"""Printing of index expressions (IExpr), Layer I values and buffer accesses as C.
+
+Kept apart from the loop printer so that the semantic rules of :mod:`middleend.expr`
+(floor division, wrap-around of narrow integers, typed constants, 64-bit index arithmetic)
+live in one place that can be reviewed against that docstring.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+
+import numpy as np
+
+from middleend.errors import TargetError
+from middleend.expr import Access, Binary, Call, Cast, Const, Expr, Select, Unary
+from middleend.loopast import BufAccess, BufferDecl, IExpr, IInt, IOp, IterRef, IVar, ParamRef
+from middleend.types import DType, int64
+
+from .cruntime import suffix
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+_CMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
+_ARITH = {"add": "+", "sub": "-", "mul": "*"}
+_FLOAT_FNS = frozenset("sin cos tan asin acos atan atan2 sinh cosh tanh exp log sqrt floor "
+                       "ceil trunc pow erf".split())
+
+
+def ident(name: str, what: str = "identifier") -> str:
+    """Return ``name`` if it is a valid C identifier; printing anything else could inject
+    arbitrary text into the generated source, so it is a hard error."""
+    if not isinstance(name, str) or not _IDENT.match(name):
+        raise TargetError(f"invalid C {what} {name!r}: expected [A-Za-z_][A-Za-z0-9_]*")
+    return name
+
+
+def _narrow(dt: DType) -> bool:
+    """Types C promotes to int: their results must be cast back to wrap like numpy."""
+    return dt.kind in ("int", "uint", "bool") and dt.bits < 32
+
+
+def _int_literal(v: int, dt: DType) -> str:
+    lo, hi = ((-(2 ** (dt.bits - 1)), 2 ** (dt.bits - 1) - 1) if dt.kind == "int"
+              else (0, 2 ** dt.bits - 1))
+    if not lo <= v <= hi:
+        raise TargetError(f"constant {v} does not fit the element type {dt.name}")
+    if dt.bits == 64:
+        if dt.kind == "uint":
+            return f"{v}ULL"
+        if v == lo:
+            return "(-9223372036854775807LL - 1LL)"
+        return f"({v}LL)" if v < 0 else f"{v}LL"
+    if dt.bits == 32:
+        if dt.kind == "uint":
+            return f"{v}U"
+        if v == lo:
+            return "(-2147483647 - 1)"
+        return f"({v})" if v < 0 else str(v)
+    return f"(({dt.c_name}){v})"
+
+
+def _float_literal(v: float, dt: DType) -> str:
+    if math.isnan(v):
+        return "NAN" if dt.bits == 32 else "((double)NAN)"
+    if math.isinf(v):
+        inf = "INFINITY" if dt.bits == 32 else "((double)INFINITY)"
+        return f"(-{inf})" if v < 0 else inf
+    if dt.bits == 32:
+        text = f"{float(np.float32(v)):.9g}"
+    else:
+        text = f"{float(v):.17g}"
+    if not any(ch in text for ch in ".e"):
+        text += ".0"
+    text += "f" if dt.bits == 32 else ""
+    return f"({text})" if text.startswith("-") else text
+
+
+def const_c(value: int | float | bool, dt: DType) -> str:
+    """A C literal of exactly type ``dt`` holding ``value``."""
+    if dt.is_bool:
+        return "1" if value else "0"
+    if dt.is_float:
+        return _float_literal(float(value), dt)
+    if isinstance(value, float) and not value.is_integer():
+        raise TargetError(f"non-integral constant {value!r} of integer type {dt.name}")
+    return _int_literal(int(value), dt)
+
+
+def iexpr_c(e: IExpr) -> str:
+    """An IExpr as a 64-bit C expression (loop bounds, bindings, allocation sizes)."""
+    if isinstance(e, IInt):
+        return _int_literal(int(e.value), int64)
+    if isinstance(e, IVar):
+        return ident(e.name, "index variable")
+    if not isinstance(e, IOp):
+        raise TargetError(f"unknown index expression node {type(e).__name__}")
+    a = [iexpr_c(x) for x in e.args]
+    op = e.op
+    if op in _ARITH:
+        return f"({a[0]} {_ARITH[op]} {a[1]})"
+    if op == "neg":
+        return f"(-{a[0]})"
+    if op == "fdiv_q":
+        return f"me_fdiv_i64({a[0]}, {a[1]})"
+    if op == "pdiv_q":
+        return f"({a[0]} / {a[1]})"
+    if op in ("pdiv_r", "zdiv_r"):
+        return f"({a[0]} % {a[1]})"
+    if op in ("min", "max"):
+        out = a[0]
+        for x in a[1:]:
+            out = f"me_{op}_i64({out}, {x})"
+        return out
+    if op == "select":
+        return f"({a[0]} ? {a[1]} : {a[2]})"
+    if op in _CMP:
+        return f"({a[0]} {_CMP[op]} {a[-1]})"
+    if op in ("and", "or"):
+        return "(" + (" && " if op == "and" else " || ").join(a) + ")"
+    if op == "not":
+        return f"(!{a[0]})"
+    raise TargetError(f"unknown index operator {op!r}")
+
+
+class ExprPrinter:
+    """Prints Layer I statement bodies. ``buffers`` gives the declaration of each buffer
+    (for strides and dimension sizes), ``in_scope`` the names whose storage is visible at
+    the point of printing (local buffers exist only inside their Alloc)."""
+
+    def __init__(self, buffers: Mapping[str, BufferDecl], in_scope: set[str]) -> None:
+        self.buffers = buffers
+        self.in_scope = in_scope
+
+    # ------------------------------------------------------------------ buffer elements
+    def element(self, acc: BufAccess) -> str:
+        """``b_<buf>[linear index]``, with offsets subtracted and checked indices clamped."""
+        decl = self.buffers.get(acc.buffer)
+        if decl is None:
+            raise TargetError(f"access to undeclared buffer {acc.buffer!r}")
+        if acc.buffer not in self.in_scope:
+            raise TargetError(f"access to local buffer {acc.buffer!r} outside its Alloc node")
+        if acc.type_ != decl.dtype:
+            raise TargetError(f"access to buffer {acc.buffer!r} as {acc.type_.name}, but it is "
+                              f"declared {decl.dtype.name}")
+        rank = len(decl.sizes)
+        if len(acc.indices) != rank:
+            raise TargetError(f"access to buffer {acc.buffer!r} with {len(acc.indices)} "
+                              f"indices; it has {rank} dimensions")
+        if acc.offset_names is not None and len(acc.offset_names) != rank:
+            raise TargetError(f"access to buffer {acc.buffer!r}: {len(acc.offset_names)} "
+                              f"offsets for {rank} dimensions")
+        buf = ident(acc.buffer, "buffer name")
+        terms = []
+        for k, idx in enumerate(acc.indices):
+            text = self.index(idx)
+            if acc.offset_names is not None:
+                text = f"({text} - {ident(acc.offset_names[k], 'offset name')})"
+            if acc.checked:
+                text = f"me_chk({text}, d_{buf}_{k}, &me_err)"
+            terms.append(text if k == rank - 1 else f"{text} * s_{buf}_{k}")
+        return f"b_{buf}[{' + '.join(terms) if terms else '0'}]"
+
+    # ------------------------------------------------------------------ 64-bit indices
+    def index(self, e: Expr) -> str:
+        """A Layer I integer expression evaluated in int64 (buffer subscripts)."""
+        if isinstance(e, IterRef):
+            return ident(f"v_{e.name}", "iterator name")
+        if isinstance(e, ParamRef):
+            return ident(f"p_{e.name}", "parameter name")
+        if isinstance(e, Const):
+            if e.type_.is_float:
+                return f"((int64_t){const_c(e.value, e.type_)})"
+            return _int_literal(int(e.value), int64)
+        if isinstance(e, BufAccess):
+            return f"((int64_t){self.element(e)})"
+        if isinstance(e, Binary) and e.type_.is_int and e.a.dtype.is_int and e.b.dtype.is_int:
+            a, b = self.index(e.a), self.index(e.b)
+            if e.op in _ARITH:
+                return f"({a} {_ARITH[e.op]} {b})"
+            if e.op in ("div", "floordiv"):
+                return f"me_fdiv_i64({a}, {b})"
+            if e.op == "mod":
+                return f"me_fmod_i64({a}, {b})"
+            if e.op in ("min", "max"):
+                return f"me_{e.op}_i64({a}, {b})"
+        if isinstance(e, Binary) and e.op in _CMP and e.a.dtype.is_int and e.b.dtype.is_int:
+            return f"({self.index(e.a)} {_CMP[e.op]} {self.index(e.b)})"
+        if isinstance(e, Unary) and e.op == "neg" and e.a.dtype.is_int:
+            return f"(-{self.index(e.a)})"
+        if isinstance(e, Select) and e.dtype.is_int:
+            return f"({self.value(e.cond)} ? {self.index(e.a)} : {self.index(e.b)})"
+        if isinstance(e, Cast) and e.type_.is_int and (e.a.dtype.is_int or e.a.dtype.is_bool):
+            inner = self.index(e.a)
+            # Widening (or 32-bit) casts are no-ops in 64-bit index arithmetic; narrow
+            # ones keep their wrap-around.
+            return inner if e.type_.bits >= 32 else f"((int64_t)({e.type_.c_name})({inner}))"
+        return f"((int64_t)({self.value(e)}))"
+
+    # ------------------------------------------------------------------ values
+    def value(self, e: Expr) -> str:
+        """A Layer I expression as a C expression of C type ``e.dtype``."""
+        text = self._value(e)
+        if _narrow(e.dtype) and isinstance(e, Binary | Unary | Call | Select) \
+                and not (isinstance(e, Binary) and e.op in (*_CMP, "and", "or")) \
+                and not (isinstance(e, Unary) and e.op == "not"):
+            return f"(({e.dtype.c_name})({text}))"
+        return text
+
+    def _value(self, e: Expr) -> str:
+        if isinstance(e, Const):
+            return const_c(e.value, e.type_)
+        if isinstance(e, IterRef | ParamRef):
+            return f"((int32_t){self.index(e)})"
+        if isinstance(e, BufAccess):
+            return self.element(e)
+        if isinstance(e, Binary):
+            return self._binary(e)
+        if isinstance(e, Unary):
+            if e.op == "neg":
+                return f"(-{self.value(e.a)})"
+            if e.op == "not":
+                return f"(!{self.value(e.a)})"
+            raise TargetError(f"unknown unary operator {e.op!r}")
+        if isinstance(e, Select):
+            return f"({self.value(e.cond)} ? {self.value(e.a)} : {self.value(e.b)})"
+        if isinstance(e, Cast):
+            return f"(({e.type_.c_name})({self.value(e.a)}))"
+        if isinstance(e, Call):
+            return self._call(e)
+        if isinstance(e, Access):
+            raise TargetError("an unresolved Access reached the CPU backend; the lowering "
+                              "must turn every read into a BufAccess")
+        raise TargetError(f"unknown expression node {type(e).__name__}")
+
+    def _binary(self, e: Binary) -> str:
+        a, b, op, dt = self.value(e.a), self.value(e.b), e.op, e.type_
+        if op in _CMP:
+            return f"({a} {_CMP[op]} {b})"
+        if op in ("and", "or"):
+            return f"({a} {'&&' if op == 'and' else '||'} {b})"
+        if op in _ARITH:
+            return f"({a} {_ARITH[op]} {b})"
+        if op == "div" and dt.is_float:
+            return f"({a} / {b})"
+        if op in ("div", "floordiv") and not dt.is_bool:
+            return f"me_fdiv_{suffix(dt)}({a}, {b})"
+        if op == "mod" and not dt.is_bool:
+            return f"me_fmod_{suffix(dt)}({a}, {b})"
+        if op in ("min", "max"):
+            return f"me_{op}_{suffix(dt)}({a}, {b})"
+        raise TargetError(f"binary operator {op!r} is not defined on {dt.name}")
+
+    def _call(self, e: Call) -> str:
+        args = ", ".join(self.value(x) for x in e.args)
+        dt, fn = e.type_, e.fn
+        if fn == "abs":
+            if dt.is_float:
+                return f"{'fabsf' if dt.bits == 32 else 'fabs'}({args})"
+            return f"me_abs_{suffix(dt)}({args})"
+        if fn not in _FLOAT_FNS and fn != "round":
+            raise TargetError(f"unknown intrinsic {fn!r}")
+        if not dt.is_float:
+            raise TargetError(f"intrinsic {fn!r} needs a float type, got {dt.name}")
+        name = "nearbyint" if fn == "round" else fn
+        return f"{name}{'f' if dt.bits == 32 else ''}({args})"
+
+
+def store_value(printer: ExprPrinter, value: Expr, target: DType) -> str:
+    """The stored value, converted to the buffer's type when the body's type differs."""
+    text = printer.value(value)
+    if value.dtype != target:
+        return f"(({target.c_name})({text}))"
+    return text
+
+
+__all__ = ["ExprPrinter", "const_c", "iexpr_c", "ident", "store_value"]

@@ -1,0 +1,83 @@
+"""middleend: a polyhedral compiler middle-end after the Tiramisu papers.
+
+Public API (Layer I and the scheduling language)::
+
+    import middleend as me
+    with me.Function("blur") as f:
+        N, M = me.Param("N"), me.Param("M")
+        i, j = me.Var("i", 0, N - 2), me.Var("j", 0, M)
+        inp = me.Input("inp", [N, M], me.float32)
+        bx = me.Computation("bx", [i, j], (inp[i, j] + inp[i + 1, j] + inp[i + 2, j]) / 3)
+    kernel = f.compile(target="cpu")
+"""
+
+from .commands import ROOT
+from .errors import (
+    BuildError,
+    DefinitionError,
+    KernelArgumentError,
+    KernelRuntimeError,
+    MiddleEndError,
+    ResourceLimitError,
+    ScheduleError,
+    TargetError,
+    UnproducedReadError,
+)
+from .expr import Expr, call, cast, clamp, select
+from .expr import maximum as max
+from .expr import minimum as min
+from .function import (
+    INPUT,
+    OUTPUT,
+    TEMPORARY,
+    Buffer,
+    Computation,
+    Function,
+    Input,
+    Param,
+    Var,
+)
+from .types import (
+    DType,
+    bool_,
+    float32,
+    float64,
+    int8,
+    int16,
+    int32,
+    int64,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+)
+
+
+def _intrinsic(name: str):  # type: ignore[no-untyped-def]
+    def f(*args: object) -> Expr:
+        return call(name, *args)
+
+    f.__name__ = name
+    f.__doc__ = f"The {name} intrinsic (float intrinsics of ints compute in float32)."
+    return f
+
+
+sin, cos, tan = _intrinsic("sin"), _intrinsic("cos"), _intrinsic("tan")
+asin, acos, atan, atan2 = (_intrinsic("asin"), _intrinsic("acos"), _intrinsic("atan"),
+                           _intrinsic("atan2"))
+sinh, cosh, tanh = _intrinsic("sinh"), _intrinsic("cosh"), _intrinsic("tanh")
+exp, log, sqrt, pow = _intrinsic("exp"), _intrinsic("log"), _intrinsic("sqrt"), _intrinsic("pow")
+floor, ceil, round, trunc = (_intrinsic("floor"), _intrinsic("ceil"), _intrinsic("round"),
+                             _intrinsic("trunc"))
+abs, erf = _intrinsic("abs"), _intrinsic("erf")
+
+__all__ = [
+    "ROOT", "INPUT", "OUTPUT", "TEMPORARY", "Buffer", "Computation", "Function", "Input",
+    "Param", "Var", "Expr", "DType", "select", "cast", "clamp", "min", "max",
+    "bool_", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
+    "uint32", "uint64", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh",
+    "tanh", "exp", "log", "sqrt", "pow", "floor", "ceil", "round", "trunc", "abs", "erf",
+    "MiddleEndError", "DefinitionError", "UnproducedReadError", "ScheduleError",
+    "TargetError", "ResourceLimitError", "BuildError", "KernelArgumentError",
+    "KernelRuntimeError",
+]

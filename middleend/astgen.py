@@ -1,0 +1,222 @@
+"""Loop generation: ISL's AST builder on the union of time-space maps, translated into the
+project's own loop AST (:mod:`middleend.loopast`).
+
+Iterators are named ``t<k>`` after their time-space dimension, so a loop's dimension (and so
+its tags) is known from its iterator. Each statement node gets, from ISL, the expressions of
+its computation's iterators and of the offsets of loop-local buffers in terms of the loop
+iterators; the statement bodies stay Layer I expressions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import islpy as isl
+
+from .errors import ScheduleError
+from .loopast import Alloc, Block, For, If, IExpr, IInt, IOp, IVar, Node, Stmt
+from .physical import Physical
+from .placement import TimeSpace
+
+_OPS = {
+    isl.ast_expr_op_type.add: "add", isl.ast_expr_op_type.sub: "sub",
+    isl.ast_expr_op_type.mul: "mul", isl.ast_expr_op_type.minus: "neg",
+    isl.ast_expr_op_type.fdiv_q: "fdiv_q", isl.ast_expr_op_type.pdiv_q: "pdiv_q",
+    isl.ast_expr_op_type.pdiv_r: "pdiv_r", isl.ast_expr_op_type.zdiv_r: "zdiv_r",
+    isl.ast_expr_op_type.div: "pdiv_q",
+    isl.ast_expr_op_type.min: "min", isl.ast_expr_op_type.max: "max",
+    isl.ast_expr_op_type.cond: "select", isl.ast_expr_op_type.select: "select",
+    isl.ast_expr_op_type.eq: "eq", isl.ast_expr_op_type.le: "le",
+    isl.ast_expr_op_type.lt: "lt", isl.ast_expr_op_type.ge: "ge",
+    isl.ast_expr_op_type.gt: "gt", isl.ast_expr_op_type.and_: "and",
+    isl.ast_expr_op_type.and_then: "and", isl.ast_expr_op_type.or_: "or",
+    isl.ast_expr_op_type.or_else: "or",
+}
+
+
+def iexpr(e: isl.AstExpr, params: dict[str, str]) -> IExpr:
+    """Translate an ISL AST expression; ``params`` maps ISL names to C names."""
+    t = e.get_type()
+    if t == isl.ast_expr_type.int:
+        return IInt(int(e.get_val().to_python()))
+    if t == isl.ast_expr_type.id:
+        n = e.get_id().get_name()
+        return IVar(params.get(n, n))
+    op = e.get_op_type()
+    if op not in _OPS:
+        raise ScheduleError(f"unsupported ISL AST operator {op} in generated loops")
+    args = tuple(iexpr(e.get_op_arg(k), params) for k in range(e.get_op_n_arg()))
+    name = _OPS[op]
+    if name in ("min", "max") and len(args) > 2:
+        acc = args[0]
+        for a in args[1:]:
+            acc = IOp(name, (acc, a))
+        return acc
+    return IOp(name, args)
+
+
+@dataclass
+class _StmtRec:
+    comp: str
+    bindings: tuple[tuple[str, IExpr], ...]
+
+
+def generate(ts: TimeSpace, ph: Physical, params: list[str], context: isl.Set,
+             iter_names: dict[str, list[str]], store_buf: dict[str, str],
+             read_bufs: dict[str, set[str]]) -> Node:
+    """Build the loop AST. ``iter_names``: computation -> its iterator names;
+    ``store_buf``/``read_bufs``: which buffers each computation writes/reads (for offsets
+    of loop-local buffers)."""
+    ctx = context.get_ctx()
+    ntd = 2 * ts.depth + 1
+    pmap = {p: f"p_{p}" for p in params}
+    build = isl.AstBuild.from_context(context)
+    ids = isl.IdList.alloc(ctx, ntd)
+    for k in range(ntd):
+        ids = ids.add(isl.Id(f"t{k}", context=ctx))
+    build = build.set_iterators(ids)
+    opts = _unroll_options(ts, ctx)
+    if opts is not None:
+        build = build.set_options(opts)
+    recs: list[_StmtRec] = []
+
+    def at_domain(node: isl.AstNode, b: isl.AstBuild) -> isl.AstNode:
+        sched = isl.Map.from_union_map(b.get_schedule())
+        comp = sched.get_tuple_name(isl.dim_type.in_)
+        inv = isl.PwMultiAff.from_map(sched.reverse())
+        s = ts.comps[comp]
+        binds: list[tuple[str, IExpr]] = []
+        for k, v in enumerate(iter_names[comp]):
+            pa = inv.get_pw_aff(s.n_outer + k)
+            binds.append((f"v_{v}", iexpr(b.expr_from_pw_aff(pa), pmap)))
+        bufs = {store_buf[comp]} | read_bufs.get(comp, set())
+        for buf in sorted(bufs):
+            la = ph.local.get(buf)
+            if la is None:
+                continue
+            for q, off in enumerate(la.offsets):
+                pa = off.intersect_domain(sched.range())
+                binds.append((f"o_{buf}_{q}", iexpr(b.expr_from_pw_aff(pa), pmap)))
+        recs.append(_StmtRec(comp, tuple(binds)))
+        return node.set_annotation(isl.Id(f"s{len(recs) - 1}", context=ctx))
+
+    build, _handle = build.set_at_each_domain(at_domain)
+    root = build.node_from_schedule_map(ts.union().intersect_params(context))
+    body = _translate(root, recs, pmap, ts)
+    return _place_allocs(body, ts, ph, store_buf)
+
+
+def _unroll_options(ts: TimeSpace, ctx: isl.Context) -> isl.UnionMap | None:
+    opts = None
+    for n in ts.order:
+        s = ts.comps[n]
+        for name, tag in s.tags.items():
+            if tag != "unroll":
+                continue
+            d = 2 * (s.n_outer + s.dims.index(name)) + 1
+            assert s.full is not None
+            m = isl.Map.from_domain_and_range(
+                s.full.range(), isl.Set.read_from_str(ctx, f"{{ unroll[x] : x = {d} }}"))
+            um = isl.UnionMap.from_map(m)
+            opts = um if opts is None else opts.union(um)
+    return opts
+
+
+def _translate(n: isl.AstNode, recs: list[_StmtRec], pmap: dict[str, str],
+               ts: TimeSpace) -> Node:
+    t = n.get_type()
+    if t == isl.ast_node_type.block:
+        ch = n.block_get_children()
+        return Block(tuple(_translate(ch.get_at(k), recs, pmap, ts)
+                           for k in range(ch.n_ast_node())))
+    if t == isl.ast_node_type.if_:
+        els = _translate(n.if_get_else_node(), recs, pmap, ts) if n.if_has_else_node() \
+            else None
+        return If(iexpr(n.if_get_cond(), pmap), _translate(n.if_get_then_node(), recs, pmap,
+                                                             ts), els)
+    if t == isl.ast_node_type.user:
+        rec = recs[int(n.get_annotation().get_name()[1:])]
+        return Stmt(rec.comp, rec.bindings)
+    if t == isl.ast_node_type.mark:
+        return _translate(n.mark_get_node(), recs, pmap, ts)
+    if t == isl.ast_node_type.for_:
+        var = n.for_get_iterator().get_id().get_name()
+        dim = int(var[1:])
+        body = _translate(n.for_get_body(), recs, pmap, ts)
+        cond = iexpr(n.for_get_cond(), pmap)
+        inc = int(n.for_get_inc().get_val().to_python())
+        hi = None
+        if isinstance(cond, IOp) and cond.op in ("le", "lt") and cond.args[0] == IVar(var):
+            hi = cond.args[1] if cond.op == "le" else IOp("sub", (cond.args[1], IInt(1)))
+        tag, name = _loop_tag(body, dim, ts)
+        return For(var, iexpr(n.for_get_init(), pmap), cond, inc, body, tag, dim, name, hi)
+    raise ScheduleError(f"unexpected ISL AST node type {t}")
+
+
+def _comps_in(node: Node) -> set[str]:
+    if isinstance(node, Stmt):
+        return {node.comp}
+    if isinstance(node, Block):
+        out: set[str] = set()
+        for c in node.body:
+            out |= _comps_in(c)
+        return out
+    if isinstance(node, If):
+        return _comps_in(node.then) | (_comps_in(node.orelse) if node.orelse else set())
+    if isinstance(node, (For, Alloc)):
+        return _comps_in(node.body)
+    return set()
+
+
+def _loop_tag(body: Node, dim: int, ts: TimeSpace) -> tuple[str | None, str]:
+    dyn = (dim - 1) // 2
+    tags: dict[str, str] = {}
+    names = []
+    for c in sorted(_comps_in(body)):
+        names.append(ts.loop_name(c, dyn))
+        tg = ts.tag_at(c, dyn)
+        if tg is not None and tg != "unroll":
+            tags[c] = tg
+    kinds = set(tags.values())
+    if len(kinds) > 1:
+        raise ScheduleError(f"conflicting tags {sorted(kinds)} on one fused loop (level "
+                            f"{names[0] if names else dim})", computations=tuple(tags),
+                            level=names[0] if names else None)
+    tag = kinds.pop() if kinds else None
+    if tag is None and any(ts.tag_at(c, dyn) == "unroll" for c in _comps_in(body)):
+        tag = "unroll"
+    return tag, "/".join(dict.fromkeys(names))
+
+
+def _place_allocs(body: Node, ts: TimeSpace, ph: Physical, store_buf: dict[str, str]) -> Node:
+    for buf, la in ph.local.items():
+        writers = {c for c, b in store_buf.items() if b == buf}
+        body, placed = _wrap(body, la.dim, writers, buf)
+        if not placed:  # the loop was degenerate: one iteration, allocate once around all
+            body = Alloc(buf, body)
+    return body
+
+
+def _wrap(node: Node, dim: int, writers: set[str], buf: str) -> tuple[Node, bool]:
+    if isinstance(node, For):
+        if node.dim == dim and _comps_in(node.body) & writers:
+            return For(node.var, node.init, node.cond, node.step, Alloc(buf, node.body),
+                       node.tag, node.dim, node.name, node.hi), True
+        b, p = _wrap(node.body, dim, writers, buf)
+        return For(node.var, node.init, node.cond, node.step, b, node.tag, node.dim,
+                   node.name, node.hi), p
+    if isinstance(node, Block):
+        out, any_p = [], False
+        for c in node.body:
+            b, p = _wrap(c, dim, writers, buf)
+            out.append(b)
+            any_p = any_p or p
+        return Block(tuple(out)), any_p
+    if isinstance(node, If):
+        t, p1 = _wrap(node.then, dim, writers, buf)
+        e, p2 = _wrap(node.orelse, dim, writers, buf) if node.orelse else (None, False)
+        return If(node.cond, t, e), p1 or p2
+    if isinstance(node, Alloc):
+        b, p = _wrap(node.body, dim, writers, buf)
+        return Alloc(node.buffer, b), p
+    return node, False

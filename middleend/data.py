@@ -1,0 +1,280 @@
+"""Layer III: buffers and the access relations that map computation instances to elements.
+
+Default: one buffer per computation, identity access, sized by the exact bounds of what is
+written (ISL's dim_max). ``store_in`` gives any affine mapping (transposed, modulo, scalar,
+shared by an update chain); ``storage_fold`` contracts a dimension. Two access maps are kept
+per computation: the *logical* one (before folding), which defines memory-based reads in
+the sequential semantics, and the *physical* one, which the legality check and the code use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import islpy as isl
+
+from . import commands as cmd
+from .affine import AffineContext, NonAffine, access_map, to_pw_aff
+from .errors import DefinitionError
+from .expr import Binary, Const, Expr, wrap
+from .function import INPUT, OUTPUT, TEMPORARY, Buffer, Computation, Function, Var
+from .layer1 import Layer1, comp_space
+from .types import DType, int32
+
+
+@dataclass
+class BufferInfo:
+    name: str
+    dtype: DType
+    ndim: int
+    sizes: list[isl.PwAff]  # over params
+    role: str
+    declared: Buffer | None = None
+    fold: dict[int, int] = field(default_factory=dict)
+    alloc_at: tuple[str, str] | None = None  # (consumer, loop level)
+    writers: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Layer3:
+    buffers: dict[str, BufferInfo]
+    store: dict[str, str]  # computation -> buffer
+    index: dict[str, tuple[Expr, ...]]  # computation -> logical index exprs over its vars
+    logical: dict[str, isl.Map]  # computation universe -> buffer (before folding)
+    outputs: list[str]
+
+    def phys_index(self, buf: str, idx: Sequence[Expr]) -> tuple[Expr, ...]:
+        f = self.buffers[buf].fold
+        return tuple(Binary("mod", e, Const(f[k], e.dtype), e.dtype) if k in f else e
+                     for k, e in enumerate(idx))
+
+    def fold_map(self, buf: str, space: isl.Space) -> isl.Map | None:
+        """``{buf[e] -> buf[e']}`` applying the storage folds, or None if there are none."""
+        b = self.buffers[buf]
+        if not b.fold:
+            return None
+        ac = AffineContext(space)
+        m = isl.Map.from_domain(isl.Set.universe(space))
+        for k in range(b.ndim):
+            x = ac.dim(k)
+            if k in b.fold:
+                x = x.mod_val(isl.Val.int_from_si(space.get_ctx(), b.fold[k]))
+            m = m.flat_range_product(isl.Map.from_pw_aff(x))
+        return m.set_tuple_name(isl.dim_type.out, buf)
+
+    def text(self) -> str:
+        lines = []
+        for b in self.buffers.values():
+            sizes = ", ".join(str(s) for s in b.sizes)
+            fold = f" folded {b.fold}" if b.fold else ""
+            lines.append(f"buffer {b.name}[{sizes}] : {b.dtype.name} ({b.role}){fold}")
+        for c, m in self.logical.items():
+            lines.append(f"{m}")
+        return "\n".join(lines)
+
+
+def build_layer3(fn: Function, l1: Layer1, outputs: Sequence[Any] | None,
+                 commands: list[cmd.Command]) -> Layer3:
+    ps = l1.param_space
+    pctx = AffineContext(isl.Space.set_alloc(ps.get_ctx(), 0, 0).align_params(ps))
+    buffers: dict[str, BufferInfo] = {}
+    for b in fn.buffers:
+        try:
+            sizes = [to_pw_aff(s, pctx) for s in b.sizes]
+        except NonAffine as e:
+            raise DefinitionError(f"buffer {b.name!r}: sizes must be affine in params "
+                                  f"({e})") from None
+        buffers[b.name] = BufferInfo(b.name, b.dtype, len(b.sizes), sizes, b.kind, b)
+    store: dict[str, str] = {}
+    index: dict[str, tuple[Expr, ...]] = {}
+    pending: dict[str, cmd.StoreIn] = {}
+    for c in commands:
+        if isinstance(c, cmd.StoreIn) and c.comp in l1.comps:
+            pending[c.comp] = c
+        elif isinstance(c, cmd.StoreIn):
+            raise DefinitionError(f"{c.describe()}: unknown or inlined computation {c.comp!r}")
+    comp_objs = {c.name: c for c in fn.computations}
+    # resolve store_in targets that are computations, following chains
+    for name in l1.declared:
+        tgt, idx = _resolve_target(name, pending, l1, comp_objs, buffers)
+        store[name] = tgt
+        index[name] = idx
+    for name in l1.declared:
+        tgt = store[name]
+        if tgt not in buffers:
+            c = l1.comps[name]
+            buffers[tgt] = BufferInfo(tgt, comp_objs[tgt].dtype, len(index[name]), [], TEMPORARY)
+        b = buffers[tgt]
+        if b.role == INPUT:
+            raise DefinitionError(f"computation {name!r} cannot be stored in input {tgt!r}")
+        if len(index[name]) != b.ndim:
+            raise DefinitionError(f"{name}.store_in({tgt}): {len(index[name])} indices for a "
+                                  f"{b.ndim}-d buffer")
+        if b.dtype != l1.comps[name].expr.dtype and comp_objs[name]._dtype is None:
+            c = l1.comps[name]
+            from .expr import Cast
+
+            c.expr = Cast(b.dtype, c.expr)
+        b.writers.append(name)
+    logical: dict[str, isl.Map] = {}
+    for name in l1.declared:
+        c = l1.comps[name]
+        ac = AffineContext(comp_space(ps, name, c.vars))
+        m = access_map(index[name], ac, store[name])
+        if m is None:
+            raise DefinitionError(f"{name}.store_in({store[name]}): indices must be affine "
+                                  "in the computation's iterators")
+        logical[name] = m
+    _fold_and_alloc(commands, l1, store, buffers)
+    _size_default_buffers(l1, store, logical, buffers)
+    l3 = Layer3(buffers, store, index, logical, [])
+    l3.outputs = _outputs(l1, l3, outputs, comp_objs)
+    for b in buffers.values():
+        if b.role == OUTPUT and b.name not in l3.outputs:
+            l3.outputs.append(b.name)
+        if b.role != INPUT:
+            b.role = OUTPUT if b.name in l3.outputs else TEMPORARY
+    return l3
+
+
+def _resolve_target(name: str, pending: dict[str, cmd.StoreIn], l1: Layer1,
+                    comp_objs: dict[str, Computation], buffers: dict[str, BufferInfo]
+                    ) -> tuple[str, tuple[Expr, ...]]:
+    seen = [name]
+    c = pending.get(name)
+    vars_ = [Var(v) for v in l1.comps[name].vars]
+    ident = tuple(vars_)
+    if c is None:
+        return name, ident
+    tgt = c.buffer
+    while tgt not in buffers:
+        if tgt not in comp_objs:
+            raise DefinitionError(f"{c.describe()}: unknown buffer or computation {tgt!r}")
+        if tgt in seen:
+            raise DefinitionError(f"{c.describe()}: store_in cycle {' -> '.join(seen)}")
+        seen.append(tgt)
+        nxt = pending.get(tgt)
+        if nxt is None:
+            break
+        tgt = nxt.buffer
+    idx = ident if c.indices is None else tuple(wrap(i) for i in c.indices)
+    return tgt, idx
+
+
+def _fold_and_alloc(commands: list[cmd.Command], l1: Layer1, store: dict[str, str],
+                    buffers: dict[str, BufferInfo]) -> None:
+    for c in commands:
+        if isinstance(c, (cmd.StorageFold, cmd.AllocateAt)):
+            if c.comp not in store:
+                raise DefinitionError(f"{c.describe()}: unknown or inlined computation "
+                                      f"{c.comp!r}")
+            b = buffers[store[c.comp]]
+            if b.role in (INPUT, OUTPUT) and b.declared is not None:
+                raise DefinitionError(f"{c.describe()}: buffer {b.name!r} is a kernel "
+                                      "argument; only temporaries can be folded or allocated "
+                                      "in a loop")
+            if isinstance(c, cmd.StorageFold):
+                if not 0 <= c.dim < b.ndim:
+                    raise DefinitionError(f"{c.describe()}: buffer {b.name!r} has {b.ndim} dims")
+                b.fold[c.dim] = c.factor
+            else:
+                if c.consumer not in l1.comps:
+                    raise DefinitionError(f"{c.describe()}: unknown consumer {c.consumer!r}")
+                b.alloc_at = (c.consumer, c.level)
+
+
+def _size_default_buffers(l1: Layer1, store: dict[str, str], logical: dict[str, isl.Map],
+                          buffers: dict[str, BufferInfo]) -> None:
+    for b in buffers.values():
+        written: isl.Set | None = None
+        for w in b.writers:
+            s = logical[w].intersect_domain(l1.comps[w].domain).range()
+            written = s if written is None else written.union(s)
+        if b.declared is not None:
+            if written is not None:
+                _check_inside(b, written, "writes")
+            continue
+        assert written is not None
+        ac = AffineContext(written.get_space())
+        sizes = []
+        for k in range(b.ndim):
+            neg = written.intersect(ac.dim(k).lt_set(ac.const(0)))
+            if not neg.is_empty():
+                raise DefinitionError(
+                    f"buffer {b.name!r}: {b.writers} write negative indices in dimension {k} "
+                    f"({neg}); use store_in with an offset")
+            hi = written.dim_max(k)
+            if hi.involves_nan():
+                raise DefinitionError(f"buffer {b.name!r}: dimension {k} of what "
+                                      f"{b.writers} write is unbounded: {written}")
+            zero = isl.PwAff.zero_on_domain(isl.LocalSpace.from_space(hi.get_domain_space()))
+            one = isl.Val.one(l1.ctx)
+            size = hi.add_constant_val(one).union_max(zero).coalesce()
+            sizes.append(size.gist_params(written.params()).coalesce())
+        b.sizes = sizes
+
+
+def box(b: BufferInfo, space: isl.Space) -> isl.Set:
+    """``{b[e] : 0 <= e_k < size_k}`` — the elements a buffer has (after folding)."""
+    ac = AffineContext(space)
+    s = isl.Set.universe(space)
+    for k in range(b.ndim):
+        x = ac.dim(k)
+        size = ac.const(b.fold[k]) if k in b.fold else _lift(b.sizes[k], space)
+        s = s.intersect(ac.const(0).le_set(x)).intersect(x.lt_set(size))
+    return s
+
+
+def _lift(pa: isl.PwAff, space: isl.Space) -> isl.PwAff:
+    """A params-only pw_aff as a function on ``space``."""
+    n = space.dim(isl.dim_type.set)
+    lifted = pa.align_params(space).add_dims(isl.dim_type.in_, n)
+    return lifted.set_tuple_id(isl.dim_type.in_, space.get_tuple_id(isl.dim_type.set))
+
+
+def buffer_space(l1: Layer1, b: BufferInfo) -> isl.Space:
+    return comp_space(l1.param_space, b.name, [f"e{k}" for k in range(b.ndim)])
+
+
+def _check_inside(b: BufferInfo, elems: isl.Set, what: str) -> None:
+    bx = box(b, elems.get_space())
+    out = elems.subtract(bx)
+    if not out.is_empty():
+        raise DefinitionError(f"buffer {b.name!r}: {what} outside its bounds: {out}")
+
+
+def _outputs(l1: Layer1, l3: Layer3, outputs: Sequence[Any] | None,
+             comp_objs: dict[str, Computation]) -> list[str]:
+    if outputs is not None:
+        res = []
+        for o in outputs:
+            n = o if isinstance(o, str) else getattr(o, "name", None)
+            if n in l3.store:
+                n = l3.store[n]
+            if n not in l3.buffers or l3.buffers[n].role == INPUT:
+                raise DefinitionError(f"outputs: {o!r} is not a computation or a written "
+                                      "buffer")
+            res.append(n)
+        return res
+    read_from: dict[str, set[str]] = {}
+    for c in l1.comps.values():
+        for r in c.reads:
+            if r.kind == "value":
+                buf = l3.store[r.target]
+            else:
+                buf = l3.store[r.target] if r.of_comp else r.target
+            read_from.setdefault(buf, set()).add(l3.store[c.name])
+    res = []
+    for b in l3.buffers.values():
+        if b.role == INPUT or not b.writers:
+            continue
+        if b.declared is not None and b.role == TEMPORARY:
+            continue
+        if not (read_from.get(b.name, set()) - {b.name}):
+            res.append(b.name)
+    return res
+
+
+__all__ = ["BufferInfo", "Layer3", "build_layer3", "box", "buffer_space", "int32"]

@@ -1,0 +1,198 @@
+"""Exact expected dataflow of Layer I: for every read reference, which computation instance
+produces the value it must see, independently of any schedule.
+
+A value read ``P(f(x))`` inside P's domain is produced by that instance. Outside it, and for
+memory reads of a buffer (the φ of the papers: ``c1[i, j, k-1]`` at ``k = 0`` reads what
+``c0`` stored), the producer is the last write to the same logical buffer element in the
+*sequential order* — computations in declaration order, each domain in lexicographic order —
+computed exactly with ISL's dataflow analysis. A read with no producer is a compile-time error
+that prints the unproduced set.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import islpy as isl
+
+from .islutil import maps_of
+
+from .data import Layer3, box, buffer_space
+from .errors import DefinitionError, UnproducedReadError
+from .function import INPUT
+from .layer1 import Layer1, Read
+from .schedule import _range_map
+
+
+@dataclass
+class Expected:
+    reads: list[Read]  # every read reference, ``ref`` = its index here
+    sources: dict[int, isl.UnionMap] = field(default_factory=dict)  # ref -> {C[x] -> P[y]}
+    final: dict[str, isl.UnionMap] = field(default_factory=dict)  # buffer -> {B[e] -> P[y]}
+    written: dict[str, isl.Set] = field(default_factory=dict)  # buffer -> logical elements
+
+
+def read_buffer(l3: Layer3, r: Read) -> str:
+    if r.kind == "value":
+        return l3.store[r.target]
+    return l3.store[r.target] if r.of_comp else r.target
+
+
+def logical_access(l1: Layer1, l3: Layer3, r: Read) -> isl.Map:
+    """{C[x] -> B[e]}: the logical buffer elements a read may touch."""
+    c = l1.comps[r.comp]
+    buf = l3.buffers[read_buffer(l3, r)]
+    if r.kind == "value":
+        p = l1.comps[r.target]
+        acc = r.access if r.access is not None else isl.Map.from_domain_and_range(
+            c.domain, p.domain)
+        return acc.apply_range(l3.logical[r.target]).intersect_domain(c.domain)
+    if r.access is not None:
+        return r.access.intersect_domain(c.domain)
+    return isl.Map.from_domain_and_range(c.domain, box(buf, buffer_space(l1, buf)))
+
+
+def reference_schedule(l1: Layer1) -> dict[str, isl.Map]:
+    """The sequential order: declaration order, then lexicographic order of each domain."""
+    depth = max([len(c.vars) for c in l1.comps.values()] or [0])
+    out = {}
+    for k, n in enumerate(l1.declared):
+        c = l1.comps[n]
+        nv = len(c.vars)
+        outs = [str(k)] + [f"d{q}" for q in range(nv)] + ["0"] * (depth - nv)
+        ident = isl.Map.identity(c.domain.get_space().map_from_set()).reset_tuple_id(
+            isl.dim_type.out)
+        out[n] = ident.apply_range(_range_map(l1.ctx, nv, outs))
+    return out
+
+
+def expected_dataflow(l1: Layer1, l3: Layer3) -> Expected:
+    reads: list[Read] = []
+    for n in l1.declared:
+        for r in l1.comps[n].reads:
+            r.ref = len(reads)
+            reads.append(r)
+    exp = Expected(reads)
+    sched = reference_schedule(l1)
+    sinks: isl.UnionMap | None = None
+    sink_sched: isl.UnionMap | None = None
+    for r in reads:
+        c = l1.comps[r.comp]
+        bufname = read_buffer(l3, r)
+        buf = l3.buffers[bufname]
+        if buf.role == INPUT:
+            if r.access is not None:
+                out = r.access.range().subtract(box(buf, r.access.range().get_space()))
+                if not out.is_empty():
+                    raise DefinitionError(f"computation {r.comp!r} reads input {bufname!r} "
+                                          f"outside its bounds at {out}")
+            continue
+        mem = None
+        if r.kind == "value":
+            p = l1.comps[r.target]
+            if r.access is None:
+                exp.sources[r.ref] = isl.UnionMap.from_map(
+                    isl.Map.from_domain_and_range(c.domain, p.domain))
+                continue
+            inside = r.access.intersect_range(p.domain)
+            exp.sources[r.ref] = isl.UnionMap.from_map(inside)
+            outside = r.access.subtract_range(p.domain)
+            if not outside.is_empty():
+                mem = outside.apply_range(l3.logical[r.target])
+        else:
+            mem = logical_access(l1, l3, r)
+        if mem is None:
+            continue
+        name = f"R{r.ref}"
+        m = isl.UnionMap.from_map(mem.set_tuple_name(isl.dim_type.in_, name))
+        s = isl.UnionMap.from_map(sched[r.comp].set_tuple_name(isl.dim_type.in_, name))
+        sinks = m if sinks is None else sinks.union(m)
+        sink_sched = s if sink_sched is None else sink_sched.union(s)
+    # final values of output buffers: a sink after everything
+    end_t = len(l1.declared)
+    depth = max([len(cc.vars) for cc in l1.comps.values()] or [0])
+    for bname in l3.outputs:
+        b = l3.buffers[bname]
+        written = None
+        for w in b.writers:
+            s_ = l3.logical[w].intersect_domain(l1.comps[w].domain).range()
+            written = s_ if written is None else written.union(s_)
+        if written is None:
+            continue
+        exp.written[bname] = written
+        name = f"END_{bname}"
+        elems = written.set_tuple_name(name)
+        m = isl.UnionMap.from_map(isl.Map.identity(elems.get_space().map_from_set())
+                                  .intersect_domain(elems).set_tuple_name(isl.dim_type.out,
+                                                                         bname))
+        st = isl.Map.from_domain_and_range(elems, isl.Set.read_from_str(
+            l1.ctx, "{ [" + ", ".join([str(end_t)] + ["0"] * depth) + "] }"))
+        sinks = m if sinks is None else sinks.union(m)
+        sink_sched = (isl.UnionMap.from_map(st) if sink_sched is None
+                      else sink_sched.union(isl.UnionMap.from_map(st)))
+    if sinks is None:
+        return exp
+    must, may = _writes(l1, l3)
+    assert sink_sched is not None
+    full_sched = sink_sched
+    for n, m_ in sched.items():
+        full_sched = full_sched.union(isl.UnionMap.from_map(m_))
+    info = isl.UnionAccessInfo.from_sink(sinks).set_must_source(must).set_may_source(may)
+    flow = info.set_schedule_map(full_sched).compute_flow()
+    deps = flow.get_may_dependence()  # source -> sink
+    nosrc = flow.get_may_no_source()
+    for r in reads:
+        name = f"R{r.ref}"
+        miss = _part(nosrc, name)
+        if miss is not None and not miss.is_empty():
+            miss_src = miss.domain().set_tuple_name(r.comp)
+            raise UnproducedReadError(r.comp, r.target, str(miss_src.coalesce()))
+        d = _part_range(deps, name)
+        if d is not None:
+            d = _rename_domain(d.reverse(), r.comp)
+            exp.sources[r.ref] = exp.sources[r.ref].union(d) if r.ref in exp.sources else d
+    for bname in exp.written:
+        d = _part_range(deps, f"END_{bname}")
+        if d is not None:
+            exp.final[bname] = _rename_domain(d.reverse(), bname)
+    return exp
+
+
+def _writes(l1: Layer1, l3: Layer3) -> tuple[isl.UnionMap, isl.UnionMap]:
+    must = isl.UnionMap.empty(l1.param_space)
+    may = isl.UnionMap.empty(l1.param_space)
+    for n in l1.declared:
+        w = isl.UnionMap.from_map(l3.logical[n].intersect_domain(l1.comps[n].domain))
+        if l1.comps[n].guard is None:
+            must = must.union(w)
+        else:
+            may = may.union(w)
+    return must, may
+
+
+def _part(u: isl.UnionMap, domain_name: str) -> isl.Map | None:
+    """The map of ``u`` whose domain tuple is ``domain_name`` (None if absent)."""
+    found = None
+    for m in maps_of(u):
+        if m.get_tuple_name(isl.dim_type.in_) == domain_name:
+            found = m if found is None else found.union(m)
+    return found
+
+
+def _part_range(u: isl.UnionMap, range_name: str) -> isl.UnionMap | None:
+    """The maps of ``u`` whose range tuple is ``range_name`` (None if none)."""
+    found = None
+    for m in maps_of(u):
+        if m.get_tuple_name(isl.dim_type.out) == range_name:
+            um = isl.UnionMap.from_map(m)
+            found = um if found is None else found.union(um)
+    return found
+
+
+def _rename_domain(u: isl.UnionMap, name: str) -> isl.UnionMap:
+    out = None
+    for m in maps_of(u):
+        um = isl.UnionMap.from_map(m.set_tuple_name(isl.dim_type.in_, name))
+        out = um if out is None else out.union(um)
+    assert out is not None
+    return out

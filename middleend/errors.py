@@ -1,0 +1,76 @@
+"""Exceptions. Each carries the context a user needs to act: which computation, which
+command, which dependence (as an ISL relation)."""
+
+from __future__ import annotations
+
+
+class MiddleEndError(Exception):
+    """Base of every error the middle-end raises on purpose."""
+
+
+class DefinitionError(MiddleEndError):
+    """Layer I or the data mapping is malformed (bad name, bad bounds, unknown reference)."""
+
+
+class UnproducedReadError(DefinitionError):
+    """A computation reads values that no computation or input produces."""
+
+    def __init__(self, computation: str, target: str, unproduced: str) -> None:
+        self.computation = computation
+        self.target = target
+        self.unproduced = unproduced
+        super().__init__(
+            f"computation {computation!r} reads {target!r} where nothing produces a value: "
+            f"unproduced reads {unproduced}"
+        )
+
+
+class ScheduleError(MiddleEndError):
+    """A schedule is malformed or illegal. For an illegal one, ``dependence`` is the
+    violated dependence as ISL text, ``computations`` the (source, sink) pair, ``command``
+    the command that broke it (as written), ``level`` the loop concerned if any."""
+
+    def __init__(self, message: str, *, computations: tuple[str, ...] = (),
+                 dependence: str | None = None, command: str | None = None,
+                 command_index: int | None = None, level: str | None = None) -> None:
+        self.computations = computations
+        self.dependence = dependence
+        self.command = command
+        self.command_index = command_index
+        self.level = level
+        parts = [message]
+        if computations:
+            parts.append("computations: " + ", ".join(computations))
+        if dependence:
+            parts.append(f"dependence: {dependence}")
+        if command:
+            where = f" (command #{command_index})" if command_index is not None else ""
+            parts.append(f"broken by: {command}{where}")
+        if level:
+            parts.append(f"loop level: {level}")
+        super().__init__("\n  ".join(parts))
+
+
+class TargetError(MiddleEndError):
+    """The target cannot honour something the schedule asks for (e.g. a GPU tag on cpu)."""
+
+
+class ResourceLimitError(MiddleEndError):
+    """ISL work exceeded its operation bound, or a size cap was hit."""
+
+
+class BuildError(MiddleEndError):
+    """The system compiler failed on generated code; carries the command and its log."""
+
+    def __init__(self, message: str, command: list[str], log: str) -> None:
+        self.command = command
+        self.log = log
+        super().__init__(f"{message}\n  command: {' '.join(command)}\n  log:\n{log}")
+
+
+class KernelArgumentError(MiddleEndError, TypeError):
+    """A kernel was called with a missing, mistyped, misshaped or non-contiguous array."""
+
+
+class KernelRuntimeError(MiddleEndError, RuntimeError):
+    """The generated code reported an error (e.g. a data-dependent index out of bounds)."""

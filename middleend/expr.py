@@ -1,0 +1,318 @@
+"""Layer I expressions: a small typed tree built by Python operator overloading.
+
+Semantics are fixed here, once, for every front-end and backend:
+
+* integer ``/`` and ``//`` are *floor* division and integer ``%`` is the floor modulo (the
+  result has the sign of the divisor), as in Python and numpy; float ``/`` is true division,
+  float ``%`` is ``a - floor(a / b) * b``;
+* mixed types promote as in :func:`middleend.types.promote`; a Python ``int`` literal takes
+  the type of the other operand, a Python ``float`` literal takes the other operand's type if
+  it is a float, else float32 (as Halide does);
+* iterators and parameters read as values are int32 (index arithmetic in generated code is
+  done in 64 bits regardless).
+
+Expressions compare with ``==`` *symbolically* (it builds an EQ node), so the compiler itself
+compares nodes by identity only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from . import types as t
+from .types import DType
+
+
+class Expr:
+    """Base of every expression node. ``dtype`` is the value's element type."""
+
+    __slots__ = ()
+    __hash__ = object.__hash__
+
+    @property
+    def dtype(self) -> DType:  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
+
+    def children(self) -> tuple[Expr, ...]:
+        return ()
+
+    def __bool__(self) -> bool:
+        raise TypeError(
+            "a middle-end expression has no truth value: use me.select(...) or a predicate, "
+            "and compare names rather than expressions"
+        )
+
+    # arithmetic -------------------------------------------------------------------------
+    def __add__(self, o: Any) -> Expr: return binop("add", self, o)
+    def __radd__(self, o: Any) -> Expr: return binop("add", o, self)
+    def __sub__(self, o: Any) -> Expr: return binop("sub", self, o)
+    def __rsub__(self, o: Any) -> Expr: return binop("sub", o, self)
+    def __mul__(self, o: Any) -> Expr: return binop("mul", self, o)
+    def __rmul__(self, o: Any) -> Expr: return binop("mul", o, self)
+    def __truediv__(self, o: Any) -> Expr: return binop("div", self, o)
+    def __rtruediv__(self, o: Any) -> Expr: return binop("div", o, self)
+    def __floordiv__(self, o: Any) -> Expr: return binop("floordiv", self, o)
+    def __rfloordiv__(self, o: Any) -> Expr: return binop("floordiv", o, self)
+    def __mod__(self, o: Any) -> Expr: return binop("mod", self, o)
+    def __rmod__(self, o: Any) -> Expr: return binop("mod", o, self)
+    def __pow__(self, o: Any) -> Expr: return call("pow", self, o)
+    def __neg__(self) -> Expr: return Unary("neg", self)
+    def __pos__(self) -> Expr: return self
+    def __abs__(self) -> Expr: return call("abs", self)
+    def __invert__(self) -> Expr: return Unary("not", _as_bool(self))
+    def __and__(self, o: Any) -> Expr: return binop("and", _as_bool(self), _as_bool(wrap(o)))
+    def __rand__(self, o: Any) -> Expr: return binop("and", _as_bool(wrap(o)), _as_bool(self))
+    def __or__(self, o: Any) -> Expr: return binop("or", _as_bool(self), _as_bool(wrap(o)))
+    def __ror__(self, o: Any) -> Expr: return binop("or", _as_bool(wrap(o)), _as_bool(self))
+
+    # comparisons build nodes --------------------------------------------------------------
+    def __lt__(self, o: Any) -> Expr: return binop("lt", self, o)
+    def __le__(self, o: Any) -> Expr: return binop("le", self, o)
+    def __gt__(self, o: Any) -> Expr: return binop("gt", self, o)
+    def __ge__(self, o: Any) -> Expr: return binop("ge", self, o)
+    def __eq__(self, o: Any) -> Expr: return binop("eq", self, o)  # type: ignore[override]
+    def __ne__(self, o: Any) -> Expr: return binop("ne", self, o)  # type: ignore[override]
+
+    def __repr__(self) -> str:
+        from .printing import expr_str
+
+        return expr_str(self)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Const(Expr):
+    value: int | float | bool
+    type_: DType
+
+    @property
+    def dtype(self) -> DType:
+        return self.type_
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Binary(Expr):
+    op: str
+    a: Expr
+    b: Expr
+    type_: DType
+
+    @property
+    def dtype(self) -> DType:
+        return self.type_
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.a, self.b)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Unary(Expr):
+    op: str  # 'neg' | 'not'
+    a: Expr
+
+    @property
+    def dtype(self) -> DType:
+        return t.bool_ if self.op == "not" else self.a.dtype
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.a,)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Select(Expr):
+    cond: Expr
+    a: Expr
+    b: Expr
+
+    @property
+    def dtype(self) -> DType:
+        return self.a.dtype
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.cond, self.a, self.b)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Cast(Expr):
+    type_: DType
+    a: Expr
+
+    @property
+    def dtype(self) -> DType:
+        return self.type_
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.a,)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Call(Expr):
+    """A math intrinsic (``fn`` is one of :data:`INTRINSICS`)."""
+
+    fn: str
+    args: tuple[Expr, ...]
+    type_: DType
+
+    @property
+    def dtype(self) -> DType:
+        return self.type_
+
+    def children(self) -> tuple[Expr, ...]:
+        return self.args
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Access(Expr):
+    """A read of a computation's value, an input's element, or a buffer's current content.
+
+    ``target`` is a Computation (a value read: the instance named by the indices), an Input,
+    or a Buffer (a memory read: whatever the buffer holds at that point of the sequential
+    order, resolved by exact dataflow).
+    """
+
+    target: Any
+    indices: tuple[Expr, ...]
+
+    @property
+    def dtype(self) -> DType:
+        return self.target.dtype
+
+    def children(self) -> tuple[Expr, ...]:
+        return self.indices
+
+
+ARITH = ("add", "sub", "mul", "div", "floordiv", "mod", "min", "max")
+COMPARE = ("lt", "le", "gt", "ge", "eq", "ne")
+LOGIC = ("and", "or")
+
+# name -> (number of args, result rule): 'float' = float result (ints become float32),
+# 'same' = type of the (promoted) arguments.
+INTRINSICS: dict[str, tuple[int, str]] = {
+    "sin": (1, "float"), "cos": (1, "float"), "tan": (1, "float"), "asin": (1, "float"),
+    "acos": (1, "float"), "atan": (1, "float"), "atan2": (2, "float"), "sinh": (1, "float"),
+    "cosh": (1, "float"), "tanh": (1, "float"), "exp": (1, "float"), "log": (1, "float"),
+    "sqrt": (1, "float"), "floor": (1, "float"), "ceil": (1, "float"), "round": (1, "float"),
+    "trunc": (1, "float"), "pow": (2, "float"), "erf": (1, "float"), "abs": (1, "same"),
+}
+
+
+def wrap(x: Any, like: DType | None = None) -> Expr:
+    """Turn a Python number into a typed constant (see the module docstring for the rule)."""
+    if isinstance(x, Expr):
+        return x
+    if isinstance(x, bool):
+        return Const(bool(x), t.bool_)
+    if isinstance(x, int):
+        if like is not None and not like.is_bool:
+            return Const(float(x) if like.is_float else int(x), like)
+        return Const(int(x), t.int32 if -(2**31) <= x < 2**31 else t.int64)
+    if isinstance(x, float):
+        return Const(float(x), like if like is not None and like.is_float else t.float32)
+    raise TypeError(f"cannot use {type(x).__name__} {x!r} in a middle-end expression")
+
+
+def _as_bool(e: Expr) -> Expr:
+    return e if e.dtype.is_bool else binop("ne", e, 0)
+
+
+def binop(op: str, a: Any, b: Any) -> Expr:
+    """Build a binary node, coercing literals and promoting types."""
+    if not isinstance(a, Expr) and not isinstance(b, Expr):
+        raise TypeError(f"{op} needs at least one middle-end expression")
+    ea = wrap(a, b.dtype if isinstance(b, Expr) else None)
+    eb = wrap(b, ea.dtype)
+    if op in LOGIC:
+        return Binary(op, _as_bool(ea), _as_bool(eb), t.bool_)
+    rt = t.promote(ea.dtype, eb.dtype)
+    if ea.dtype != rt:
+        ea = Cast(rt, ea)
+    if eb.dtype != rt:
+        eb = Cast(rt, eb)
+    if op in COMPARE:
+        return Binary(op, ea, eb, t.bool_)
+    if op not in ARITH:
+        raise ValueError(f"unknown binary operator {op!r}")
+    if rt.is_bool:
+        ea, eb, rt = Cast(t.uint8, ea), Cast(t.uint8, eb), t.uint8
+    return Binary(op, ea, eb, rt)
+
+
+def call(fn: str, *args: Any) -> Expr:
+    """Build an intrinsic call; float intrinsics of integer arguments compute in float32."""
+    if fn not in INTRINSICS:
+        raise ValueError(f"unknown intrinsic {fn!r}; known: {sorted(INTRINSICS)}")
+    n, rule = INTRINSICS[fn]
+    if len(args) != n:
+        raise TypeError(f"{fn} takes {n} argument(s), got {len(args)}")
+    exprs = [wrap(a) for a in args]
+    if not any(isinstance(a, Expr) for a in args):
+        raise TypeError(f"{fn} needs a middle-end expression argument")
+    rt = exprs[0].dtype
+    for e in exprs[1:]:
+        rt = t.promote(rt, e.dtype)
+    if rule == "float" and not rt.is_float:
+        rt = t.float32
+    exprs = [e if e.dtype == rt else Cast(rt, e) for e in exprs]
+    return Call(fn, tuple(exprs), rt)
+
+
+def select(cond: Any, a: Any, b: Any) -> Expr:
+    """``cond ? a : b`` with ``a`` and ``b`` promoted to one type."""
+    c = _as_bool(wrap(cond))
+    ea = wrap(a, b.dtype if isinstance(b, Expr) else None)
+    eb = wrap(b, ea.dtype)
+    rt = t.promote(ea.dtype, eb.dtype)
+    return Select(c, ea if ea.dtype == rt else Cast(rt, ea), eb if eb.dtype == rt else Cast(rt, eb))
+
+
+def minimum(a: Any, b: Any) -> Expr:
+    return binop("min", a, b)
+
+
+def maximum(a: Any, b: Any) -> Expr:
+    return binop("max", a, b)
+
+
+def clamp(x: Any, lo: Any, hi: Any) -> Expr:
+    return minimum(maximum(x, lo), hi)
+
+
+def cast(dtype: DType, e: Any) -> Expr:
+    ex = wrap(e)
+    return ex if ex.dtype == dtype else Cast(dtype, ex)
+
+
+def walk(e: Expr) -> Iterator[Expr]:
+    """All nodes of ``e``, parents before children."""
+    stack = [e]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(reversed(n.children()))
+
+
+def rebuild(e: Expr, f: Callable[[Expr], Expr | None]) -> Expr:
+    """Bottom-up rewrite: ``f`` returns a replacement for a node or None to keep it."""
+    r = f(e)
+    if r is not None:
+        return r
+    if isinstance(e, Binary):
+        return Binary(e.op, rebuild(e.a, f), rebuild(e.b, f), e.type_)
+    if isinstance(e, Unary):
+        return Unary(e.op, rebuild(e.a, f))
+    if isinstance(e, Select):
+        return Select(rebuild(e.cond, f), rebuild(e.a, f), rebuild(e.b, f))
+    if isinstance(e, Cast):
+        return Cast(e.type_, rebuild(e.a, f))
+    if isinstance(e, Call):
+        return Call(e.fn, tuple(rebuild(a, f) for a in e.args), e.type_)
+    if isinstance(e, Access):
+        return Access(e.target, tuple(rebuild(a, f) for a in e.indices))
+    return e
+
+
+def as_index_tuple(idx: Any) -> tuple[Expr, ...]:
+    """Normalise ``x[i]`` / ``x[i, j]`` subscripts into a tuple of expressions."""
+    items: Sequence[Any] = idx if isinstance(idx, tuple) else (idx,)
+    return tuple(wrap(i) for i in items)

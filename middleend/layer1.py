@@ -1,0 +1,238 @@
+"""Layer I in ISL: each computation's iteration domain (exact, possibly non-rectangular and
+parametric) and its reads as access relations. Inlining happens here, as a substitution of
+Layer I expressions, before any analysis sees the program.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import islpy as isl
+
+from . import commands as cmd
+from .affine import AffineContext, NonAffine, access_map, to_pw_aff, try_set
+from .errors import DefinitionError
+from .expr import Access, Expr, rebuild, walk
+from .function import Buffer, Computation, Function, Param, Var, _BufferOf
+
+
+@dataclass
+class Read:
+    """One read reference of a computation. ``kind`` is 'value' (a computation's instance)
+    or 'memory' (a buffer's current content; ``target`` is then a buffer name, or a
+    computation name whose buffer is meant when ``of_comp``). ``access`` is None when an
+    index is not quasi-affine (the read may then touch any element)."""
+
+    ref: int
+    comp: str
+    kind: str
+    target: str
+    node: Access
+    access: isl.Map | None
+    of_comp: bool = False
+
+
+@dataclass
+class Comp:
+    """A Layer I computation in ISL form."""
+
+    name: str
+    vars: list[str]
+    domain: isl.Set
+    expr: Expr
+    guard: Expr | None
+    ctx: AffineContext
+    reads: list[Read] = field(default_factory=list)
+    source: Computation | None = None
+
+
+@dataclass
+class Layer1:
+    ctx: isl.Context
+    params: list[str]
+    param_space: isl.Space
+    comps: dict[str, Comp]
+    declared: list[str]
+    inlined: list[str]
+    buffers: dict[str, Buffer]
+
+    def reads_of(self, consumer: str, producer: str) -> isl.Map | None:
+        """All instances of ``producer`` that ``consumer`` reads by value, per instance."""
+        c, p = self.comps[consumer], self.comps[producer]
+        out: isl.Map | None = None
+        for r in c.reads:
+            if r.kind != "value" or r.target != producer:
+                continue
+            m = r.access if r.access is not None else isl.Map.from_domain_and_range(
+                c.domain, p.domain)
+            m = m.intersect_domain(c.domain)
+            out = m if out is None else out.union(m)
+        return out
+
+    def text(self) -> str:
+        from .printing import expr_str
+
+        lines = []
+        for n in self.declared:
+            c = self.comps[n]
+            g = f" if {expr_str(c.guard)}" if c.guard is not None else ""
+            lines.append(f"{c.domain} : {expr_str(c.expr)}{g}")
+        for n in self.inlined:
+            lines.append(f"(inlined) {n}")
+        return "\n".join(lines)
+
+
+def param_space(ctx: isl.Context, params: list[str]) -> isl.Space:
+    sp = isl.Space.params_alloc(ctx, len(params))
+    for k, p in enumerate(params):
+        sp = sp.set_dim_name(isl.dim_type.param, k, p)
+    return sp
+
+
+def comp_space(pspace: isl.Space, name: str, vars_: list[str]) -> isl.Space:
+    sp = isl.Space.set_alloc(pspace.get_ctx(), pspace.dim(isl.dim_type.param), len(vars_))
+    for k in range(pspace.dim(isl.dim_type.param)):
+        sp = sp.set_dim_name(isl.dim_type.param, k, pspace.get_dim_name(isl.dim_type.param, k))
+    for k, v in enumerate(vars_):
+        sp = sp.set_dim_name(isl.dim_type.set, k, v)
+    return sp.set_tuple_name(isl.dim_type.set, name)
+
+
+def build_layer1(fn: Function, ctx: isl.Context, commands: list[cmd.Command]) -> Layer1:
+    params = [p.name for p in fn.params]
+    pspace = param_space(ctx, params)
+    inline = [c.comp for c in commands if isinstance(c, cmd.Inline)]
+    comps: dict[str, Comp] = {}
+    for c in fn.computations:
+        if c.expr is None:
+            raise DefinitionError(f"computation {c.name!r} has no expression "
+                                  "(pass one or call set_expression)")
+        comps[c.name] = _domain(c, pspace)
+    for c in comps.values():
+        c.reads = _reads(c, comps)
+    for name in inline:
+        if name not in comps:
+            raise DefinitionError(f"{name}.inline(): unknown computation {name!r}")
+    if inline:
+        _inline(comps, inline, commands)
+        for c in comps.values():
+            c.reads = _reads(c, comps)
+    declared = [c.name for c in fn.computations if c.name not in inline]
+    return Layer1(ctx, params, pspace, {n: comps[n] for n in declared}, declared, inline,
+                  {b.name: b for b in fn.buffers})
+
+
+def _domain(c: Computation, pspace: isl.Space) -> Comp:
+    names = [v.name for v in c.vars]
+    ac = AffineContext(comp_space(pspace, c.name, names))
+    dom = ac.universe()
+    for v in c.vars:
+        _check_names(v.lo, names, c.name, f"lower bound of {v.name}")
+        _check_names(v.hi, names, c.name, f"upper bound of {v.name}")
+        try:
+            lo = to_pw_aff(v.lo, ac)
+            hi = to_pw_aff(v.hi, ac)
+        except NonAffine as e:
+            raise DefinitionError(f"computation {c.name!r}: bounds of {v.name!r} must be "
+                                  f"affine in params and outer iterators ({e})") from None
+        x = ac.name(v.name)
+        dom = dom.intersect(lo.le_set(x)).intersect(x.lt_set(hi))
+    guard = None
+    assert c.expr is not None
+    _check_names(c.expr, names, c.name, "expression")
+    if c.predicate is not None:
+        _check_names(c.predicate, names, c.name, "predicate")
+        s = try_set(c.predicate, ac)
+        if s is None:
+            guard = c.predicate
+        else:
+            dom = dom.intersect(s)
+    return Comp(c.name, names, dom.coalesce(), c.expr, guard, ac, source=c)
+
+
+def _check_names(e: Expr, names: list[str], comp: str, where: str) -> None:
+    for n in walk(e):
+        if isinstance(n, Var) and n.name not in names:
+            raise DefinitionError(f"computation {comp!r}: {where} uses iterator {n.name!r}, "
+                                  f"which is not one of its iterators {names}")
+        if isinstance(n, Param) and n.fn is not None and n.name not in {
+                p.name for p in n.fn.params}:
+            raise DefinitionError(f"computation {comp!r}: unknown parameter {n.name!r}")
+
+
+def _reads(c: Comp, comps: dict[str, Comp]) -> list[Read]:
+    out: list[Read] = []
+    roots = [c.expr] if c.guard is None else [c.expr, c.guard]
+    for n in (m for root in roots for m in walk(root)):
+        if not isinstance(n, Access):
+            continue
+        t = n.target
+        if isinstance(t, Computation):
+            if t.name not in comps:
+                raise DefinitionError(f"computation {c.name!r} reads unknown {t.name!r}")
+            if len(n.indices) != len(comps[t.name].vars):
+                raise DefinitionError(
+                    f"computation {c.name!r} reads {t.name!r} with {len(n.indices)} indices; "
+                    f"it has {len(comps[t.name].vars)} dims")
+            kind, target, of_comp = "value", t.name, False
+        elif isinstance(t, _BufferOf):
+            kind, target, of_comp = "memory", t.comp.name, True
+        elif isinstance(t, Buffer):
+            if len(n.indices) != len(t.sizes):
+                raise DefinitionError(f"computation {c.name!r} reads buffer {t.name!r} with "
+                                      f"{len(n.indices)} indices; it has {len(t.sizes)} dims")
+            kind, target, of_comp = "memory", t.name, False
+        else:  # pragma: no cover - Access targets are built by the API only
+            raise DefinitionError(f"computation {c.name!r}: cannot read {t!r}")
+        acc = access_map(n.indices, c.ctx, target)
+        if acc is not None:
+            acc = acc.intersect_domain(c.domain)
+        out.append(Read(-1, c.name, kind, target, n, acc, of_comp))
+    return out
+
+
+def _inline(comps: dict[str, Comp], inline: list[str], commands: list[cmd.Command]) -> None:
+    for name in inline:
+        p = comps[name]
+        if p.guard is not None:
+            raise DefinitionError(f"{name}.inline(): a computation with a non-affine "
+                                  "predicate cannot be inlined")
+        if any(isinstance(c, (cmd.StoreIn, cmd.ComputeAt)) and c.comp == name
+               for c in commands):
+            raise DefinitionError(f"{name}.inline(): an inlined computation cannot also be "
+                                  "stored or computed at a loop level")
+        for c in comps.values():
+            for r in c.reads:
+                if r.kind == "value" and r.target == name and r.access is not None:
+                    outside = r.access.range().subtract(p.domain)
+                    if not outside.is_empty():
+                        raise DefinitionError(
+                            f"{name}.inline(): {c.name!r} reads {name!r} outside its domain "
+                            f"at {outside}")
+    inl = {n: comps[n] for n in inline}
+
+    def subst(e: Expr, depth: int = 0) -> Expr:
+        if depth > len(inline) + 1:
+            raise DefinitionError(f"inlining cycle among {inline}")
+
+        def f(n: Expr) -> Expr | None:
+            if isinstance(n, Access) and isinstance(n.target, Computation) and \
+                    n.target.name in inl:
+                p = inl[n.target.name]
+                repl = {v: subst(ix, depth) for v, ix in zip(p.vars, n.indices, strict=True)}
+                return subst(_replace_vars(p.expr, repl), depth + 1)
+            return None
+
+        return rebuild(e, f)
+
+    for c in comps.values():
+        if c.name not in inl:
+            c.expr = subst(c.expr)
+            if c.guard is not None:
+                c.guard = subst(c.guard)
+    for n in inline:
+        del comps[n]
+
+
+def _replace_vars(e: Expr, repl: dict[str, Expr]) -> Expr:
+    return rebuild(e, lambda n: repl.get(n.name) if isinstance(n, Var) else None)

@@ -1,0 +1,233 @@
+"""The target-independent loop AST every backend consumes.
+
+ISL's AST builder produces the loop nest; :mod:`middleend.astgen` translates it into these
+small frozen records so that backends never touch islpy. Index and bound arithmetic
+(:class:`IExpr`) is 64-bit integer arithmetic over loop iterators and parameters; statement
+bodies stay Layer I expressions (:mod:`middleend.expr`) whose reads and writes have been
+resolved to :class:`BufAccess` nodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .expr import Expr
+from .types import DType
+
+# --------------------------------------------------------------------------- index exprs
+
+
+@dataclass(frozen=True)
+class IExpr:
+    """Integer expression over loop iterators and parameters."""
+
+
+@dataclass(frozen=True)
+class IInt(IExpr):
+    value: int
+
+
+@dataclass(frozen=True)
+class IVar(IExpr):
+    """A loop iterator (``_c<k>``), a parameter, or a statement-local name."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class IOp(IExpr):
+    """``op`` is one of: add sub mul neg, fdiv_q (floor division), pdiv_q (division of a
+    non-negative by a positive), pdiv_r / zdiv_r (remainder, operands known non-negative /
+    remainder compared to zero only), min max, select (cond, a, b), eq ne lt le gt ge, and or
+    not."""
+
+    op: str
+    args: tuple[IExpr, ...]
+
+
+IOPS = frozenset("add sub mul neg fdiv_q pdiv_q pdiv_r zdiv_r min max select eq ne lt le gt "
+                 "ge and or not".split())
+
+
+def ieval(e: IExpr, env: dict[str, int]) -> int:
+    """Evaluate an index expression (used by the runtime to size arrays from params)."""
+    if isinstance(e, IInt):
+        return e.value
+    if isinstance(e, IVar):
+        return env[e.name]
+    assert isinstance(e, IOp)
+    a = [ieval(x, env) for x in e.args]
+    op = e.op
+    if op == "add":
+        return a[0] + a[1]
+    if op == "sub":
+        return a[0] - a[1]
+    if op == "mul":
+        return a[0] * a[1]
+    if op == "neg":
+        return -a[0]
+    if op in ("fdiv_q", "pdiv_q"):
+        return a[0] // a[1]
+    if op in ("pdiv_r", "zdiv_r"):
+        return a[0] % a[1]
+    if op == "min":
+        return min(a)
+    if op == "max":
+        return max(a)
+    if op == "select":
+        return a[1] if a[0] else a[2]
+    cmp = {"eq": a[0] == a[-1], "ne": a[0] != a[-1], "lt": a[0] < a[-1],
+           "le": a[0] <= a[-1], "gt": a[0] > a[-1], "ge": a[0] >= a[-1]}
+    if op in cmp:
+        return int(cmp[op])
+    if op == "and":
+        return int(all(a))
+    if op == "or":
+        return int(any(a))
+    if op == "not":
+        return int(not a[0])
+    raise ValueError(f"unknown index operator {op!r}")
+
+
+# --------------------------------------------------------------------------- statements
+
+
+@dataclass(frozen=True, eq=False)
+class BufAccess(Expr):
+    """A buffer element: ``buffer[indices]``. Indices are Layer I integer expressions over
+    the statement's iterators (named as the computation's Vars); for a buffer allocated
+    inside a loop the per-statement offsets ``offset_names`` (defined in the Stmt node) are
+    subtracted. ``checked`` marks data-dependent indices the generated code must bounds-check
+    (an out-of-bounds index is reported as a kernel error, never performed)."""
+
+    buffer: str
+    indices: tuple[Expr, ...]
+    type_: DType
+    offset_names: tuple[str, ...] | None = None
+    checked: bool = False
+
+    @property
+    def dtype(self) -> DType:
+        return self.type_
+
+    def children(self) -> tuple[Expr, ...]:
+        return self.indices
+
+
+@dataclass(frozen=True, eq=False)
+class IterRef(Expr):
+    """A computation's iterator read as a value or index (int32 value, 64-bit index)."""
+
+    name: str
+
+    @property
+    def dtype(self) -> DType:
+        from .types import int32
+
+        return int32
+
+
+@dataclass(frozen=True, eq=False)
+class ParamRef(Expr):
+    name: str
+
+    @property
+    def dtype(self) -> DType:
+        from .types import int32
+
+        return int32
+
+
+@dataclass(frozen=True)
+class StmtInfo:
+    """What one computation does at one instance: ``store = value`` if ``guard`` holds.
+    ``iters`` are the computation's iterator names (bound per Stmt node)."""
+
+    comp: str
+    iters: tuple[str, ...]
+    store: BufAccess
+    value: Expr
+    guard: Expr | None = None
+
+
+# --------------------------------------------------------------------------- loop nest
+
+
+@dataclass(frozen=True)
+class Node:
+    pass
+
+
+@dataclass(frozen=True)
+class Block(Node):
+    body: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class For(Node):
+    """``for (var = init; cond; var += step) body``. ``tag`` is None, 'parallel', 'vector',
+    'unroll' (already unrolled by ISL when possible), 'gpu_block', 'gpu_thread',
+    'distribute' or 'pipeline'. ``dim`` is the time-space dimension, ``name`` the loop's
+    user-visible name (for messages and comments). ``hi`` is set when ``cond`` is the
+    canonical ``var <= hi``."""
+
+    var: str
+    init: IExpr
+    cond: IExpr
+    step: int
+    body: Node
+    tag: str | None = None
+    dim: int = -1
+    name: str = ""
+    hi: IExpr | None = None
+
+
+@dataclass(frozen=True)
+class If(Node):
+    cond: IExpr
+    then: Node
+    orelse: Node | None = None
+
+
+@dataclass(frozen=True)
+class Stmt(Node):
+    """One instance of ``comp``: binds its iterators (and the offsets of buffers allocated
+    inside loops) from loop iterators, then executes the StmtInfo of ``comp``."""
+
+    comp: str
+    bindings: tuple[tuple[str, IExpr], ...]
+
+
+@dataclass(frozen=True)
+class Alloc(Node):
+    """Allocate ``buffer`` (its sizes are in the Program's BufferDecl) around ``body``."""
+
+    buffer: str
+    body: Node
+
+
+@dataclass(frozen=True)
+class BufferDecl:
+    """``role``: 'input' / 'output' (kernel arguments) or 'temporary' (allocated by the
+    kernel, at function entry if ``local`` is False, else by an Alloc node)."""
+
+    name: str
+    dtype: DType
+    sizes: tuple[IExpr, ...]
+    role: str
+    local: bool = False
+
+
+@dataclass(frozen=True)
+class Program:
+    """A lowered function, ready for a backend."""
+
+    name: str
+    params: tuple[str, ...]
+    buffers: tuple[BufferDecl, ...]
+    body: Node
+    stmts: dict[str, StmtInfo] = field(default_factory=dict)
+
+    @property
+    def arguments(self) -> tuple[BufferDecl, ...]:
+        return tuple(b for b in self.buffers if b.role in ("input", "output"))

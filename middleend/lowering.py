@@ -1,0 +1,245 @@
+"""The compile pipeline: Layer I -> III (data) -> II (schedule) -> legality -> IV -> loop AST.
+
+Everything is rebuilt from the Function and its command log in a fresh ISL context whose
+operation count is bounded, so a pathological input fails with a clear error instead of
+hanging. When the legality check fails, the command prefixes are replayed to name the first
+command after which the schedule is illegal.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import islpy as isl
+
+from . import commands as cmd
+from .astgen import generate, iexpr
+from .data import Layer3, build_layer3
+from .dataflow import Expected, expected_dataflow, read_buffer
+from .errors import DefinitionError, MiddleEndError, ResourceLimitError, ScheduleError
+from .expr import Access, Expr, rebuild
+from .function import Buffer, Computation, Function, Param, Var, _BufferOf
+from .layer1 import Layer1, build_layer1
+from .legality import check_dataflow, check_parallel
+from .loopast import BufAccess, BufferDecl, IterRef, Node, ParamRef, Program, StmtInfo
+from .physical import Physical, build_physical
+from .placement import TimeSpace, finalize
+from .schedule import apply_command, initial
+
+DEFAULT_MAX_OPS = int(os.environ.get("MIDDLEEND_ISL_MAX_OPS", "20000000"))
+
+
+@dataclass
+class Lowered:
+    fn_name: str
+    l1: Layer1
+    l3: Layer3
+    ts: TimeSpace
+    exp: Expected
+    ph: Physical
+    program: Program
+
+    def layers_text(self) -> str:
+        return layers_text(self)
+
+
+def _analyse(fn: Function, commands: list[cmd.Command], outputs: Sequence[Any] | None,
+             ctx: isl.Context) -> tuple[Layer1, Layer3, Expected, TimeSpace, Physical]:
+    l1 = build_layer1(fn, ctx, commands)
+    l3 = build_layer3(fn, l1, outputs, commands)
+    for b in l3.buffers.values():
+        if b.fold and b.name in l3.outputs:
+            raise DefinitionError(f"buffer {b.name!r} is an output; it cannot be folded")
+    exp = expected_dataflow(l1, l3)
+    scheds = {n: initial(n, l1.comps[n].domain, l1.comps[n].vars) for n in l1.declared}
+    for c in commands:
+        if isinstance(c, cmd.SCHEDULE_COMMANDS) and not isinstance(c, (cmd.After,
+                                                                         cmd.ComputeAt)):
+            if c.comp not in scheds:
+                raise ScheduleError(f"{c.describe()}: unknown or inlined computation "
+                                    f"{c.comp!r}", command=c.describe())
+            apply_command(scheds[c.comp], c)
+    events = [c for c in commands if isinstance(c, (cmd.After, cmd.ComputeAt))]
+    for e in events:
+        if e.comp not in scheds:
+            raise ScheduleError(f"{e.describe()}: unknown or inlined computation {e.comp!r}",
+                                command=e.describe())
+    ts = finalize(scheds, l1.declared, events, l1.reads_of)
+    ph = build_physical(l1, l3, ts, exp)
+    return l1, l3, exp, ts, ph
+
+
+def _check(l1: Layer1, l3: Layer3, ts: TimeSpace, exp: Expected, ph: Physical) -> None:
+    check_dataflow(l1, l3, ts, exp, ph)
+    check_parallel(l1, l3, ts, ph)
+
+
+def _new_ctx(max_ops: int) -> isl.Context:
+    ctx = isl.Context()
+    ctx.set_max_operations(max_ops)
+    return ctx
+
+
+def lower(fn: Function, outputs: Sequence[Any] | None = None, check_legality: bool = True,
+          max_isl_ops: int = DEFAULT_MAX_OPS) -> Lowered:
+    commands = list(fn.commands.items)
+    ctx = _new_ctx(max_isl_ops)
+    try:
+        l1, l3, exp, ts, ph = _analyse(fn, commands, outputs, ctx)
+        if check_legality:
+            try:
+                _check(l1, l3, ts, exp, ph)
+            except ScheduleError as err:
+                raise _blame(fn, commands, outputs, err, max_isl_ops) from None
+        program = _program(fn, l1, l3, ts, ph)
+    except isl.Error as e:
+        if ctx.get_max_operations() and "operations" in str(e).lower() or \
+                "quota" in str(e).lower():
+            raise ResourceLimitError(
+                f"function {fn.name!r}: ISL exceeded its bound of {max_isl_ops} operations "
+                "(set MIDDLEEND_ISL_MAX_OPS to raise it)") from None
+        raise MiddleEndError(f"function {fn.name!r}: ISL failed: {e}") from e
+    return Lowered(fn.name, l1, l3, ts, exp, ph, program)
+
+
+def _blame(fn: Function, commands: list[cmd.Command], outputs: Sequence[Any] | None,
+           err: ScheduleError, max_ops: int) -> ScheduleError:
+    """Find the first command after which the program is illegal."""
+    for k in range(1, len(commands) + 1):
+        try:
+            l1, l3, exp, ts, ph = _analyse(fn, commands[:k], outputs, _new_ctx(max_ops))
+            _check(l1, l3, ts, exp, ph)
+        except ScheduleError:
+            c = commands[k - 1]
+            msg = str(err).split("\n")[0]
+            return ScheduleError(msg, computations=err.computations,
+                                 dependence=err.dependence, command=c.describe(),
+                                 command_index=k - 1, level=err.level)
+        except MiddleEndError:
+            continue
+    return err
+
+
+def _ctx_build(l1: Layer1) -> isl.AstBuild:
+    return isl.AstBuild.from_context(isl.Set.universe(l1.param_space))
+
+
+def _program(fn: Function, l1: Layer1, l3: Layer3, ts: TimeSpace, ph: Physical) -> Program:
+    pmap = {p: f"p_{p}" for p in l1.params}
+    cb = _ctx_build(l1)
+    decls = []
+    inputs = [b for b in l3.buffers.values() if b.role == "input"]
+    outs = [l3.buffers[n] for n in l3.outputs]
+    temps = [b for b in l3.buffers.values() if b.role == "temporary"]
+    for b in [*inputs, *outs, *temps]:
+        la = ph.local.get(b.name)
+        src = la.sizes if la is not None else b.sizes
+        sizes = []
+        for k, pa in enumerate(src):
+            if k in b.fold:
+                from .loopast import IInt
+
+                sizes.append(IInt(b.fold[k]))
+            else:
+                sizes.append(iexpr(cb.expr_from_pw_aff(pa), pmap))
+        decls.append(BufferDecl(b.name, b.dtype, tuple(sizes), b.role, la is not None))
+    stmts = {n: _stmt_info(n, l1, l3, ph) for n in ts.order}
+    read_bufs: dict[str, set[str]] = {}
+    for n in ts.order:
+        read_bufs[n] = {read_buffer(l3, r) for r in l1.comps[n].reads}
+    body: Node = generate(ts, ph, l1.params, isl.Set.universe(l1.param_space),
+                          {n: l1.comps[n].vars for n in ts.order}, dict(l3.store), read_bufs)
+    return Program(fn.name, tuple(l1.params), tuple(decls), body, stmts)
+
+
+def _stmt_info(name: str, l1: Layer1, l3: Layer3, ph: Physical) -> StmtInfo:
+    c = l1.comps[name]
+    affine_nodes = {id(r.node) for r in c.reads if r.access is not None}
+
+    def offsets(buf: str) -> tuple[str, ...] | None:
+        la = ph.local.get(buf)
+        return None if la is None else tuple(f"o_{buf}_{q}" for q in range(len(la.offsets)))
+
+    def conv(e: Expr) -> Expr:
+        return rebuild(e, node)
+
+    def node(n: Expr) -> Expr | None:
+        if isinstance(n, Var):
+            return IterRef(n.name)
+        if isinstance(n, Param):
+            return ParamRef(n.name)
+        if isinstance(n, Access):
+            t = n.target
+            idx = tuple(conv(i) for i in n.indices)
+            if isinstance(t, Computation):
+                buf = l3.store[t.name]
+                pvars = l1.comps[t.name].vars
+                repl = dict(zip(pvars, idx, strict=True))
+                lidx = tuple(_subst_iters(conv(e), repl) for e in l3.index[t.name])
+            elif isinstance(t, _BufferOf):
+                buf, lidx = l3.store[t.comp.name], idx
+            elif isinstance(t, Buffer):
+                buf, lidx = t.name, idx
+            else:  # pragma: no cover
+                raise DefinitionError(f"{name}: cannot lower a read of {t!r}")
+            return BufAccess(buf, l3.phys_index(buf, lidx), n.dtype, offsets(buf),
+                             checked=id(n) not in affine_nodes)
+        return None
+
+    sbuf = l3.store[name]
+    sidx = l3.phys_index(sbuf, tuple(conv(e) for e in l3.index[name]))
+    store = BufAccess(sbuf, sidx, l3.buffers[sbuf].dtype, offsets(sbuf))
+    value = conv(c.expr)
+    if value.dtype != store.dtype:
+        from .expr import Cast
+
+        value = Cast(store.dtype, value)
+    guard = None if c.guard is None else conv(c.guard)
+    return StmtInfo(name, tuple(c.vars), store, value, guard)
+
+
+def _subst_iters(e: Expr, repl: dict[str, Expr]) -> Expr:
+    return rebuild(e, lambda n: repl.get(n.name) if isinstance(n, IterRef) else None)
+
+
+def compile_function(fn: Function, target: str = "cpu", outputs: Sequence[Any] | None = None,
+                     check_legality: bool = True, **options: Any) -> Any:
+    if target != "cpu":
+        from .errors import TargetError
+
+        raise TargetError(f"target {target!r} is not available yet (available: cpu)")
+    low = lower(fn, outputs=outputs, check_legality=check_legality)
+    from backends.cpu import build, generate_c
+
+    from .runtime import Kernel
+
+    src = generate_c(low.program)
+    lib = build(low.program, src)
+    return Kernel(low.program, lib, lowered=low)
+
+
+def layers_text(low: Lowered) -> str:
+    out = ["== Layer I (abstract algorithm) ==", low.l1.text(), "",
+           "== Layer II (computation placement) =="]
+    for n in low.ts.order:
+        s = low.ts.comps[n]
+        tags = ", ".join(f"{d}({t})" for d, t in s.tags.items())
+        out.append(f"{s.full}" + (f"   tags: {tags}" if tags else ""))
+    out += ["", "== Layer III (data) =="]
+    for b in low.l3.buffers.values():
+        sizes = ", ".join(str(x) for x in b.sizes)
+        fold = f" storage_fold {b.fold}" if b.fold else ""
+        out.append(f"buffer {b.name}[{sizes}] {b.dtype.name} {b.role}{fold}")
+    for n in low.ts.order:
+        out.append(str(low.l3.logical[n].intersect_domain(low.l1.comps[n].domain)))
+    out += ["", "== Layer IV (allocation, communication) =="]
+    for b in low.program.buffers:
+        if b.role == "temporary":
+            la = low.ph.local.get(b.name)
+            where = "function entry" if la is None else f"time-space dim {la.dim}"
+            out.append(f"allocate {b.name} at {where}")
+    out.append("no communication or synchronisation (cpu target)")
+    return "\n".join(out)

@@ -1,0 +1,130 @@
+"""The scheduled program's memory accesses, in time-space coordinates.
+
+Every statement instance is one point T of the time-space (schedules are injective), so
+accesses are written as ``{T -> buffer[element]}``. A buffer allocated inside a loop is one
+array per iteration of that loop: its element identity includes the time-space prefix of the
+allocation loop, which is how privatisation shows up in the dependence analysis. The offsets
+and per-iteration sizes of such buffers (Layer IV allocations) are computed here too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import islpy as isl
+
+from .data import Layer3
+from .dataflow import Expected, logical_access, read_buffer
+from .errors import ScheduleError
+from .layer1 import Layer1
+from .placement import TimeSpace
+
+
+@dataclass
+class LocalAlloc:
+    """A buffer allocated inside the loop at time-space dim ``dim``."""
+
+    buffer: str
+    dim: int
+    offsets: list[isl.PwAff]  # on the full time-space, one per buffer dim
+    sizes: list[isl.PwAff]  # over params
+
+
+@dataclass
+class Physical:
+    tinv: isl.UnionMap  # T -> C[x] (Layer I instance of each time-space point)
+    writes: dict[str, isl.Map]  # comp -> {T -> B[e]} (element identity incl. privatisation)
+    reads: dict[int, isl.Map]  # ref -> {T -> B[e]}
+    guarded: set[str] = field(default_factory=set)
+    local: dict[str, LocalAlloc] = field(default_factory=dict)
+
+
+def _t_space(ts: TimeSpace, l1: Layer1) -> isl.Space:
+    return isl.Space.set_alloc(l1.ctx, 0, 2 * ts.depth + 1).align_params(l1.param_space)
+
+
+def _fold(l3: Layer3, m: isl.Map, buf: str) -> isl.Map:
+    f = l3.fold_map(buf, m.range().get_space())
+    return m if f is None else m.apply_range(f)
+
+
+def build_physical(l1: Layer1, l3: Layer3, ts: TimeSpace, exp: Expected) -> Physical:
+    tinv: isl.UnionMap | None = None
+    to_t: dict[str, isl.Map] = {}
+    for n in ts.order:
+        s = ts.comps[n]
+        assert s.full is not None and s.proj is not None
+        m = s.full.reverse().apply_range(s.proj)  # T -> C[x]
+        to_t[n] = m
+        um = isl.UnionMap.from_map(m)
+        tinv = um if tinv is None else tinv.union(um)
+    assert tinv is not None
+    writes = {}
+    for n in ts.order:
+        buf = l3.store[n]
+        w = to_t[n].apply_range(l3.logical[n])
+        writes[n] = _fold(l3, w, buf)
+    reads = {}
+    for r in exp.reads:
+        buf = read_buffer(l3, r)
+        if l3.buffers[buf].role == "input":
+            continue
+        reads[r.ref] = _fold(l3, to_t[r.comp].apply_range(logical_access(l1, l3, r)), buf)
+    phys = Physical(tinv, writes, reads,
+                    {n for n in ts.order if l1.comps[n].guard is not None})
+    for b in l3.buffers.values():
+        if b.alloc_at is not None:
+            _localise(phys, ts, l1, l3, b.name, b.alloc_at)
+    return phys
+
+
+def _localise(phys: Physical, ts: TimeSpace, l1: Layer1, l3: Layer3, buf: str,
+              at: tuple[str, str]) -> None:
+    consumer, level = at
+    if consumer not in ts.comps:
+        raise ScheduleError(f"{buf}.allocate_at({consumer}, {level}): unknown consumer",
+                            computations=(consumer,))
+    dims = ts.comps[consumer].ext_dims
+    if level not in dims:
+        raise ScheduleError(f"allocate_at: {consumer!r} has no loop {level!r}; its loops are "
+                            f"{dims}", computations=(buf, consumer))
+    dim = 2 * dims.index(level) + 1
+    ntd = 2 * ts.depth + 1
+    tsp = _t_space(ts, l1)
+    prefix = isl.Map.identity(tsp.map_from_set()).project_out(isl.dim_type.out, dim + 1,
+                                                              ntd - dim - 1)
+    acc: isl.Map | None = None
+    for n, w in phys.writes.items():
+        if l3.store[n] == buf:
+            acc = w if acc is None else acc.union(w)
+    for ref, r in phys.reads.items():
+        if r.get_tuple_name(isl.dim_type.out) == buf:
+            acc = r if acc is None else acc.union(r)
+    assert acc is not None
+    per = acc.apply_domain(prefix)  # prefix -> B[e]
+    offsets, sizes = [], []
+    ndim = l3.buffers[buf].ndim
+    for q in range(ndim):
+        lo = per.dim_min(q)
+        hi = per.dim_max(q)
+        ext = hi.sub(lo).add_constant_val(isl.Val.one(l1.ctx))
+        vals = isl.Map.from_pw_aff(ext).range()
+        size = vals.dim_max(0)
+        if size.involves_nan():
+            raise ScheduleError(f"allocate_at: the footprint of {buf!r} per iteration of "
+                                f"{level!r} is unbounded", computations=(buf, consumer))
+        sizes.append(size.coalesce())
+        offsets.append(lo.add_dims(isl.dim_type.in_, ntd - dim - 1).coalesce())
+    phys.local[buf] = LocalAlloc(buf, dim, offsets, sizes)
+    # privatise: element identity = (allocation-loop prefix, element)
+    for n, w in list(phys.writes.items()):
+        if l3.store[n] == buf:
+            phys.writes[n] = _privatise(w, prefix, buf)
+    for ref, r in list(phys.reads.items()):
+        if r.get_tuple_name(isl.dim_type.out) == buf:
+            phys.reads[ref] = _privatise(r, prefix, buf)
+
+
+def _privatise(m: isl.Map, prefix: isl.Map, buf: str) -> isl.Map:
+    return prefix.flat_range_product(m.reset_tuple_id(isl.dim_type.out)).set_tuple_name(
+        isl.dim_type.out, buf)

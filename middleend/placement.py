@@ -1,0 +1,211 @@
+"""Resolve compute_at and the ordering commands into one shared time-space.
+
+compute_at is resolved after every loop transformation, so that the producer is placed in
+the consumer's *final* loops: the producer's domain is extended with the consumer's outer
+loop dimensions and restricted, per outer iteration, to the exact footprint the consumer
+reads there (ISL computes it; overlapping tiles recompute values redundantly). The ordering
+is a total order of computations plus, between neighbours, the number of loops they share;
+it becomes the beta (constant) dimensions of the time-space.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import islpy as isl
+
+from . import commands as cmd
+from .errors import ScheduleError
+from .schedule import CompSchedule, _range_map
+
+ReadsOf = Callable[[str, str], "isl.Map | None"]
+
+
+@dataclass
+class TimeSpace:
+    """Layer II: the placed computations, in execution order."""
+
+    order: list[str]
+    comps: dict[str, CompSchedule]
+    depth: int  # number of loop dimensions L; the time-space has 2L+1 dims
+
+    def union(self) -> isl.UnionMap:
+        u: isl.UnionMap | None = None
+        for n in self.order:
+            m = isl.UnionMap.from_map(self.comps[n].full)
+            u = m if u is None else u.union(m)
+        assert u is not None
+        return u
+
+    def tag_at(self, comp: str, dyn: int) -> str | None:
+        s = self.comps[comp]
+        for name, tag in s.tags.items():
+            if s.n_outer + s.dims.index(name) == dyn:
+                return tag
+        return None
+
+    def loop_name(self, comp: str, dyn: int) -> str:
+        names = self.comps[comp].ext_dims
+        return names[dyn] if dyn < len(names) else f"<pad{dyn}>"
+
+
+def _identity_ext(s: CompSchedule) -> None:
+    s.ext_domain = s.domain
+    s.proj = isl.Map.identity(s.domain.get_space().map_from_set()).intersect_domain(s.domain)
+    s.n_outer = 0
+    s.ext_sched = s.sched
+    s.ext_dims = list(s.dims)
+
+
+def _resolve_compute_at(comps: dict[str, CompSchedule], events: list[cmd.Command],
+                        reads_of: ReadsOf) -> None:
+    at: dict[str, cmd.ComputeAt] = {}
+    for e in events:
+        if isinstance(e, cmd.ComputeAt):
+            if e.consumer not in comps:
+                raise ScheduleError(f"{e.describe()}: unknown or inlined consumer "
+                                    f"{e.consumer!r}", command=e.describe())
+            if e.comp in at:
+                raise ScheduleError(f"{e.describe()}: {e.comp!r} is already computed at "
+                                    f"{at[e.comp].consumer!r}", command=e.describe())
+            at[e.comp] = e
+    done: set[str] = set()
+
+    def resolve(name: str, stack: list[str]) -> None:
+        if name in done:
+            return
+        if name in stack:
+            cyc = " -> ".join([*stack[stack.index(name):], name])
+            raise ScheduleError(f"cyclic compute_at: {cyc}", computations=tuple(stack),
+                                command=at[name].describe())
+        s = comps[name]
+        if name not in at:
+            _identity_ext(s)
+            done.add(name)
+            return
+        e = at[name]
+        resolve(e.consumer, [*stack, name])
+        c = comps[e.consumer]
+        ext_dims: list[str] = c.ext_dims
+        if e.level not in ext_dims:
+            raise ScheduleError(f"{e.describe()}: {e.consumer!r} has no loop {e.level!r}; its "
+                                f"loops are {ext_dims}", computations=(name, e.consumer),
+                                command=e.describe())
+        lvl = ext_dims.index(e.level) + 1
+        acc = reads_of(e.consumer, name)
+        if acc is None:
+            raise ScheduleError(f"{e.describe()}: {e.consumer!r} does not read {name!r}",
+                                computations=(name, e.consumer), command=e.describe())
+        csched: isl.Map = c.ext_sched
+        n = csched.dim(isl.dim_type.out)
+        outer = csched.project_out(isl.dim_type.out, lvl, n - lvl)
+        rel = outer.reverse().apply_range(c.proj.apply_range(acc)).intersect_range(s.domain)
+        ext = rel.wrap().flatten().set_tuple_name(name)
+        proj = rel.range_map().flatten_domain().set_tuple_name(isl.dim_type.in_, name)
+        esched = rel.domain_map().flat_range_product(rel.range_map().apply_range(s.sched))
+        esched = esched.flatten_domain().set_tuple_name(isl.dim_type.in_, name)
+        s.ext_domain, s.proj, s.n_outer = ext, proj, lvl
+        s.ext_sched = esched.reset_tuple_id(isl.dim_type.out)
+        s.ext_dims = ext_dims[:lvl] + list(s.dims)
+        done.add(name)
+
+    for name in comps:
+        resolve(name, [])
+
+
+class _Order:
+    """A total order of computations with the number of loops each shares with the next."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.items = list(names)
+        self.share = [0] * max(0, len(names) - 1)  # share[k]: between items k and k+1
+
+    def remove(self, x: str) -> None:
+        k = self.items.index(x)
+        if 0 < k < len(self.items) - 1:
+            self.share[k - 1] = min(self.share[k - 1], self.share[k])
+            del self.share[k]
+        elif k == 0 and self.share:
+            del self.share[0]
+        elif self.share:
+            del self.share[k - 1]
+        del self.items[k]
+
+    def insert_after(self, x: str, anchor: str, depth: int) -> None:
+        self.remove(x)
+        k = self.items.index(anchor)
+        while k < len(self.share) and self.share[k] > depth:
+            k += 1
+        nxt = self.share[k] if k < len(self.share) else None
+        self.items.insert(k + 1, x)
+        self.share.insert(k, depth)
+        if nxt is not None:
+            self.share[k + 1] = nxt
+
+    def insert_before(self, x: str, anchor: str, depth: int) -> None:
+        self.remove(x)
+        k = self.items.index(anchor)
+        while k > 0 and self.share[k - 1] > depth:
+            k -= 1
+        prev = self.share[k - 1] if k > 0 else None
+        self.items.insert(k, x)
+        self.share.insert(k, depth)
+        if prev is not None:
+            self.share[k - 1] = prev
+
+
+def finalize(comps: dict[str, CompSchedule], declared: list[str], events: list[cmd.Command],
+             reads_of: ReadsOf) -> TimeSpace:
+    """Resolve compute_at and ordering; build each computation's full time-space map."""
+    _resolve_compute_at(comps, events, reads_of)
+    order = _Order([n for n in declared if n in comps])
+    for e in events:
+        if isinstance(e, cmd.After):
+            for who in (e.comp, e.other):
+                if who not in comps:
+                    raise ScheduleError(f"{e.describe()}: unknown or inlined computation "
+                                        f"{who!r}", command=e.describe())
+            if e.comp == e.other:
+                raise ScheduleError(f"{e.describe()}: a computation cannot follow itself",
+                                    command=e.describe())
+            depth = 0 if e.level == cmd.ROOT else _level_depth(comps, e)
+            order.insert_after(e.comp, e.other, depth)
+        elif isinstance(e, cmd.ComputeAt):
+            s = comps[e.comp]
+            order.insert_before(e.comp, e.consumer, s.n_outer)
+    ctx = next(iter(comps.values())).domain.get_ctx() if comps else isl.DEFAULT_CONTEXT
+    depth = max([len(comps[n].ext_dims) for n in order.items] or [0])
+    prev: list[int] | None = None
+    for k, name in enumerate(order.items):
+        s = comps[name]
+        if prev is None:
+            betas = [0] * (depth + 1)
+        else:
+            d = order.share[k - 1]
+            betas = prev[:d] + [prev[d] + 1] + [0] * (depth - d)
+        s.betas = betas
+        prev = betas
+        n = len(s.ext_dims)
+        outs: list[str] = []
+        for q in range(depth):
+            outs.append(str(betas[q]))
+            outs.append(f"d{q}" if q < n else "0")
+        outs.append(str(betas[depth]))
+        s.full = s.ext_sched.apply_range(_range_map(ctx, n, outs))
+    return TimeSpace(order.items, comps, depth)
+
+
+def _level_depth(comps: dict[str, CompSchedule], e: cmd.After) -> int:
+    a, b = comps[e.comp], comps[e.other]
+    adims: list[str] = a.ext_dims
+    bdims: list[str] = b.ext_dims
+    if e.level not in adims:
+        raise ScheduleError(f"{e.describe()}: {e.comp!r} has no loop {e.level!r}; its loops "
+                            f"are {adims}", computations=(e.comp, e.other),
+                            command=e.describe())
+    k = adims.index(e.level)
+    if k >= len(bdims):
+        raise ScheduleError(f"{e.describe()}: {e.other!r} has only {len(bdims)} loops",
+                            computations=(e.comp, e.other), command=e.describe())
+    return k + 1

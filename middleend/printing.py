@@ -1,0 +1,37 @@
+"""Human-readable forms of Layer I expressions (for layers, errors and reprs)."""
+
+from __future__ import annotations
+
+from .expr import Access, Binary, Call, Cast, Const, Expr, Select, Unary
+
+_SYM = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "mod": "%",
+        "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!=",
+        "and": "&&", "or": "||"}
+
+
+def expr_str(e: Expr) -> str:
+    from .loopast import BufAccess, IterRef, ParamRef
+
+    name = getattr(e, "name", None)
+    if isinstance(e, (IterRef, ParamRef)) or (name is not None and not e.children()
+                                              and not isinstance(e, (Const, BufAccess))):
+        return str(name)
+    if isinstance(e, Const):
+        return repr(e.value)
+    if isinstance(e, Binary):
+        if e.op in ("min", "max"):
+            return f"{e.op}({expr_str(e.a)}, {expr_str(e.b)})"
+        return f"({expr_str(e.a)} {_SYM[e.op]} {expr_str(e.b)})"
+    if isinstance(e, Unary):
+        return f"-{expr_str(e.a)}" if e.op == "neg" else f"!{expr_str(e.a)}"
+    if isinstance(e, Select):
+        return f"select({expr_str(e.cond)}, {expr_str(e.a)}, {expr_str(e.b)})"
+    if isinstance(e, Cast):
+        return f"{e.type_.name}({expr_str(e.a)})"
+    if isinstance(e, Call):
+        return f"{e.fn}({', '.join(expr_str(a) for a in e.args)})"
+    if isinstance(e, Access):
+        return f"{e.target.name}({', '.join(expr_str(i) for i in e.indices)})"
+    if isinstance(e, BufAccess):
+        return f"{e.buffer}[{', '.join(expr_str(i) for i in e.indices)}]"
+    return type(e).__name__

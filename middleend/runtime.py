@@ -1,0 +1,207 @@
+"""Calling a built kernel from Python: argument checking, parameter inference, ctypes.
+
+The generated C trusts its arguments completely (``restrict`` pointers, sizes computed from
+the parameters), so every check that keeps it memory-safe happens here, before the call:
+each array must have exactly the declared dtype and shape, be C-contiguous and aligned,
+outputs must be writeable and must not overlap other arguments.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import KernelArgumentError, KernelRuntimeError
+from .loopast import BufferDecl, IExpr, IInt, IOp, IVar, Program, ieval
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+_RC_MESSAGES = {
+    1: "data-dependent index out of bounds in kernel {name}",
+    2: "memory allocation failed in kernel {name}",
+}
+
+
+def _param_of(size: IExpr, params: tuple[str, ...]) -> tuple[str, int] | None:
+    """If ``size`` is ``p_X``, ``p_X + c``, ``c + p_X`` or ``p_X - c``, return ``(X, c)``
+    (so that ``X = extent - c``); the shapes of arrays then determine ``X``."""
+    def param(e: IExpr) -> str | None:
+        if isinstance(e, IVar) and e.name.startswith("p_") and e.name[2:] in params:
+            return e.name[2:]
+        return None
+
+    if (name := param(size)) is not None:
+        return name, 0
+    if isinstance(size, IOp) and size.op in ("add", "sub") and len(size.args) == 2:
+        a, b = size.args
+        if (name := param(a)) is not None and isinstance(b, IInt):
+            return name, b.value if size.op == "add" else -b.value
+        if size.op == "add" and (name := param(b)) is not None and isinstance(a, IInt):
+            return name, a.value
+    return None
+
+
+class Kernel:
+    """A compiled program. Call it with keyword arrays (named by buffer) and integer
+    parameters (named by parameter); it returns ``{output name: array}``, allocating the
+    outputs that were not passed."""
+
+    def __init__(self, program: Program, library: Any, *, lowered: Any = None,
+                 source: str | None = None, cache_key: str | None = None,
+                 entry: str | None = None) -> None:
+        """``library`` is a built library (any object with ``path``, ``source`` and ``key``,
+        e.g. :class:`backends.cpu.build.BuiltLibrary`) or the path of a shared object;
+        ``lowered`` is kept for inspection (the layers the program came from)."""
+        self.program = program
+        self.lowered = lowered
+        path = library if isinstance(library, str | Path) else library.path
+        self.library_path = Path(path)
+        self.source = source if source is not None else getattr(library, "source", "")
+        self.cache_key = cache_key if cache_key is not None else getattr(library, "key", "")
+        self.entry = entry or f"me_{program.name}"
+        self._arguments: tuple[BufferDecl, ...] = program.arguments
+        clash = set(program.params) & {b.name for b in self._arguments}
+        if clash:
+            raise KernelArgumentError(f"kernel {program.name}: names {sorted(clash)} are both "
+                                      f"parameters and buffers; keyword calls would be ambiguous")
+        self._lib = ctypes.CDLL(str(self.library_path))
+        try:
+            fn = getattr(self._lib, self.entry)
+        except AttributeError as exc:
+            raise KernelArgumentError(f"library {self.library_path} has no entry point "
+                                      f"{self.entry}") from exc
+        fn.restype = ctypes.c_int
+        fn.argtypes = ([ctypes.c_int64] * len(program.params)
+                       + [ctypes.c_void_p] * len(self._arguments))
+        self._fn = fn
+
+    @property
+    def name(self) -> str:
+        return self.program.name
+
+    @property
+    def valid_names(self) -> list[str]:
+        return [*self.program.params, *(b.name for b in self._arguments)]
+
+    def __repr__(self) -> str:
+        return f"Kernel({self.program.name!r}, {str(self.library_path)!r})"
+
+    # ------------------------------------------------------------------ arguments
+    def _params(self, kwargs: Mapping[str, Any]) -> dict[str, int]:
+        """Explicit parameters, then those implied by the shapes of the arrays passed."""
+        name = self.program.name
+        values: dict[str, int] = {}
+        for p in self.program.params:
+            if p in kwargs:
+                v = kwargs[p]
+                if isinstance(v, bool | np.bool_) or not isinstance(v, int | np.integer):
+                    raise KernelArgumentError(f"kernel {name}: parameter {p} must be an int, "
+                                              f"got {type(v).__name__} {v!r}")
+                if not _INT64_MIN <= int(v) <= _INT64_MAX:
+                    raise KernelArgumentError(f"kernel {name}: parameter {p}={v} does not fit "
+                                              f"in 64 bits")
+                values[p] = int(v)
+        inferred: dict[str, tuple[int, str]] = {}
+        for b in self._arguments:
+            arr = kwargs.get(b.name)
+            if not isinstance(arr, np.ndarray) or arr.ndim != len(b.sizes):
+                continue  # reported by the array checks
+            for k, size in enumerate(b.sizes):
+                found = _param_of(size, self.program.params)
+                if found is None or found[0] in values:
+                    continue
+                p, c = found
+                v = arr.shape[k] - c
+                if p in inferred and inferred[p][0] != v:
+                    raise KernelArgumentError(
+                        f"kernel {name}: the shapes disagree on parameter {p}: "
+                        f"{inferred[p][1]} implies {p}={inferred[p][0]}, buffer {b.name} "
+                        f"(shape {arr.shape}) implies {p}={v}")
+                inferred.setdefault(p, (v, f"buffer {b.name} (shape {arr.shape})"))
+        values.update({p: v for p, (v, _) in inferred.items()})
+        missing = [p for p in self.program.params if p not in values]
+        if missing:
+            raise KernelArgumentError(
+                f"kernel {name}: missing parameter(s) {', '.join(missing)}: pass them as "
+                f"keywords or pass arrays whose shapes determine them")
+        return values
+
+    def _shape(self, b: BufferDecl, env: dict[str, int]) -> tuple[int, ...]:
+        try:
+            return tuple(max(0, ieval(s, env)) for s in b.sizes)
+        except KeyError as exc:
+            raise KernelArgumentError(f"kernel {self.program.name}: the size of buffer "
+                                      f"{b.name} depends on {exc.args[0]}, which is not a "
+                                      f"parameter") from exc
+
+    def _check(self, b: BufferDecl, arr: Any, shape: tuple[int, ...]) -> np.ndarray:
+        where = f"kernel {self.program.name}: buffer {b.name}"
+        want = b.dtype.numpy
+        if not isinstance(arr, np.ndarray):
+            raise KernelArgumentError(f"{where}: expected a numpy array of {want} with shape "
+                                      f"{shape}, got {type(arr).__name__}")
+        if arr.dtype != want:
+            raise KernelArgumentError(f"{where}: expected dtype {want}, got {arr.dtype}")
+        if arr.shape != shape:
+            raise KernelArgumentError(f"{where}: expected shape {shape}, got {arr.shape}")
+        if not arr.flags.c_contiguous:
+            raise KernelArgumentError(f"{where}: expected a C-contiguous array, got strides "
+                                      f"{arr.strides} (use np.ascontiguousarray)")
+        if not arr.flags.aligned:
+            raise KernelArgumentError(f"{where}: the array is not aligned for {want}")
+        if b.role == "output" and not arr.flags.writeable:
+            raise KernelArgumentError(f"{where}: output array is read-only")
+        return arr
+
+    # ------------------------------------------------------------------ call
+    def __call__(self, **kwargs: Any) -> dict[str, np.ndarray]:
+        name = self.program.name
+        unknown = sorted(set(kwargs) - set(self.valid_names))
+        if unknown:
+            raise KernelArgumentError(f"kernel {name}: unknown argument(s) {', '.join(unknown)}"
+                                      f"; valid names: {', '.join(self.valid_names)}")
+        for b in self._arguments:
+            if b.role == "input" and b.name not in kwargs:
+                raise KernelArgumentError(f"kernel {name}: missing input buffer {b.name}")
+        params = self._params(kwargs)
+        env = {f"p_{p}": v for p, v in params.items()}
+        arrays: dict[str, np.ndarray] = {}
+        for b in self._arguments:
+            shape = self._shape(b, env)
+            if b.name in kwargs:
+                arrays[b.name] = self._check(b, kwargs[b.name], shape)
+            else:
+                arrays[b.name] = np.empty(shape, dtype=b.dtype.numpy)
+        self._check_overlap(arrays)
+        pointers = []
+        keep = []
+        for b in self._arguments:
+            arr = arrays[b.name]
+            if arr.size == 0:
+                # A checked out-of-bounds access falls back to element 0: it must exist.
+                arr = np.zeros(1, dtype=arr.dtype)
+                keep.append(arr)
+            pointers.append(arr.ctypes.data)
+        rc = self._fn(*(params[p] for p in self.program.params), *pointers)
+        if rc != 0:
+            msg = _RC_MESSAGES.get(rc, "kernel {name} failed with status " + str(rc))
+            raise KernelRuntimeError(msg.format(name=name))
+        return {b.name: arrays[b.name] for b in self._arguments if b.role == "output"}
+
+    def _check_overlap(self, arrays: dict[str, np.ndarray]) -> None:
+        """Outputs are ``restrict`` pointers: they must not overlap any other argument."""
+        names = list(arrays)
+        roles = {b.name: b.role for b in self._arguments}
+        for i, a in enumerate(names):
+            for other in names[i + 1:]:
+                if "output" not in (roles[a], roles[other]):
+                    continue
+                if arrays[a].size and arrays[other].size and \
+                        np.may_share_memory(arrays[a], arrays[other]):
+                    raise KernelArgumentError(
+                        f"kernel {self.program.name}: buffers {a} and {other} overlap in "
+                        f"memory; an output must not alias another argument")

@@ -1,0 +1,199 @@
+"""Layer II: the time-space placement of every computation, built from the command log.
+
+Each loop transformation is one ISL map composed onto the computation's schedule (its
+domain -> its loops). Ordering (after/before/then, compute_at) is resolved at the end into
+the constant ("beta") dimensions of one shared time-space ``[b0, l0, b1, l1, ..., bL]``: all
+computations are ordered by the lexicographic order of their time-space points, as in the
+papers. Tags are kept apart from the maps, per computation and loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import islpy as isl
+
+from . import commands as cmd
+from .errors import ScheduleError
+
+# --------------------------------------------------------------------------- range maps
+
+
+def _range_map(ctx: isl.Context, n: int, outs: list[str], cons: str = "") -> isl.Map:
+    """``{ [d0..d(n-1)] -> [outs] : cons }``; built only from generated names and ints."""
+    ins = ", ".join(f"d{k}" for k in range(n))
+    body = f"{{ [{ins}] -> [{', '.join(outs)}]" + (f" : {cons}" if cons else "") + " }"
+    return isl.Map.read_from_str(ctx, body)
+
+
+@dataclass
+class CompSchedule:
+    """Schedule state of one computation while commands are applied."""
+
+    name: str
+    domain: isl.Set  # the Layer I domain
+    sched: isl.Map  # domain -> anonymous loop space
+    dims: list[str]
+    tags: dict[str, str] = field(default_factory=dict)
+    # filled at finalize
+    ext_domain: isl.Set | None = None  # domain with compute_at outer dims prepended
+    n_outer: int = 0
+    proj: isl.Map | None = None  # ext_domain -> domain
+    ext_sched: isl.Map | None = None  # ext_domain -> loops (outer loops first)
+    ext_dims: list[str] = field(default_factory=list)
+    betas: list[int] = field(default_factory=list)
+    full: isl.Map | None = None  # ext_domain -> time-space
+
+    def pos(self, d: str, c: cmd.Command) -> int:
+        if d not in self.dims:
+            raise ScheduleError(
+                f"{c.describe()}: computation {self.name!r} has no loop {d!r}; its loops are "
+                f"{self.dims}", computations=(self.name,), command=c.describe())
+        return self.dims.index(d)
+
+    def fresh(self, names: Iterable[str], c: cmd.Command, replacing: Iterable[str] = ()) -> None:
+        keep = set(self.dims) - set(replacing)
+        seen: set[str] = set()
+        for n in names:
+            if n in keep or n in seen:
+                raise ScheduleError(
+                    f"{c.describe()}: loop name {n!r} already used by {self.name!r} "
+                    f"(loops {self.dims})", computations=(self.name,), command=c.describe())
+            seen.add(n)
+
+    def apply(self, m: isl.Map, dims: list[str]) -> None:
+        self.sched = self.sched.apply_range(m)
+        self.dims = dims
+
+
+def initial(name: str, domain: isl.Set, vars_: list[str]) -> CompSchedule:
+    """The identity schedule: one loop per iterator, in declaration order."""
+    m = isl.Map.identity(domain.get_space().map_from_set()).intersect_domain(domain)
+    return CompSchedule(name, domain, m.reset_tuple_id(isl.dim_type.out), list(vars_))
+
+
+def apply_command(s: CompSchedule, c: cmd.Command) -> None:
+    """Apply one loop-transformation or tagging command to ``s`` (ordering commands are
+    handled by :func:`finalize`)."""
+    ctx = s.domain.get_ctx()
+    n = len(s.dims)
+    d = [f"d{k}" for k in range(n)]
+    if isinstance(c, cmd.Interchange):
+        a, b = s.pos(c.a, c), s.pos(c.b, c)
+        outs = list(d)
+        outs[a], outs[b] = outs[b], outs[a]
+        names = list(s.dims)
+        names[a], names[b] = names[b], names[a]
+        s.apply(_range_map(ctx, n, outs), names)
+    elif isinstance(c, (cmd.Split, cmd.Vectorize)) or (
+            isinstance(c, cmd.Unroll) and c.factor is not None):
+        _split(s, c, c.dim, c.factor, c.outer, c.inner)  # type: ignore[arg-type]
+        if isinstance(c, cmd.Vectorize):
+            s.tags[c.inner] = "vector"
+        elif isinstance(c, cmd.Unroll):
+            s.tags[c.inner] = "unroll"
+    elif isinstance(c, cmd.Unroll):
+        s.pos(c.dim, c)
+        s.tags[c.dim] = "unroll"
+    elif isinstance(c, cmd.Tile):
+        _tile(s, c)
+    elif isinstance(c, cmd.Shift):
+        p = s.pos(c.dim, c)
+        outs = list(d)
+        outs[p] = f"d{p} + ({c.amount})"
+        s.apply(_range_map(ctx, n, outs), list(s.dims))
+    elif isinstance(c, cmd.Skew):
+        a, b = s.pos(c.a, c), s.pos(c.b, c)
+        if a == b:
+            raise ScheduleError(f"{c.describe()}: skew needs two different loops",
+                                computations=(s.name,), command=c.describe())
+        s.fresh([c.new_a, c.new_b], c, replacing=[c.a, c.b])
+        outs = list(d)
+        outs[b] = f"d{b} + ({c.factor}) * d{a}"
+        names = list(s.dims)
+        names[a], names[b] = c.new_a, c.new_b
+        s.apply(_range_map(ctx, n, outs), names)
+        for old, new in ((c.a, c.new_a), (c.b, c.new_b)):
+            if old in s.tags and old != new:
+                s.tags[new] = s.tags.pop(old)
+    elif isinstance(c, cmd.Reverse):
+        p = s.pos(c.dim, c)
+        outs = list(d)
+        outs[p] = f"-d{p}"
+        s.apply(_range_map(ctx, n, outs), list(s.dims))
+    elif isinstance(c, cmd.Parallelize):
+        s.pos(c.dim, c)
+        s.tags[c.dim] = "parallel"
+    elif isinstance(c, cmd.TagLoops):
+        for dn in c.dims:
+            s.pos(dn, c)
+            s.tags[dn] = c.tag
+    elif isinstance(c, cmd.SetSchedule):
+        _set_schedule(s, c)
+    else:  # pragma: no cover - dispatch is exhaustive for SCHEDULE_COMMANDS
+        raise ScheduleError(f"unsupported command {c.describe()}", command=c.describe())
+
+
+def _split(s: CompSchedule, c: cmd.Command, dim: str, f: int, outer: str, inner: str) -> None:
+    p = s.pos(dim, c)
+    s.fresh([outer, inner], c, replacing=[dim])
+    n = len(s.dims)
+    outs = [f"d{k}" for k in range(p)] + ["o", "i"] + [f"d{k}" for k in range(p + 1, n)]
+    m = _range_map(s.domain.get_ctx(), n, outs, f"o = floor(d{p} / {f}) and i = d{p} - {f} * o")
+    names = s.dims[:p] + [outer, inner] + s.dims[p + 1:]
+    tag = s.tags.pop(dim, None)
+    s.apply(m, names)
+    if tag is not None:
+        s.tags[outer] = tag
+
+
+def _tile(s: CompSchedule, c: cmd.Tile) -> None:
+    ps = [s.pos(x, c) for x in c.dims]
+    if ps != list(range(ps[0], ps[0] + len(ps))):
+        raise ScheduleError(
+            f"{c.describe()}: tiled loops must be consecutive and in order; loops of "
+            f"{s.name!r} are {s.dims}", computations=(s.name,), command=c.describe())
+    s.fresh(list(c.outers) + list(c.inners), c, replacing=c.dims)
+    for x, f, o, i in zip(c.dims, c.sizes, c.outers, c.inners, strict=True):
+        _split(s, c, x, f, o, i)
+    p0 = ps[0]
+    k = len(c.dims)
+    n = len(s.dims)
+    order = [p0 + 2 * q for q in range(k)] + [p0 + 2 * q + 1 for q in range(k)]
+    perm = list(range(p0)) + order + list(range(p0 + 2 * k, n))
+    s.apply(_range_map(s.domain.get_ctx(), n, [f"d{q}" for q in perm]),
+            [s.dims[q] for q in perm])
+
+
+def _set_schedule(s: CompSchedule, c: cmd.SetSchedule) -> None:
+    ctx = s.domain.get_ctx()
+    try:
+        m = isl.Map.read_from_str(ctx, c.isl_map)
+    except isl.Error as e:
+        raise ScheduleError(f"{c.describe()}: malformed ISL map: {e}", computations=(s.name,),
+                            command=c.describe()) from None
+    if m.get_tuple_name(isl.dim_type.in_) != s.name or \
+            m.dim(isl.dim_type.in_) != s.domain.dim(isl.dim_type.set):
+        raise ScheduleError(
+            f"{c.describe()}: the map's domain must be {s.name}[...] with "
+            f"{s.domain.dim(isl.dim_type.set)} dims", computations=(s.name,),
+            command=c.describe())
+    m = m.intersect_domain(s.domain)
+    if not m.is_single_valued() or not m.is_injective():
+        raise ScheduleError(f"{c.describe()}: a schedule must be a one-to-one function",
+                            computations=(s.name,), command=c.describe())
+    if not m.domain().is_equal(s.domain):
+        raise ScheduleError(f"{c.describe()}: the map does not cover the whole domain "
+                            f"{s.domain}", computations=(s.name,), command=c.describe())
+    n = m.dim(isl.dim_type.out)
+    names = []
+    for k in range(n):
+        nm = m.get_dim_name(isl.dim_type.out, k)
+        names.append(nm if nm and nm not in names else f"s{k}")
+    m = m.reset_tuple_id(isl.dim_type.out)
+    for k in range(n):
+        m = m.set_dim_name(isl.dim_type.out, k, f"d{k}")
+    s.sched = m
+    s.dims = names
+    s.tags = {}
