@@ -94,8 +94,9 @@ def generate(ts: TimeSpace, ph: Physical, params: list[str], context: isl.Set,
             la = ph.local.get(buf)
             if la is None:
                 continue
+            full = isl.PwMultiAff.from_map(s.full)  # ext domain -> time-space
             for q, off in enumerate(la.offsets):
-                pa = off.intersect_domain(sched.range())
+                pa = off.pullback_pw_multi_aff(full).pullback_pw_multi_aff(inv)
                 binds.append((f"o_{buf}_{q}", iexpr(b.expr_from_pw_aff(pa), pmap)))
         recs.append(_StmtRec(comp, tuple(binds)))
         return node.set_annotation(isl.Id(f"s{len(recs) - 1}", context=ctx))

@@ -110,7 +110,7 @@ def apply_command(s: CompSchedule, c: cmd.Command) -> None:
                                 computations=(s.name,), command=c.describe())
         s.fresh([c.new_a, c.new_b], c, replacing=[c.a, c.b])
         outs = list(d)
-        outs[b] = f"d{b} + ({c.factor}) * d{a}"
+        outs[b] = f"d{b} + {c.factor} * d{a}"
         names = list(s.dims)
         names[a], names[b] = c.new_a, c.new_b
         s.apply(_range_map(ctx, n, outs), names)
