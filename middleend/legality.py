@@ -82,8 +82,6 @@ def check_dataflow(l1: Layer1, l3: Layer3, ts: TimeSpace, exp: Expected, ph: Phy
         actual = _strip(deps, nm)  # T_src -> T_sink
         act = actual.reverse().apply_range(ph.tinv)  # T_sink -> P[y]
         sink_ts = ph.reads[r.ref].domain()
-        want = isl.UnionMap.from_domain(isl.UnionSet.from_set(sink_ts)).union(
-            isl.UnionMap.empty(l1.param_space))
         want = _restrict_domain(ph.tinv, sink_ts).apply_range(exp.sources.get(
             r.ref, isl.UnionMap.empty(l1.param_space)))
         bad = act.subtract(want).union(want.subtract(act))
@@ -95,7 +93,9 @@ def check_dataflow(l1: Layer1, l3: Layer3, ts: TimeSpace, exp: Expected, ph: Phy
                           | {m.get_tuple_name(isl.dim_type.in_) for m in maps_of(got)})
             raise ScheduleError(
                 f"illegal schedule: {r.comp!r} would not read the value of {r.target!r} that "
-                f"Layer I prescribes (it would read {_fmt(got) or 'nothing'})",
+                f"Layer I prescribes ("
+                + (f"it would read {_fmt(got)})" if not got.is_empty()
+                   else "it would run before that value is produced)"),
                 computations=tuple(dict.fromkeys([*srcs, r.comp])),
                 dependence=_fmt(dep) or str(bad))
     for bname in exp.written:

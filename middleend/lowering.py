@@ -229,8 +229,9 @@ def layers_text(low: Lowered) -> str:
         tags = ", ".join(f"{d}({t})" for d, t in s.tags.items())
         out.append(f"{s.full}" + (f"   tags: {tags}" if tags else ""))
     out += ["", "== Layer III (data) =="]
+    cb = _ctx_build(low.l1)
     for b in low.l3.buffers.values():
-        sizes = ", ".join(str(x) for x in b.sizes)
+        sizes = ", ".join(cb.expr_from_pw_aff(x).to_C_str() for x in b.sizes)
         fold = f" storage_fold {b.fold}" if b.fold else ""
         out.append(f"buffer {b.name}[{sizes}] {b.dtype.name} {b.role}{fold}")
     for n in low.ts.order:
@@ -239,7 +240,24 @@ def layers_text(low: Lowered) -> str:
     for b in low.program.buffers:
         if b.role == "temporary":
             la = low.ph.local.get(b.name)
-            where = "function entry" if la is None else f"time-space dim {la.dim}"
-            out.append(f"allocate {b.name} at {where}")
+            where = "function entry" if la is None else la.where
+            sizes = ", ".join(_c_text(x) for x in b.sizes)
+            out.append(f"allocate {b.name}[{sizes}] at {where}")
     out.append("no communication or synchronisation (cpu target)")
     return "\n".join(out)
+
+
+def _c_text(e: object) -> str:
+    """Index expressions of the loop AST in C-like text (for Layer IV)."""
+    from .loopast import IInt, IOp, IVar
+
+    if isinstance(e, IInt):
+        return str(e.value)
+    if isinstance(e, IVar):
+        return e.name[2:] if e.name.startswith("p_") else e.name
+    if isinstance(e, IOp):
+        sym = {"add": "+", "sub": "-", "mul": "*"}.get(e.op)
+        if sym and len(e.args) == 2:
+            return f"({_c_text(e.args[0])} {sym} {_c_text(e.args[1])})"
+        return f"{e.op}({', '.join(_c_text(a) for a in e.args)})"
+    return str(e)

@@ -26,6 +26,7 @@ class LocalAlloc:
 
     buffer: str
     dim: int
+    where: str  # "loop <level> of <consumer>", for messages and Layer IV
     offsets: list[isl.PwAff]  # on the full time-space, one per buffer dim
     sizes: list[isl.PwAff]  # over params
 
@@ -110,12 +111,20 @@ def _localise(phys: Physical, ts: TimeSpace, l1: Layer1, l3: Layer3, buf: str,
         ext = hi.sub(lo).add_constant_val(isl.Val.one(l1.ctx))
         vals = isl.Map.from_pw_aff(ext).range()
         size = vals.dim_max(0)
+        # prefer a constant bound over all parameter values (stack-allocatable tiles)
+        free = vals.project_out(isl.dim_type.param, 0, vals.dim(isl.dim_type.param))
+        if not free.is_empty() and not size.involves_nan():
+            cst = free.dim_max(0)
+            if not cst.involves_nan() and cst.is_cst():
+                ls = isl.LocalSpace.from_space(size.get_domain_space())
+                size = isl.PwAff.from_aff(isl.Aff.zero_on_domain(ls).set_constant_val(
+                    cst.max_val()))
         if size.involves_nan():
             raise ScheduleError(f"allocate_at: the footprint of {buf!r} per iteration of "
                                 f"{level!r} is unbounded", computations=(buf, consumer))
         sizes.append(size.coalesce())
         offsets.append(lo.add_dims(isl.dim_type.in_, ntd - dim - 1).coalesce())
-    phys.local[buf] = LocalAlloc(buf, dim, offsets, sizes)
+    phys.local[buf] = LocalAlloc(buf, dim, f"loop {level} of {consumer}", offsets, sizes)
     # privatise: element identity = (allocation-loop prefix, element)
     for n, w in list(phys.writes.items()):
         if l3.store[n] == buf:

@@ -101,10 +101,15 @@ def _resolve_compute_at(comps: dict[str, CompSchedule], events: list[cmd.Command
         n = csched.dim(isl.dim_type.out)
         outer = csched.project_out(isl.dim_type.out, lvl, n - lvl)
         rel = outer.reverse().apply_range(c.proj.apply_range(acc)).intersect_range(s.domain)
-        ext = rel.wrap().flatten().set_tuple_name(name)
+        rel = rel.coalesce()
+        names = _ext_names(ext_dims[:lvl], s.domain)
+        ext = _named(rel.wrap().flatten().set_tuple_name(name), names).coalesce()
         proj = rel.range_map().flatten_domain().set_tuple_name(isl.dim_type.in_, name)
         esched = rel.domain_map().flat_range_product(rel.range_map().apply_range(s.sched))
-        esched = esched.flatten_domain().set_tuple_name(isl.dim_type.in_, name)
+        esched = esched.flatten_domain().set_tuple_name(isl.dim_type.in_, name).coalesce()
+        for k, nm in enumerate(names):
+            proj = proj.set_dim_name(isl.dim_type.in_, k, nm)
+            esched = esched.set_dim_name(isl.dim_type.in_, k, nm)
         s.ext_domain, s.proj, s.n_outer = ext, proj, lvl
         s.ext_sched = esched.reset_tuple_id(isl.dim_type.out)
         s.ext_dims = ext_dims[:lvl] + list(s.dims)
@@ -112,6 +117,25 @@ def _resolve_compute_at(comps: dict[str, CompSchedule], events: list[cmd.Command
 
     for name in comps:
         resolve(name, [])
+
+
+def _ext_names(outer: list[str], domain: isl.Set) -> list[str]:
+    """Dim names of an extended domain: the consumer's outer loops, then the iterators;
+    an outer name that clashes with an iterator gets a '_o' suffix."""
+    inner = [domain.get_dim_name(isl.dim_type.set, k)
+             for k in range(domain.dim(isl.dim_type.set))]
+    outs = []
+    for n in outer:
+        while n in inner or n in outs:
+            n = f"{n}_o"
+        outs.append(n)
+    return outs + inner
+
+
+def _named(s: isl.Set, names: list[str]) -> isl.Set:
+    for k, n in enumerate(names):
+        s = s.set_dim_name(isl.dim_type.set, k, n)
+    return s
 
 
 class _Order:
