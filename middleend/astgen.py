@@ -83,6 +83,9 @@ def generate(ts: TimeSpace, ph: Physical, params: list[str], context: isl.Set,
     def at_domain(node: isl.AstNode, b: isl.AstBuild) -> isl.AstNode:
         sched = isl.Map.from_union_map(b.get_schedule())
         comp = sched.get_tuple_name(isl.dim_type.in_)
+        if comp.startswith(TAIL):
+            comp = comp[len(TAIL):]
+            sched = sched.set_tuple_name(isl.dim_type.in_, comp)
         inv = isl.PwMultiAff.from_map(sched.reverse())
         s = ts.comps[comp]
         binds: list[tuple[str, IExpr]] = []
@@ -102,9 +105,50 @@ def generate(ts: TimeSpace, ph: Physical, params: list[str], context: isl.Set,
         return node.set_annotation(isl.Id(f"s{len(recs) - 1}", context=ctx))
 
     build, _handle = build.set_at_each_domain(at_domain)
-    root = build.node_from_schedule_map(ts.union().intersect_params(context))
+    root = build.node_from_schedule_map(_separated(ts).intersect_params(context))
     body = _translate(root, recs, pmap, ts)
     return _place_allocs(body, ts, ph, store_buf)
+
+
+TAIL = "_tail_"  # users' names cannot start with '_'
+
+
+def _separated(ts: TimeSpace) -> isl.UnionMap:
+    """The schedule with full and partial tiles of vectorized loops as separate statements,
+    so that ISL generates the full tiles with constant vector-loop bounds and one tail."""
+    out = isl.UnionMap.empty(next(iter(ts.comps.values())).full.get_space().params())
+    for n in ts.order:
+        s = ts.comps[n]
+        full = s.full
+        assert full is not None
+        tail = None
+        for name, tag in s.tags.items():
+            if tag != "vector":
+                continue
+            d = 2 * (s.n_outer + s.dims.index(name)) + 1
+            rng = full.range()
+            ntd = rng.dim(isl.dim_type.set)
+            upto = rng.project_out(isl.dim_type.set, d + 1, ntd - d - 1)  # prefix + vector dim
+            pre = upto.project_out(isl.dim_type.set, d, 1)
+            lo = upto.dim_min(d).min_val()
+            hi = upto.dim_max(d).max_val()
+            if not (lo.is_int() and hi.is_int()):
+                continue
+            width = isl.Set.read_from_str(
+                rng.get_ctx(), f"{{ [x] : {lo.to_python()} <= x <= {hi.to_python()} }}")
+            missing = pre.flat_product(width.align_params(pre.get_space())).subtract(upto)
+            partial = missing.project_out(isl.dim_type.set, d, 1)
+            part_t = partial.add_dims(isl.dim_type.set, ntd - d).coalesce()
+            t = full.intersect_range(part_t)
+            if t.is_empty():
+                continue
+            tail = t if tail is None else tail.union(t)
+            full = full.subtract(t)
+        out = out.union(isl.UnionMap.from_map(full))
+        if tail is not None:
+            out = out.union(isl.UnionMap.from_map(tail.set_tuple_name(isl.dim_type.in_,
+                                                                      TAIL + n)))
+    return out
 
 
 def _unroll_options(ts: TimeSpace, ctx: isl.Context) -> isl.UnionMap | None:
