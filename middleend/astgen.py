@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import islpy as isl
 
 from .errors import ScheduleError
-from .loopast import Alloc, Block, For, If, IExpr, IInt, IOp, IVar, Node, Stmt
+from .loopast import Alloc, Block, For, IExpr, If, IInt, IOp, IVar, Node, Stmt
 from .physical import Physical
 from .placement import TimeSpace
 
@@ -160,11 +160,27 @@ def _unroll_options(ts: TimeSpace, ctx: isl.Context) -> isl.UnionMap | None:
                 continue
             d = 2 * (s.n_outer + s.dims.index(name)) + 1
             assert s.full is not None
+            _check_unrollable(s.full.range(), d, n, name)
             m = isl.Map.from_domain_and_range(
                 s.full.range(), isl.Set.read_from_str(ctx, f"{{ unroll[x] : x = {d} }}"))
             um = isl.UnionMap.from_map(m)
             opts = um if opts is None else opts.union(um)
     return opts
+
+
+MAX_UNROLL = 1024
+
+
+def _check_unrollable(rng: isl.Set, d: int, comp: str, loop: str) -> None:
+    """ISL unrolls a loop only if its trip count is bounded by a constant; refuse others
+    (and huge ones) with an error that names the loop."""
+    ntd = rng.dim(isl.dim_type.set)
+    upto = rng.project_out(isl.dim_type.set, d + 1, ntd - d - 1)
+    ext = upto.dim_max(d).max_val().sub(upto.dim_min(d).min_val())
+    if not ext.is_int() or ext.to_python() + 1 > MAX_UNROLL:
+        raise ScheduleError(f"cannot unroll loop {loop!r} of {comp!r}: its trip count is not "
+                            f"bounded by a constant <= {MAX_UNROLL} (split it first: "
+                            f"unroll({loop}, factor))", computations=(comp,), level=loop)
 
 
 def _translate(n: isl.AstNode, recs: list[_StmtRec], pmap: dict[str, str],

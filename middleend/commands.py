@@ -9,6 +9,7 @@ Loop levels are loop names (strings); ``ROOT`` is the level above every loop.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,7 +28,10 @@ class Command:
 
     @property
     def kind(self) -> str:
-        return type(self).__name__.lower()
+        """The API method that records this command (``ComputeAt`` -> ``compute_at``)."""
+        if isinstance(self, TagLoops):
+            return {"gpu_block": "gpu", "gpu_thread": "gpu"}.get(self.tag, self.tag)
+        return re.sub(r"(?<!^)(?=[A-Z])", "_", type(self).__name__).lower()
 
     def describe(self) -> str:
         args = ", ".join(

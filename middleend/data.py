@@ -70,7 +70,7 @@ class Layer3:
             sizes = ", ".join(str(s) for s in b.sizes)
             fold = f" folded {b.fold}" if b.fold else ""
             lines.append(f"buffer {b.name}[{sizes}] : {b.dtype.name} ({b.role}){fold}")
-        for c, m in self.logical.items():
+        for m in self.logical.values():
             lines.append(f"{m}")
         return "\n".join(lines)
 

@@ -15,11 +15,10 @@ from dataclasses import dataclass, field
 
 import islpy as isl
 
-from .islutil import maps_of
-
 from .data import Layer3, box, buffer_space
 from .errors import DefinitionError, UnproducedReadError
 from .function import INPUT
+from .islutil import maps_of
 from .layer1 import Layer1, Read
 from .schedule import _range_map
 
@@ -48,7 +47,7 @@ def logical_access(l1: Layer1, l3: Layer3, r: Read) -> isl.Map:
             c.domain, p.domain)
         return acc.apply_range(l3.logical[r.target]).intersect_domain(c.domain)
     if r.access is not None:
-        return r.access.intersect_domain(c.domain)
+        return r.access.intersect_domain(c.domain).set_tuple_name(isl.dim_type.out, buf.name)
     return isl.Map.from_domain_and_range(c.domain, box(buf, buffer_space(l1, buf)))
 
 
@@ -135,7 +134,7 @@ def expected_dataflow(l1: Layer1, l3: Layer3) -> Expected:
     must, may = _writes(l1, l3)
     assert sink_sched is not None
     full_sched = sink_sched
-    for n, m_ in sched.items():
+    for m_ in sched.values():
         full_sched = full_sched.union(isl.UnionMap.from_map(m_))
     info = isl.UnionAccessInfo.from_sink(sinks).set_must_source(must).set_may_source(may)
     flow = info.set_schedule_map(full_sched).compute_flow()

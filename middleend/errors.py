@@ -51,6 +51,21 @@ class ScheduleError(MiddleEndError):
         super().__init__("\n  ".join(parts))
 
 
+def with_command_index(err: ScheduleError, commands: list[str],
+                       index: int | None = None) -> ScheduleError:
+    """The same error with ``command_index`` filled in: ``index`` when the failing command
+    is known, else the first command with the error's command text."""
+    if err.command_index is not None or err.command is None:
+        return err
+    if index is None:
+        if err.command not in commands:
+            return err
+        index = commands.index(err.command)
+    msg = str(err).split("\n")[0]
+    return ScheduleError(msg, computations=err.computations, dependence=err.dependence,
+                         command=err.command, command_index=index, level=err.level)
+
+
 class TargetError(MiddleEndError):
     """The target cannot honour something the schedule asks for (e.g. a GPU tag on cpu)."""
 

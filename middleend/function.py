@@ -326,7 +326,9 @@ def _pos(v: Any, what: str) -> int:
 
 
 def _level(level: Any) -> str:
-    return cmd.ROOT if level is cmd.ROOT or level == cmd.ROOT else dim_name(level)
+    if isinstance(level, str) and level == cmd.ROOT:
+        return cmd.ROOT
+    return dim_name(level)
 
 
 class Function:

@@ -19,7 +19,13 @@ from . import commands as cmd
 from .astgen import generate, iexpr
 from .data import Layer3, build_layer3
 from .dataflow import Expected, expected_dataflow, read_buffer
-from .errors import DefinitionError, MiddleEndError, ResourceLimitError, ScheduleError
+from .errors import (
+    DefinitionError,
+    MiddleEndError,
+    ResourceLimitError,
+    ScheduleError,
+    with_command_index,
+)
 from .expr import Access, Expr, rebuild
 from .function import Buffer, Computation, Function, Param, Var, _BufferOf
 from .layer1 import Layer1, build_layer1
@@ -48,6 +54,15 @@ class Lowered:
 
 def _analyse(fn: Function, commands: list[cmd.Command], outputs: Sequence[Any] | None,
              ctx: isl.Context) -> tuple[Layer1, Layer3, Expected, TimeSpace, Physical]:
+    try:
+        return _analyse_unchecked(fn, commands, outputs, ctx)
+    except ScheduleError as e:
+        raise with_command_index(e, [c.describe() for c in commands]) from None
+
+
+def _analyse_unchecked(fn: Function, commands: list[cmd.Command],
+                       outputs: Sequence[Any] | None, ctx: isl.Context
+                       ) -> tuple[Layer1, Layer3, Expected, TimeSpace, Physical]:
     l1 = build_layer1(fn, ctx, commands)
     l3 = build_layer3(fn, l1, outputs, commands)
     for b in l3.buffers.values():
@@ -55,13 +70,16 @@ def _analyse(fn: Function, commands: list[cmd.Command], outputs: Sequence[Any] |
             raise DefinitionError(f"buffer {b.name!r} is an output; it cannot be folded")
     exp = expected_dataflow(l1, l3)
     scheds = {n: initial(n, l1.comps[n].domain, l1.comps[n].vars) for n in l1.declared}
-    for c in commands:
+    for k, c in enumerate(commands):
         if isinstance(c, cmd.SCHEDULE_COMMANDS) and not isinstance(c, (cmd.After,
                                                                          cmd.ComputeAt)):
             if c.comp not in scheds:
                 raise ScheduleError(f"{c.describe()}: unknown or inlined computation "
-                                    f"{c.comp!r}", command=c.describe())
-            apply_command(scheds[c.comp], c)
+                                    f"{c.comp!r}", command=c.describe(), command_index=k)
+            try:
+                apply_command(scheds[c.comp], c)
+            except ScheduleError as e:
+                raise with_command_index(e, [x.describe() for x in commands], k) from None
     events = [c for c in commands if isinstance(c, (cmd.After, cmd.ComputeAt))]
     for e in events:
         if e.comp not in scheds:
@@ -107,19 +125,18 @@ def lower(fn: Function, outputs: Sequence[Any] | None = None, check_legality: bo
 
 def _blame(fn: Function, commands: list[cmd.Command], outputs: Sequence[Any] | None,
            err: ScheduleError, max_ops: int) -> ScheduleError:
-    """Find the first command after which the program is illegal."""
-    for k in range(1, len(commands) + 1):
+    """Name the command after which the program is illegal and stays so: the last
+    command whose prefix (without it) is still legal."""
+    for k in range(len(commands) - 1, -1, -1):
         try:
             l1, l3, exp, ts, ph = _analyse(fn, commands[:k], outputs, _new_ctx(max_ops))
             _check(l1, l3, ts, exp, ph)
-        except ScheduleError:
-            c = commands[k - 1]
-            msg = str(err).split("\n")[0]
-            return ScheduleError(msg, computations=err.computations,
-                                 dependence=err.dependence, command=c.describe(),
-                                 command_index=k - 1, level=err.level)
         except MiddleEndError:
             continue
+        c = commands[k]
+        msg = str(err).split("\n")[0]
+        return ScheduleError(msg, computations=err.computations, dependence=err.dependence,
+                             command=c.describe(), command_index=k, level=err.level)
     return err
 
 

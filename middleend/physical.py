@@ -98,7 +98,7 @@ def _localise(phys: Physical, ts: TimeSpace, l1: Layer1, l3: Layer3, buf: str,
     for n, w in phys.writes.items():
         if l3.store[n] == buf:
             acc = w if acc is None else acc.union(w)
-    for ref, r in phys.reads.items():
+    for r in phys.reads.values():
         if r.get_tuple_name(isl.dim_type.out) == buf:
             acc = r if acc is None else acc.union(r)
     assert acc is not None
@@ -113,7 +113,7 @@ def _localise(phys: Physical, ts: TimeSpace, l1: Layer1, l3: Layer3, buf: str,
         size = vals.dim_max(0)
         # prefer a constant bound over all parameter values (stack-allocatable tiles)
         free = vals.project_out(isl.dim_type.param, 0, vals.dim(isl.dim_type.param))
-        if not free.is_empty() and not size.involves_nan():
+        if not free.is_empty() and not size.involves_nan() and free.is_bounded():
             cst = free.dim_max(0)
             if not cst.involves_nan() and cst.is_cst():
                 ls = isl.LocalSpace.from_space(size.get_domain_space())

@@ -1,0 +1,112 @@
+"""Shared helpers of the benchmarks: import path, timing, result checks and tables.
+
+Timing rule: every benchmark times our kernel and its anchor (numpy) in the same process,
+on the same data, *interleaved* round by round, and keeps the best of N rounds after a
+warm-up call. On a shared machine the absolute times are noise; the ratios are the result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # make `import middleend` work for `python benchmarks/x.py`
+    sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+
+DEFAULT_REPS = 10
+MIN_REPS = 5
+
+
+@dataclass(frozen=True)
+class SummaryRow:
+    """One line of the run_all summary: ``ratio`` is always "higher is better for ours"."""
+
+    benchmark: str
+    metric: str
+    ours: str
+    anchor: str
+    ratio: str
+    note: str = ""
+
+
+def best_of_interleaved(fns: Mapping[str, Callable[[], object]], reps: int = DEFAULT_REPS,
+                        warmup: int = 1) -> dict[str, float]:
+    """Best wall time (seconds, ``time.perf_counter``) of each callable over ``reps`` rounds.
+
+    Each callable is called ``warmup`` times first; then every round calls all of them once,
+    in order, so that a burst of load on the machine hits all candidates alike."""
+    reps = max(reps, MIN_REPS)
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    best = {name: float("inf") for name in fns}
+    for _ in range(reps):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - t0)
+    return best
+
+
+def best_of(fn: Callable[[], object], reps: int = DEFAULT_REPS, warmup: int = 1) -> float:
+    """Best wall time of ``fn`` alone (for things without an anchor, e.g. lowering)."""
+    return best_of_interleaved({"fn": fn}, reps, warmup)["fn"]
+
+
+def check_close(what: str, ours: np.ndarray, anchor: np.ndarray, rtol: float = 1e-5,
+                atol: float = 1e-6) -> None:
+    """Raise AssertionError unless ``ours`` equals the anchor's result (np.allclose)."""
+    if ours.shape != anchor.shape:
+        raise AssertionError(f"{what}: shape {ours.shape} != anchor's {anchor.shape}")
+    if not np.allclose(ours, anchor, rtol=rtol, atol=atol):
+        err = float(np.max(np.abs(ours.astype(np.float64) - anchor)))
+        raise AssertionError(f"{what}: result differs from the anchor (max abs err {err:g})")
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A plain-text table; the first column is left-aligned, the others right-aligned."""
+    cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[k]) for r in cells) for k in range(len(headers))]
+
+    def line(r: Sequence[str]) -> str:
+        return "  ".join(c.ljust(w) if k == 0 else c.rjust(w)
+                         for k, (c, w) in enumerate(zip(r, widths, strict=True)))
+
+    sep = "  ".join("-" * w for w in widths)
+    return "\n".join([line(cells[0]), sep, *(line(r) for r in cells[1:])])
+
+
+def print_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
+    print(f"\n== {title} ==")
+    print(format_table(headers, rows), flush=True)
+
+
+def print_summary(rows: Sequence[SummaryRow]) -> None:
+    print_table("summary (ratio > 1: ours is better)",
+                ["benchmark", "metric", "ours", "anchor", "ratio", "note"],
+                [(r.benchmark, r.metric, r.ours, r.anchor, r.ratio, r.note) for r in rows])
+
+
+def short_error(exc: BaseException, limit: int = 110) -> str:
+    """First line of an exception, shortened for a table cell."""
+    msg = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    return msg if len(msg) <= limit else msg[:limit - 3] + "..."
+
+
+def parse_args(description: str, flags: Mapping[str, str] | None = None
+               ) -> argparse.Namespace:
+    """The common command line: ``--reps N`` (best of N rounds, N >= 5) plus the boolean
+    ``flags`` (``{"--name": "help"}``)."""
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--reps", type=int, default=DEFAULT_REPS,
+                   help=f"timed rounds, best kept (>= {MIN_REPS}; default {DEFAULT_REPS})")
+    for flag, help_text in (flags or {}).items():
+        p.add_argument(flag, action="store_true", help=help_text)
+    return p.parse_args()

@@ -1,0 +1,118 @@
+"""Generic fixtures shared by the test files (nothing specific to one example here)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from middleend.loopast import Alloc, Block, For, If, Node, Stmt
+
+
+@pytest.fixture(autouse=True)
+def _middleend_cache(tmp_path_factory: pytest.TempPathFactory,
+                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keep the tests' builds out of the user's cache (shared by the session for speed)."""
+    monkeypatch.setenv("MIDDLEEND_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    """A seeded generator, so that failures reproduce."""
+    return np.random.default_rng(20240611)
+
+
+def _assert_close_f32(actual: np.ndarray, expected: np.ndarray) -> None:
+    assert actual.dtype == np.float32, actual.dtype
+    assert actual.shape == expected.shape, (actual.shape, expected.shape)
+    np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.fixture
+def assert_close_f32() -> Callable[[np.ndarray, np.ndarray], None]:
+    """float32 comparison (dtype, shape, then rtol 1e-5 / atol 1e-6)."""
+    return _assert_close_f32
+
+
+def _walk(node: Node, path: tuple[str, ...], out: dict[str, set[tuple[str, ...]]]) -> None:
+    if isinstance(node, For):
+        label = node.name if node.tag is None else f"{node.name}[{node.tag}]"
+        _walk(node.body, (*path, label), out)
+    elif isinstance(node, Block):
+        for child in node.body:
+            _walk(child, path, out)
+    elif isinstance(node, If):
+        _walk(node.then, path, out)
+        if node.orelse is not None:
+            _walk(node.orelse, path, out)
+    elif isinstance(node, Alloc):
+        _walk(node.body, (*path, f"alloc({node.buffer})"), out)
+    elif isinstance(node, Stmt):
+        out.setdefault(node.comp, set()).add(path)
+
+
+def _loop_nest(kernel: object) -> dict[str, set[tuple[str, ...]]]:
+    out: dict[str, set[tuple[str, ...]]] = {}
+    _walk(kernel.program.body, (), out)  # type: ignore[attr-defined]
+    return out
+
+
+@pytest.fixture
+def loop_nest() -> Callable[[object], dict[str, set[tuple[str, ...]]]]:
+    """``loop_nest(kernel)`` -> {computation: {enclosing loops, outermost first}}: each loop
+    is its user-visible name, with ``[tag]`` appended when tagged (``"i0[parallel]"``), and
+    ``"alloc(buf)"`` marks a buffer allocated at that point."""
+    return _loop_nest
+
+
+def _outer(node: Node, out: list[str]) -> None:
+    if isinstance(node, For):
+        out.append(node.name)
+    elif isinstance(node, Block):
+        for child in node.body:
+            _outer(child, out)
+    elif isinstance(node, If):
+        _outer(node.then, out)
+        if node.orelse is not None:
+            _outer(node.orelse, out)
+    elif isinstance(node, Alloc):
+        _outer(node.body, out)
+
+
+def _outer_loops(kernel: object) -> list[str]:
+    out: list[str] = []
+    _outer(kernel.program.body, out)  # type: ignore[attr-defined]
+    return out
+
+
+@pytest.fixture
+def outer_loops() -> Callable[[object], list[str]]:
+    """``outer_loops(kernel)`` -> names of the outermost loops, in program order (fused
+    computations share one)."""
+    return _outer_loops
+
+
+def _count(node: Node, out: dict[str, int]) -> None:
+    if isinstance(node, Stmt):
+        out[node.comp] = out.get(node.comp, 0) + 1
+    elif isinstance(node, For | Alloc):
+        _count(node.body, out)
+    elif isinstance(node, Block):
+        for child in node.body:
+            _count(child, out)
+    elif isinstance(node, If):
+        _count(node.then, out)
+        if node.orelse is not None:
+            _count(node.orelse, out)
+
+
+@pytest.fixture
+def stmt_counts() -> Callable[[object], dict[str, int]]:
+    """``stmt_counts(kernel)`` -> {computation: number of statement copies in the loop AST}
+    (more than one when a loop around it was unrolled or split into pieces)."""
+    def count(kernel: object) -> dict[str, int]:
+        out: dict[str, int] = {}
+        _count(kernel.program.body, out)  # type: ignore[attr-defined]
+        return out
+    return count
