@@ -1,8 +1,9 @@
 """Shared helpers of the benchmarks: import path, timing, result checks and tables.
 
 Timing rule: every benchmark times our kernel and its anchor (numpy) in the same process,
-on the same data, *interleaved* round by round, and keeps the best of N rounds after a
-warm-up call. On a shared machine the absolute times are noise; the ratios are the result.
+on the same data, alternating between them (see :func:`best_of_interleaved`), and keeps the
+best of N timed calls after a warm-up call. On a shared machine the absolute times are
+noise; the ratios are the result.
 """
 
 from __future__ import annotations
@@ -37,27 +38,32 @@ class SummaryRow:
 
 
 def best_of_interleaved(fns: Mapping[str, Callable[[], object]], reps: int = DEFAULT_REPS,
-                        warmup: int = 1) -> dict[str, float]:
-    """Best wall time (seconds, ``time.perf_counter``) of each callable over ``reps`` rounds.
+                        rounds: int = 2, warmup: int = 1) -> dict[str, float]:
+    """Best wall time (seconds, ``time.perf_counter``) of each callable over ``reps`` calls.
 
-    Each callable is called ``warmup`` times first; then every round calls all of them once,
-    in order, so that a burst of load on the machine hits all candidates alike."""
+    The calls are spread over ``rounds`` rounds; in each round every callable runs in turn,
+    ``warmup`` untimed calls then its share of the timed calls. Alternating between the
+    candidates lets a burst of load on the shared machine hit all of them alike, and the
+    untimed call at the start of each turn absorbs the previous candidate's tail (e.g. the
+    OpenMP/OpenBLAS worker threads that keep spinning for a while after a parallel call)."""
     reps = max(reps, MIN_REPS)
-    for fn in fns.values():
-        for _ in range(warmup):
-            fn()
+    rounds = max(1, min(rounds, reps))
+    per_round = [reps // rounds + (1 if r < reps % rounds else 0) for r in range(rounds)]
     best = {name: float("inf") for name in fns}
-    for _ in range(reps):
+    for count in per_round:
         for name, fn in fns.items():
-            t0 = time.perf_counter()
-            fn()
-            best[name] = min(best[name], time.perf_counter() - t0)
+            for _ in range(warmup):
+                fn()
+            for _ in range(count):
+                t0 = time.perf_counter()
+                fn()
+                best[name] = min(best[name], time.perf_counter() - t0)
     return best
 
 
 def best_of(fn: Callable[[], object], reps: int = DEFAULT_REPS, warmup: int = 1) -> float:
     """Best wall time of ``fn`` alone (for things without an anchor, e.g. lowering)."""
-    return best_of_interleaved({"fn": fn}, reps, warmup)["fn"]
+    return best_of_interleaved({"fn": fn}, reps, rounds=1, warmup=warmup)["fn"]
 
 
 def check_close(what: str, ours: np.ndarray, anchor: np.ndarray, rtol: float = 1e-5,

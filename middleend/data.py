@@ -21,7 +21,7 @@ from .errors import DefinitionError
 from .expr import Binary, Const, Expr, wrap
 from .function import INPUT, OUTPUT, TEMPORARY, Buffer, Computation, Function, Var
 from .layer1 import Layer1, comp_space
-from .types import DType, int32
+from .types import DType
 
 
 @dataclass
@@ -63,16 +63,6 @@ class Layer3:
                 x = x.mod_val(isl.Val.int_from_si(space.get_ctx(), b.fold[k]))
             m = m.flat_range_product(isl.Map.from_pw_aff(x))
         return m.set_tuple_name(isl.dim_type.out, buf)
-
-    def text(self) -> str:
-        lines = []
-        for b in self.buffers.values():
-            sizes = ", ".join(str(s) for s in b.sizes)
-            fold = f" folded {b.fold}" if b.fold else ""
-            lines.append(f"buffer {b.name}[{sizes}] : {b.dtype.name} ({b.role}){fold}")
-        for m in self.logical.values():
-            lines.append(f"{m}")
-        return "\n".join(lines)
 
 
 def build_layer3(fn: Function, l1: Layer1, outputs: Sequence[Any] | None,
@@ -276,5 +266,3 @@ def _outputs(l1: Layer1, l3: Layer3, outputs: Sequence[Any] | None,
             res.append(b.name)
     return res
 
-
-__all__ = ["BufferInfo", "Layer3", "build_layer3", "box", "buffer_space", "int32"]

@@ -17,7 +17,7 @@ from typing import Any
 from . import commands as cmd
 from . import types as t
 from .errors import DefinitionError
-from .expr import Access, Const, Expr, as_index_tuple, wrap
+from .expr import Access, Expr, as_index_tuple, wrap
 from .types import DType
 
 _CURRENT: contextvars.ContextVar[Function | None] = contextvars.ContextVar(
@@ -170,8 +170,6 @@ class Computation(_Indexable):
             from .expr import Cast
 
             ex = Cast(self._dtype, ex)
-        if self._dtype is None and isinstance(ex, Const) and ex.dtype == t.int32:
-            pass
         self.expr = ex
 
     def __repr__(self) -> str:

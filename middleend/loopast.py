@@ -216,6 +216,7 @@ class BufferDecl:
     sizes: tuple[IExpr, ...]
     role: str
     local: bool = False
+    fully_written: bool = True  # outputs only: False if some elements are never written
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ import islpy as isl
 
 from . import commands as cmd
 from .astgen import generate, iexpr
-from .data import Layer3, build_layer3
+from .data import Layer3, box, build_layer3
 from .dataflow import Expected, expected_dataflow, read_buffer
 from .errors import (
     DefinitionError,
@@ -30,7 +30,7 @@ from .expr import Access, Expr, rebuild
 from .function import Buffer, Computation, Function, Param, Var, _BufferOf
 from .layer1 import Layer1, build_layer1
 from .legality import check_dataflow, check_parallel
-from .loopast import BufAccess, BufferDecl, IterRef, Node, ParamRef, Program, StmtInfo
+from .loopast import BufAccess, BufferDecl, IInt, IterRef, Node, ParamRef, Program, StmtInfo
 from .physical import Physical, build_physical
 from .placement import TimeSpace, finalize
 from .schedule import apply_command, initial
@@ -112,7 +112,7 @@ def lower(fn: Function, outputs: Sequence[Any] | None = None, check_legality: bo
                 _check(l1, l3, ts, exp, ph)
             except ScheduleError as err:
                 raise _blame(fn, commands, outputs, err, max_isl_ops) from None
-        program = _program(fn, l1, l3, ts, ph)
+        program = _program(fn, l1, l3, ts, ph, exp)
     except isl.Error as e:
         if ctx.get_max_operations() and "operations" in str(e).lower() or \
                 "quota" in str(e).lower():
@@ -144,7 +144,8 @@ def _ctx_build(l1: Layer1) -> isl.AstBuild:
     return isl.AstBuild.from_context(isl.Set.universe(l1.param_space))
 
 
-def _program(fn: Function, l1: Layer1, l3: Layer3, ts: TimeSpace, ph: Physical) -> Program:
+def _program(fn: Function, l1: Layer1, l3: Layer3, ts: TimeSpace, ph: Physical,
+             exp: Expected) -> Program:
     pmap = {p: f"p_{p}" for p in l1.params}
     cb = _ctx_build(l1)
     decls = []
@@ -157,12 +158,14 @@ def _program(fn: Function, l1: Layer1, l3: Layer3, ts: TimeSpace, ph: Physical) 
         sizes = []
         for k, pa in enumerate(src):
             if k in b.fold:
-                from .loopast import IInt
-
                 sizes.append(IInt(b.fold[k]))
             else:
                 sizes.append(iexpr(cb.expr_from_pw_aff(pa), pmap))
-        decls.append(BufferDecl(b.name, b.dtype, tuple(sizes), b.role, la is not None))
+        full = True
+        if b.role == "output" and b.name in exp.written:
+            elems = exp.written[b.name]
+            full = box(b, elems.get_space()).is_subset(elems)
+        decls.append(BufferDecl(b.name, b.dtype, tuple(sizes), b.role, la is not None, full))
     stmts = {n: _stmt_info(n, l1, l3, ph) for n in ts.order}
     read_bufs: dict[str, set[str]] = {}
     for n in ts.order:

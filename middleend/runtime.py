@@ -175,7 +175,9 @@ class Kernel:
             if b.name in kwargs:
                 arrays[b.name] = self._check(b, kwargs[b.name], shape)
             else:
-                arrays[b.name] = np.empty(shape, dtype=b.dtype.numpy)
+                # never hand back uninitialised memory: zero what the kernel does not write
+                alloc = np.empty if b.fully_written else np.zeros
+                arrays[b.name] = alloc(shape, dtype=b.dtype.numpy)
         self._check_overlap(arrays)
         pointers = []
         keep = []
