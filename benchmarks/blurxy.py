@@ -12,9 +12,12 @@ Schedules compared (same data, interleaved best-of-N timing):
 * ``c_outer``   : the same, but c interchanged outward so that the vector loop j is the
   innermost loop; its accesses are then strided by 3 floats (gathers/permutes).
 
-``c_inner`` was consistently the faster of the two (about 1.2-1.4x over ``c_outer`` on the
-2-core Xeon this was written on), and computing ``bx`` at ``i0`` (full rows, long streams)
-beat computing it at ``j0`` (104 KB tiles, 2 halo rows recomputed per 32x256 tile).
+``c_inner`` was consistently the faster of the two (about 1.2x over ``c_outer`` on the
+2-core Xeon this was written on, quiet machine), and computing ``bx`` at ``i0`` (full rows,
+long streams) beat computing it at ``j0`` (104 KB tiles, 2 halo rows recomputed per 32x256
+tile) by about 1.5x; 16x256, 64x256, 32x512 tiles and a vector factor of 16 were within
+noise of 32x256 / 8. (With ``me.Param`` sizes, ``compute_at``/``allocate_at`` at ``j0``
+currently fails in the middle-end: "access to local buffer 'bx' outside its Alloc node".)
 
 Sizes are ``me.Param`` N, M (inferred from the input's shape), as in the papers;
 ``--const`` builds a kernel specialized to the constant sizes instead.

@@ -107,7 +107,13 @@ def generate(ts: TimeSpace, ph: Physical, params: list[str], context: isl.Set,
     build, _handle = build.set_at_each_domain(at_domain)
     root = build.node_from_schedule_map(_separated(ts).intersect_params(context))
     body = _translate(root, recs, pmap, ts)
-    return _place_allocs(body, ts, ph, store_buf)
+    users: dict[str, set[str]] = {}
+    for comp, buf in store_buf.items():
+        users.setdefault(buf, set()).add(comp)
+    for comp, bufs in read_bufs.items():
+        for buf in bufs:
+            users.setdefault(buf, set()).add(comp)
+    return _place_allocs(body, ts, ph, users)
 
 
 TAIL = "_tail_"  # users' names cannot start with '_'
@@ -249,35 +255,66 @@ def _loop_tag(body: Node, dim: int, ts: TimeSpace) -> tuple[str | None, str]:
     return tag, "/".join(dict.fromkeys(names))
 
 
-def _place_allocs(body: Node, ts: TimeSpace, ph: Physical, store_buf: dict[str, str]) -> Node:
+def _place_allocs(body: Node, ts: TimeSpace, ph: Physical, users: dict[str, set[str]]
+                  ) -> Node:
+    """Put each loop-local buffer's Alloc inside its allocation loop: around the body of
+    every For at that time-space dim, or, where ISL removed a degenerate (one-iteration)
+    instance of that loop, around the smallest subtree that holds that iteration."""
     for buf, la in ph.local.items():
-        writers = {c for c, b in store_buf.items() if b == buf}
-        body, placed = _wrap(body, la.dim, writers, buf)
-        if not placed:  # the loop was degenerate: one iteration, allocate once around all
-            body = Alloc(buf, body)
+        body = _wrap(body, la.dim, users.get(buf, set()), buf, ts)
     return body
 
 
-def _wrap(node: Node, dim: int, writers: set[str], buf: str) -> tuple[Node, bool]:
+def _first_beta_diff(children: tuple[Node, ...], ts: TimeSpace) -> int:
+    """The time-space dim of the sequence a Block's children form (their first differing
+    beta), or a large number if it cannot be told."""
+    betas = []
+    for c in children:
+        comps = sorted(_comps_in(c))
+        if comps:
+            betas.append(ts.comps[comps[0]].betas)
+    for k in range(min((len(b) for b in betas), default=0)):
+        if len({b[k] for b in betas}) > 1:
+            return 2 * k
+    return 1 << 30
+
+
+def _wrap(node: Node, dim: int, users: set[str], buf: str, ts: TimeSpace) -> Node:
+    if not (_comps_in(node) & users):
+        return node
     if isinstance(node, For):
-        if node.dim == dim and _comps_in(node.body) & writers:
-            return For(node.var, node.init, node.cond, node.step, Alloc(buf, node.body),
-                       node.tag, node.dim, node.name, node.hi), True
-        b, p = _wrap(node.body, dim, writers, buf)
-        return For(node.var, node.init, node.cond, node.step, b, node.tag, node.dim,
-                   node.name, node.hi), p
+        if node.dim == dim:
+            return _with_body(node, Alloc(buf, node.body))
+        if node.dim < dim:
+            return _with_body(node, _wrap(node.body, dim, users, buf, ts))
+        return Alloc(buf, node)  # the allocation loop was degenerate here
     if isinstance(node, Block):
-        out, any_p = [], False
-        for c in node.body:
-            b, p = _wrap(c, dim, writers, buf)
-            out.append(b)
-            any_p = any_p or p
-        return Block(tuple(out)), any_p
+        # a sequence inside one (degenerate) iteration of the allocation loop gets one
+        # allocation; sibling loops at or above the allocation level get one each
+        if not _has_loop_upto(node, dim) and _first_beta_diff(node.body, ts) > dim:
+            return Alloc(buf, node)
+        return Block(tuple(_wrap(c, dim, users, buf, ts) for c in node.body))
     if isinstance(node, If):
-        t, p1 = _wrap(node.then, dim, writers, buf)
-        e, p2 = _wrap(node.orelse, dim, writers, buf) if node.orelse else (None, False)
-        return If(node.cond, t, e), p1 or p2
+        els = _wrap(node.orelse, dim, users, buf, ts) if node.orelse else None
+        return If(node.cond, _wrap(node.then, dim, users, buf, ts), els)
     if isinstance(node, Alloc):
-        b, p = _wrap(node.body, dim, writers, buf)
-        return Alloc(node.buffer, b), p
-    return node, False
+        return Alloc(node.buffer, _wrap(node.body, dim, users, buf, ts))
+    return Alloc(buf, node)  # a statement of a degenerate allocation loop
+
+
+def _has_loop_upto(node: Node, dim: int) -> bool:
+    """Whether ``node`` contains a loop of time-space dim <= ``dim``."""
+    if isinstance(node, For):
+        return node.dim <= dim or _has_loop_upto(node.body, dim)
+    if isinstance(node, Block):
+        return any(_has_loop_upto(c, dim) for c in node.body)
+    if isinstance(node, If):
+        return _has_loop_upto(node.then, dim) or (
+            node.orelse is not None and _has_loop_upto(node.orelse, dim))
+    if isinstance(node, Alloc):
+        return _has_loop_upto(node.body, dim)
+    return False
+
+
+def _with_body(f: For, body: Node) -> For:
+    return For(f.var, f.init, f.cond, f.step, body, f.tag, f.dim, f.name, f.hi)
