@@ -21,8 +21,8 @@ BLUR_TARGET_S = 0.5
 CASES: dict[str, Callable[[], me.Function]] = {
     f"blurxy {blurxy.CHOSEN} (tiled)": lambda: blurxy.VARIANTS[blurxy.CHOSEN](True).fn,
     "blurxy default": lambda: blurxy.VARIANTS["default"](True).fn,
-    f"sgemm {sgemm.CHOSEN}": sgemm.VARIANTS[sgemm.CHOSEN],
-    "sgemm direct": sgemm.VARIANTS["direct"],
+    f"sgemm {sgemm.CHOSEN}": sgemm.VARIANTS[sgemm.CHOSEN][0],
+    "sgemm direct": sgemm.VARIANTS["direct"][0],
 }
 
 

@@ -216,7 +216,9 @@ def _translate(n: isl.AstNode, recs: list[_StmtRec], pmap: dict[str, str],
         if isinstance(cond, IOp) and cond.op in ("le", "lt") and cond.args[0] == IVar(var):
             hi = cond.args[1] if cond.op == "le" else IOp("sub", (cond.args[1], IInt(1)))
         tag, name = _loop_tag(body, dim, ts)
-        return For(var, iexpr(n.for_get_init(), pmap), cond, inc, body, tag, dim, name, hi)
+        width = _vector_width(body, dim, ts) if tag == "vector" else None
+        return For(var, iexpr(n.for_get_init(), pmap), cond, inc, body, tag, dim, name, hi,
+                   width)
     raise ScheduleError(f"unexpected ISL AST node type {t}")
 
 
@@ -253,6 +255,17 @@ def _loop_tag(body: Node, dim: int, ts: TimeSpace) -> tuple[str | None, str]:
     if tag is None and any(ts.tag_at(c, dyn) == "unroll" for c in _comps_in(body)):
         tag = "unroll"
     return tag, "/".join(dict.fromkeys(names))
+
+
+def _vector_width(body: Node, dim: int, ts: TimeSpace) -> int | None:
+    dyn = (dim - 1) // 2
+    widths = set()
+    for c in _comps_in(body):
+        s = ts.comps[c]
+        for name, w in s.widths.items():
+            if s.n_outer + s.dims.index(name) == dyn:
+                widths.add(w)
+    return widths.pop() if len(widths) == 1 else None
 
 
 def _place_allocs(body: Node, ts: TimeSpace, ph: Physical, users: dict[str, set[str]]
@@ -317,4 +330,4 @@ def _has_loop_upto(node: Node, dim: int) -> bool:
 
 
 def _with_body(f: For, body: Node) -> For:
-    return For(f.var, f.init, f.cond, f.step, body, f.tag, f.dim, f.name, f.hi)
+    return For(f.var, f.init, f.cond, f.step, body, f.tag, f.dim, f.name, f.hi, f.width)

@@ -180,6 +180,7 @@ class For(Node):
     dim: int = -1
     name: str = ""
     hi: IExpr | None = None
+    width: int | None = None  # for 'vector': the vectorize factor (a simdlen hint)
 
 
 @dataclass(frozen=True)

@@ -226,7 +226,14 @@ def _subst_iters(e: Expr, repl: dict[str, Expr]) -> Expr:
 
 
 def compile_function(fn: Function, target: str = "cpu", outputs: Sequence[Any] | None = None,
-                     check_legality: bool = True, **options: Any) -> Any:
+                     check_legality: bool = True, fp_contract: bool = False,
+                     **options: Any) -> Any:
+    """Lower, generate C, build (cached) and wrap. ``fp_contract=True`` allows fused
+    multiply-add in the C compiler (float results may differ from numpy's in the last
+    bits)."""
+    if options:
+        raise TypeError(f"unknown compile options {sorted(options)} (known: target, outputs, "
+                        "check_legality, fp_contract)")
     if target != "cpu":
         from .errors import TargetError
 
@@ -237,7 +244,7 @@ def compile_function(fn: Function, target: str = "cpu", outputs: Sequence[Any] |
     from .runtime import Kernel
 
     src = generate_c(low.program)
-    lib = build(low.program, src)
+    lib = build(low.program, src, fp_contract=fp_contract)
     return Kernel(low.program, lib, lowered=low)
 
 

@@ -36,6 +36,7 @@ class CompSchedule:
     sched: isl.Map  # domain -> anonymous loop space
     dims: list[str]
     tags: dict[str, str] = field(default_factory=dict)
+    widths: dict[str, int] = field(default_factory=dict)  # vector loop -> factor
     # filled at finalize
     ext_domain: isl.Set | None = None  # domain with compute_at outer dims prepended
     n_outer: int = 0
@@ -91,6 +92,7 @@ def apply_command(s: CompSchedule, c: cmd.Command) -> None:
         _split(s, c, c.dim, c.factor, c.outer, c.inner)  # type: ignore[arg-type]
         if isinstance(c, cmd.Vectorize):
             s.tags[c.inner] = "vector"
+            s.widths[c.inner] = c.factor
         elif isinstance(c, cmd.Unroll):
             s.tags[c.inner] = "unroll"
     elif isinstance(c, cmd.Unroll):

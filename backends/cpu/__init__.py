@@ -14,12 +14,14 @@ from .build import BuiltLibrary, cache_dir, compile_shared
 from .cprinter import generate_c
 
 
-def build(program: Program, source: str | None = None) -> BuiltLibrary:
+def build(program: Program, source: str | None = None, fp_contract: bool = False
+          ) -> BuiltLibrary:
     """Build ``source`` (generated from ``program`` when None) into a cached shared object.
 
     ``program`` is accepted for symmetry with other targets (and to generate the source);
     the cache key depends only on the source, the compiler and the flags."""
-    return compile_shared(source if source is not None else generate_c(program))
+    return compile_shared(source if source is not None else generate_c(program),
+                          fp_contract=fp_contract)
 
 
 def compile_kernel(program: Program) -> Kernel:

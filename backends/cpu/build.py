@@ -83,12 +83,22 @@ def _write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def compile_shared(source: str, directory: Path | None = None) -> BuiltLibrary:
+def flags_for(fp_contract: bool = False) -> tuple[str, ...]:
+    """The compiler flags; ``fp_contract`` lets gcc fuse multiply-adds (faster, but float
+    results may then differ from numpy's in the last bits)."""
+    if not fp_contract:
+        return FLAGS
+    return tuple("-ffp-contract=fast" if f == "-ffp-contract=off" else f for f in FLAGS)
+
+
+def compile_shared(source: str, directory: Path | None = None,
+                   fp_contract: bool = False) -> BuiltLibrary:
     """Compile ``source`` to ``<cache>/<key>.so`` unless it is already there.
 
     Raises BuildError (with the command and the compiler log) when the compiler fails."""
     cc = compiler()
-    key = cache_key(source, compiler_identity(cc), FLAGS)
+    flags = flags_for(fp_contract)
+    key = cache_key(source, compiler_identity(cc), flags)
     out_dir = directory if directory is not None else cache_dir()
     out_dir.mkdir(parents=True, exist_ok=True)
     so, log_path = out_dir / f"{key}.so", out_dir / f"{key}.log"
@@ -99,7 +109,7 @@ def compile_shared(source: str, directory: Path | None = None) -> BuiltLibrary:
     _write_atomic(src, source)
     fd, tmp_so = tempfile.mkstemp(dir=out_dir, prefix=".tmp-", suffix=".so")
     os.close(fd)
-    cmd = [*cc, *FLAGS, str(src), "-o", tmp_so, "-lm"]
+    cmd = [*cc, *flags, str(src), "-o", tmp_so, "-lm"]
     try:
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)

@@ -88,6 +88,22 @@ def const_c(value: int | float | bool, dt: DType) -> str:
     return _int_literal(int(value), dt)
 
 
+def _pow2(e: object) -> int | None:
+    """k when ``e`` is the integer constant 2**k (k >= 1), else None."""
+    while isinstance(e, Cast):
+        e = e.a
+    v = e.value if isinstance(e, Const) else e.value if isinstance(e, IInt) else None
+    if isinstance(v, bool) or not isinstance(v, int) or v < 2 or v & (v - 1):
+        return None
+    return v.bit_length() - 1
+
+
+def floor_div_c(a: str, b: IExpr) -> str:
+    """Floor division of an int64 by an ISL divisor (a positive constant in practice)."""
+    k = _pow2(b)
+    return f"({a} >> {k})" if k is not None else f"me_fdiv_i64({a}, {iexpr_c(b)})"
+
+
 def iexpr_c(e: IExpr) -> str:
     """An IExpr as a 64-bit C expression (loop bounds, bindings, allocation sizes)."""
     if isinstance(e, IInt):
@@ -103,7 +119,7 @@ def iexpr_c(e: IExpr) -> str:
     if op == "neg":
         return f"(-{a[0]})"
     if op == "fdiv_q":
-        return f"me_fdiv_i64({a[0]}, {a[1]})"
+        return floor_div_c(a[0], e.args[1])
     if op == "pdiv_q":
         return f"({a[0]} / {a[1]})"
     if op in ("pdiv_r", "zdiv_r"):
@@ -179,10 +195,13 @@ class ExprPrinter:
             a, b = self.index(e.a), self.index(e.b)
             if e.op in _ARITH:
                 return f"({a} {_ARITH[e.op]} {b})"
+            k = _pow2(e.b)
             if e.op in ("div", "floordiv"):
-                return f"me_fdiv_i64({a}, {b})"
+                # arithmetic shift is floor division by 2^k (gcc defines >> on negatives)
+                return f"({a} >> {k})" if k is not None else f"me_fdiv_i64({a}, {b})"
             if e.op == "mod":
-                return f"me_fmod_i64({a}, {b})"
+                return (f"({a} & {(1 << k) - 1}LL)" if k is not None
+                        else f"me_fmod_i64({a}, {b})")
             if e.op in ("min", "max"):
                 return f"me_{e.op}_i64({a}, {b})"
         if isinstance(e, Binary) and e.op in _CMP and e.a.dtype.is_int and e.b.dtype.is_int:

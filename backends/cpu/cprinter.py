@@ -176,7 +176,9 @@ class CPrinter:
         if cond is None:
             cond = iexpr_c(f.cond)
         self.emit(depth, f"/* loop {_comment(label)} */")
-        if f.tag is not None:
+        if f.tag == "vector" and f.width is not None and f.width > 1:
+            self.emit(depth, f"{_PRAGMAS[f.tag]} simdlen({int(f.width)})")
+        elif f.tag is not None:
             self.emit(depth, _PRAGMAS[f.tag])
         self.emit(depth, f"for (int64_t {var} = {iexpr_c(f.init)}; {cond}; {var} += {f.step}) {{")
         self.node(f.body, depth + 1)
