@@ -38,6 +38,7 @@ def _to_layer1(u: isl.UnionMap, tinv: isl.UnionMap, src_is_t: bool = True) -> is
 
 def check_dataflow(l1: Layer1, l3: Layer3, ts: TimeSpace, exp: Expected, ph: Physical) -> None:
     """Raise ScheduleError if some read would see another value than Layer I prescribes."""
+    names = {n: c.vars for n, c in l1.comps.items()}
     sinks = isl.UnionMap.empty(l1.param_space)
     sched = isl.UnionMap.empty(l1.param_space)
     for ref, r in ph.reads.items():
@@ -93,10 +94,10 @@ def check_dataflow(l1: Layer1, l3: Layer3, ts: TimeSpace, exp: Expected, ph: Phy
             raise ScheduleError(
                 f"illegal schedule: {r.comp!r} would not read the value of {r.target!r} that "
                 f"Layer I prescribes ("
-                + (f"it would read {_fmt(got)})" if not got.is_empty()
+                + (f"it would read {_fmt(names, got)})" if not got.is_empty()
                    else "it would run before that value is produced)"),
                 computations=tuple(dict.fromkeys([*srcs, r.comp])),
-                dependence=_fmt(dep) or str(bad))
+                dependence=_fmt(names, dep) or str(bad))
     for bname in exp.written:
         nm = f"END_{bname}"
         actual = _strip(deps, nm)
@@ -107,16 +108,19 @@ def check_dataflow(l1: Layer1, l3: Layer3, ts: TimeSpace, exp: Expected, ph: Phy
         want = exp.final.get(bname, isl.UnionMap.empty(l1.param_space))
         bad = act.subtract(want).union(want.subtract(act))
         if not bad.is_empty():
+            exp_w = want.intersect_domain(bad.domain())
+            got_w = act.intersect_domain(bad.domain())
             raise ScheduleError(
                 f"illegal schedule: the final content of output {bname!r} would differ from "
-                f"Layer I (last writers expected {_fmt(want.intersect_domain(bad.domain()))}, "
-                f"got {_fmt(act.intersect_domain(bad.domain()))})",
+                f"Layer I (last writers expected {_fmt(names, exp_w)}, got "
+                f"{_fmt(names, got_w)})",
                 computations=tuple(l3.buffers[bname].writers),
-                dependence=_fmt(want.intersect_domain(bad.domain()).reverse()))
+                dependence=_fmt(names, exp_w.reverse()))
 
 
 def check_parallel(l1: Layer1, l3: Layer3, ts: TimeSpace, ph: Physical) -> None:
     """Every loop tagged parallel/vector (or a GPU/distributed dim) carries no dependence."""
+    names = {n: c.vars for n, c in l1.comps.items()}
     acc_w = isl.UnionMap.empty(l1.param_space)
     for w in ph.writes.values():
         acc_w = acc_w.union(isl.UnionMap.from_map(w))
@@ -156,7 +160,7 @@ def check_parallel(l1: Layer1, l3: Layer3, ts: TimeSpace, ph: Physical) -> None:
                 raise ScheduleError(
                     f"illegal schedule: loop {name!r} of {n!r} is tagged {tag} but carries a "
                     "dependence between its iterations",
-                    computations=tuple(comps), dependence=_fmt(dep), level=name)
+                    computations=tuple(comps), dependence=_fmt(names, dep), level=name)
 
 
 def _strip(deps: isl.UnionMap, sink_name: str) -> isl.UnionMap:
@@ -192,5 +196,17 @@ def _rename_all_domains(u: isl.UnionMap, name: str) -> isl.UnionMap:
     return out
 
 
-def _fmt(u: isl.UnionMap) -> str:
-    return "" if u.is_empty() else str(u.coalesce())
+def _fmt(names: dict[str, list[str]], u: isl.UnionMap) -> str:
+    """ISL text of a relation between computation instances, with each tuple's dims named
+    after the computation's iterators (ISL primes repeated names)."""
+    if u.is_empty():
+        return ""
+    out = isl.UnionMap.empty(u.get_space())
+    for m in maps_of(u.coalesce()):
+        for dt in (isl.dim_type.in_, isl.dim_type.out):
+            vs = names.get(m.get_tuple_name(dt) or "", [])
+            if len(vs) == m.dim(dt):
+                for k, v in enumerate(vs):
+                    m = m.set_dim_name(dt, k, v)
+        out = out.union(isl.UnionMap.from_map(m))
+    return str(out)
