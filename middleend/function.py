@@ -65,13 +65,21 @@ def dim_name(d: Any) -> str:
 
 
 class Param(Expr):
-    """A symbolic integer constant (a parameter of the generated kernel)."""
+    """A symbolic integer constant (a parameter of the generated kernel). ``min``/``max``
+    are assumptions the compiler may use (e.g. ``min=1`` makes ``x[0]`` of an N-element
+    input a valid read); the kernel checks them on every call."""
 
-    __slots__ = ("name", "fn")
+    __slots__ = ("name", "fn", "min", "max")
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, min: int | None = None, max: int | None = None) -> None:
         self.fn = current_function("me.Param")
         self.name = check_name(name, "parameter")
+        for v in (min, max):
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool)):
+                raise DefinitionError(f"parameter {name!r}: bounds must be ints, got {v!r}")
+        if min is not None and max is not None and min > max:
+            raise DefinitionError(f"parameter {name!r}: min {min} > max {max}")
+        self.min, self.max = min, max
         self.fn._register("params", self)
 
     @property

@@ -55,6 +55,7 @@ class Layer1:
     declared: list[str]
     inlined: list[str]
     buffers: dict[str, Buffer]
+    context: isl.Set  # the parameter values assumed (Param min/max)
 
     def reads_of(self, consumer: str, producer: str) -> isl.Map | None:
         """All instances of ``producer`` that ``consumer`` reads by value, per instance."""
@@ -101,13 +102,21 @@ def comp_space(pspace: isl.Space, name: str, vars_: list[str]) -> isl.Space:
 def build_layer1(fn: Function, ctx: isl.Context, commands: list[cmd.Command]) -> Layer1:
     params = [p.name for p in fn.params]
     pspace = param_space(ctx, params)
+    context = isl.Set.universe(pspace)
+    for k, p in enumerate(fn.params):
+        if p.min is not None:
+            context = context.lower_bound_val(isl.dim_type.param, k,
+                                              isl.Val.int_from_si(ctx, p.min))
+        if p.max is not None:
+            context = context.upper_bound_val(isl.dim_type.param, k,
+                                              isl.Val.int_from_si(ctx, p.max))
     inline = [c.comp for c in commands if isinstance(c, cmd.Inline)]
     comps: dict[str, Comp] = {}
     for c in fn.computations:
         if c.expr is None:
             raise DefinitionError(f"computation {c.name!r} has no expression "
                                   "(pass one or call set_expression)")
-        comps[c.name] = _domain(c, pspace)
+        comps[c.name] = _domain(c, pspace, context)
     for c in comps.values():
         c.reads = _reads(c, comps)
     for name in inline:
@@ -119,10 +128,10 @@ def build_layer1(fn: Function, ctx: isl.Context, commands: list[cmd.Command]) ->
             c.reads = _reads(c, comps)
     declared = [c.name for c in fn.computations if c.name not in inline]
     return Layer1(ctx, params, pspace, {n: comps[n] for n in declared}, declared, inline,
-                  {b.name: b for b in fn.buffers})
+                  {b.name: b for b in fn.buffers}, context)
 
 
-def _domain(c: Computation, pspace: isl.Space) -> Comp:
+def _domain(c: Computation, pspace: isl.Space, context: isl.Set) -> Comp:
     names = [v.name for v in c.vars]
     ac = AffineContext(comp_space(pspace, c.name, names))
     dom = ac.universe()
@@ -147,7 +156,8 @@ def _domain(c: Computation, pspace: isl.Space) -> Comp:
             guard = c.predicate
         else:
             dom = dom.intersect(s)
-    return Comp(c.name, names, dom.coalesce(), c.expr, guard, ac, source=c)
+    return Comp(c.name, names, dom.intersect_params(context).coalesce(), c.expr, guard, ac,
+                source=c)
 
 
 def _check_names(e: Expr, names: list[str], comp: str, where: str) -> None:

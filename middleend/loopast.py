@@ -229,6 +229,8 @@ class Program:
     buffers: tuple[BufferDecl, ...]
     body: Node
     stmts: dict[str, StmtInfo] = field(default_factory=dict)
+    # parameter -> (min, max) assumed by the compiler; the runtime checks them
+    param_bounds: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)
 
     @property
     def arguments(self) -> tuple[BufferDecl, ...]:

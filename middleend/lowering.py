@@ -141,7 +141,7 @@ def _blame(fn: Function, commands: list[cmd.Command], outputs: Sequence[Any] | N
 
 
 def _ctx_build(l1: Layer1) -> isl.AstBuild:
-    return isl.AstBuild.from_context(isl.Set.universe(l1.param_space))
+    return isl.AstBuild.from_context(l1.context)
 
 
 def _program(fn: Function, l1: Layer1, l3: Layer3, ts: TimeSpace, ph: Physical,
@@ -160,7 +160,7 @@ def _program(fn: Function, l1: Layer1, l3: Layer3, ts: TimeSpace, ph: Physical,
             if k in b.fold:
                 sizes.append(IInt(b.fold[k]))
             else:
-                sizes.append(iexpr(cb.expr_from_pw_aff(pa), pmap))
+                sizes.append(iexpr(cb.expr_from_pw_aff(pa.project_domain_on_params()), pmap))
         full = True
         if b.role == "output" and b.name in exp.written:
             elems = exp.written[b.name]
@@ -170,9 +170,10 @@ def _program(fn: Function, l1: Layer1, l3: Layer3, ts: TimeSpace, ph: Physical,
     read_bufs: dict[str, set[str]] = {}
     for n in ts.order:
         read_bufs[n] = {read_buffer(l3, r) for r in l1.comps[n].reads}
-    body: Node = generate(ts, ph, l1.params, isl.Set.universe(l1.param_space),
+    body: Node = generate(ts, ph, l1.params, l1.context,
                           {n: l1.comps[n].vars for n in ts.order}, dict(l3.store), read_bufs)
-    return Program(fn.name, tuple(l1.params), tuple(decls), body, stmts)
+    bounds = {p.name: (p.min, p.max) for p in fn.params if (p.min, p.max) != (None, None)}
+    return Program(fn.name, tuple(l1.params), tuple(decls), body, stmts, bounds)
 
 
 def _stmt_info(name: str, l1: Layer1, l3: Layer3, ph: Physical) -> StmtInfo:
@@ -258,7 +259,7 @@ def layers_text(low: Lowered) -> str:
     out += ["", "== Layer III (data) =="]
     cb = _ctx_build(low.l1)
     for b in low.l3.buffers.values():
-        sizes = ", ".join(cb.expr_from_pw_aff(x).to_C_str() for x in b.sizes)
+        sizes = ", ".join(cb.expr_from_pw_aff(x.project_domain_on_params()).to_C_str() for x in b.sizes)
         fold = f" storage_fold {b.fold}" if b.fold else ""
         out.append(f"buffer {b.name}[{sizes}] {b.dtype.name} {b.role}{fold}")
     for n in low.ts.order:

@@ -128,6 +128,12 @@ class Kernel:
             raise KernelArgumentError(
                 f"kernel {name}: missing parameter(s) {', '.join(missing)}: pass them as "
                 f"keywords or pass arrays whose shapes determine them")
+        for p, (lo, hi) in self.program.param_bounds.items():
+            v = values[p]
+            if (lo is not None and v < lo) or (hi is not None and v > hi):
+                raise KernelArgumentError(
+                    f"kernel {name}: parameter {p}={v} is outside the range the kernel was "
+                    f"compiled for (min={lo}, max={hi})")
         return values
 
     def _shape(self, b: BufferDecl, env: dict[str, int]) -> tuple[int, ...]:
