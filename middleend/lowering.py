@@ -259,7 +259,8 @@ def layers_text(low: Lowered) -> str:
     out += ["", "== Layer III (data) =="]
     cb = _ctx_build(low.l1)
     for b in low.l3.buffers.values():
-        sizes = ", ".join(cb.expr_from_pw_aff(x.project_domain_on_params()).to_C_str() for x in b.sizes)
+        sizes = ", ".join(cb.expr_from_pw_aff(x.project_domain_on_params()).to_C_str()
+                          for x in b.sizes)
         fold = f" storage_fold {b.fold}" if b.fold else ""
         out.append(f"buffer {b.name}[{sizes}] {b.dtype.name} {b.role}{fold}")
     for n in low.ts.order:
