@@ -17,6 +17,7 @@ from .errors import ScheduleError
 from .loopast import Alloc, Block, For, IExpr, If, IInt, IOp, IVar, Node, Stmt
 from .physical import Physical
 from .placement import TimeSpace
+from .schedule import check_unrollable
 
 _OPS = {
     isl.ast_expr_op_type.add: "add", isl.ast_expr_op_type.sub: "sub",
@@ -105,23 +106,30 @@ def generate(ts: TimeSpace, ph: Physical, params: list[str], context: isl.Set,
         return node.set_annotation(isl.Id(f"s{len(recs) - 1}", context=ctx))
 
     build, _handle = build.set_at_each_domain(at_domain)
-    root = build.node_from_schedule_map(_separated(ts).intersect_params(context))
+    local_users = {c for buf in ph.local for c in users_of(buf, store_buf, read_bufs)}
+    root = build.node_from_schedule_map(_separated(ts, local_users).intersect_params(context))
     body = _translate(root, recs, pmap, ts)
-    users: dict[str, set[str]] = {}
-    for comp, buf in store_buf.items():
-        users.setdefault(buf, set()).add(comp)
-    for comp, bufs in read_bufs.items():
-        for buf in bufs:
-            users.setdefault(buf, set()).add(comp)
+    _check_nesting(body, None)
+    users = {buf: users_of(buf, store_buf, read_bufs) for buf in ph.local}
     return _place_allocs(body, ts, ph, users)
 
 
 TAIL = "_tail_"  # users' names cannot start with '_'
+PARALLEL_LOOP_TAGS = ("parallel", "gpu_block", "gpu_thread", "distribute")
 
 
-def _separated(ts: TimeSpace) -> isl.UnionMap:
+def users_of(buf: str, store_buf: dict[str, str], read_bufs: dict[str, set[str]]
+             ) -> set[str]:
+    """The computations that write or read ``buf``."""
+    return ({c for c, b in store_buf.items() if b == buf}
+            | {c for c, bs in read_bufs.items() if buf in bs})
+
+
+def _separated(ts: TimeSpace, keep: set[str]) -> isl.UnionMap:
     """The schedule with full and partial tiles of vectorized loops as separate statements,
-    so that ISL generates the full tiles with constant vector-loop bounds and one tail."""
+    so that ISL generates the full tiles with constant vector-loop bounds and one tail.
+    Computations in ``keep`` (users of loop-local buffers) are not separated: ISL may move
+    a separated tail out of the allocation loop, away from the buffer's allocation."""
     out = isl.UnionMap.empty(next(iter(ts.comps.values())).full.get_space().params())
     for n in ts.order:
         s = ts.comps[n]
@@ -129,7 +137,7 @@ def _separated(ts: TimeSpace) -> isl.UnionMap:
         assert full is not None
         tail = None
         for name, tag in s.tags.items():
-            if tag != "vector":
+            if tag != "vector" or n in keep:
                 continue
             d = 2 * (s.n_outer + s.dims.index(name)) + 1
             rng = full.range()
@@ -166,27 +174,12 @@ def _unroll_options(ts: TimeSpace, ctx: isl.Context) -> isl.UnionMap | None:
                 continue
             d = 2 * (s.n_outer + s.dims.index(name)) + 1
             assert s.full is not None
-            _check_unrollable(s.full.range(), d, n, name)
+            check_unrollable(s.full.range(), d, n, name)
             m = isl.Map.from_domain_and_range(
                 s.full.range(), isl.Set.read_from_str(ctx, f"{{ unroll[x] : x = {d} }}"))
             um = isl.UnionMap.from_map(m)
             opts = um if opts is None else opts.union(um)
     return opts
-
-
-MAX_UNROLL = 1024
-
-
-def _check_unrollable(rng: isl.Set, d: int, comp: str, loop: str) -> None:
-    """ISL unrolls a loop only if its trip count is bounded by a constant; refuse others
-    (and huge ones) with an error that names the loop."""
-    ntd = rng.dim(isl.dim_type.set)
-    upto = rng.project_out(isl.dim_type.set, d + 1, ntd - d - 1)
-    ext = upto.dim_max(d).max_val().sub(upto.dim_min(d).min_val())
-    if not ext.is_int() or ext.to_python() + 1 > MAX_UNROLL:
-        raise ScheduleError(f"cannot unroll loop {loop!r} of {comp!r}: its trip count is not "
-                            f"bounded by a constant <= {MAX_UNROLL} (split it first: "
-                            f"unroll({loop}, factor))", computations=(comp,), level=loop)
 
 
 def _translate(n: isl.AstNode, recs: list[_StmtRec], pmap: dict[str, str],
@@ -220,6 +213,26 @@ def _translate(n: isl.AstNode, recs: list[_StmtRec], pmap: dict[str, str],
         return For(var, iexpr(n.for_get_init(), pmap), cond, inc, body, tag, dim, name, hi,
                    width)
     raise ScheduleError(f"unexpected ISL AST node type {t}")
+
+
+def _check_nesting(node: Node, vector: For | None) -> None:
+    """Nothing parallel or vector may sit inside a vector loop (an OpenMP simd region)."""
+    if isinstance(node, For):
+        if vector is not None and node.tag in ("vector", *PARALLEL_LOOP_TAGS):
+            raise ScheduleError(
+                f"loop {node.name!r} is tagged {node.tag} inside vector loop {vector.name!r}; "
+                "only the innermost loops can be vectorized",
+                computations=tuple(sorted(_comps_in(node))), level=node.name)
+        _check_nesting(node.body, node if node.tag == "vector" else vector)
+    elif isinstance(node, Block):
+        for c in node.body:
+            _check_nesting(c, vector)
+    elif isinstance(node, If):
+        _check_nesting(node.then, vector)
+        if node.orelse is not None:
+            _check_nesting(node.orelse, vector)
+    elif isinstance(node, Alloc):
+        _check_nesting(node.body, vector)
 
 
 def _comps_in(node: Node) -> set[str]:
@@ -263,70 +276,76 @@ def _vector_width(body: Node, dim: int, ts: TimeSpace) -> int | None:
     for c in _comps_in(body):
         s = ts.comps[c]
         for name, w in s.widths.items():
-            if s.n_outer + s.dims.index(name) == dyn:
+            if name in s.dims and s.n_outer + s.dims.index(name) == dyn:
                 widths.add(w)
     return widths.pop() if len(widths) == 1 else None
 
 
 def _place_allocs(body: Node, ts: TimeSpace, ph: Physical, users: dict[str, set[str]]
                   ) -> Node:
-    """Put each loop-local buffer's Alloc inside its allocation loop: around the body of
-    every For at that time-space dim, or, where ISL removed a degenerate (one-iteration)
-    instance of that loop, around the smallest subtree that holds that iteration."""
+    """Place each loop-local buffer's allocation: one array per thread, i.e. inside the
+    innermost parallel loop that encloses its allocation loop, or once at function entry.
+
+    Reusing one array for the sequential iterations of the allocation loop is exact: the
+    legality check proved (with one array per iteration) that no value crosses iterations
+    through the buffer, and ISL's code runs instances in time-space order, so iteration k is
+    over before iteration k+1 starts, however ISL splits the loop into pieces (it may, e.g.,
+    emit the last iteration's consumer after the loop)."""
     for buf, la in ph.local.items():
-        body = _wrap(body, la.dim, users.get(buf, set()), buf, ts)
+        owners: dict[int, For | None] = {}
+        _owners(body, None, la.dim, users.get(buf, set()), buf, owners)
+        if len(owners) > 1:
+            raise ScheduleError(
+                f"the code ISL generated splits the iterations of {la.where} across "
+                f"parallel loops, so the loop-local buffer {buf!r} cannot be private to a "
+                "thread; allocate it at an outer level or change the schedule",
+                computations=tuple(sorted(users.get(buf, set()))))
+        owner = next(iter(owners.values()), None)
+        body = Alloc(buf, body) if owner is None else _alloc_in(body, owner, buf)
     return body
 
 
-def _first_beta_diff(children: tuple[Node, ...], ts: TimeSpace) -> int:
-    """The time-space dim of the sequence a Block's children form (their first differing
-    beta), or a large number if it cannot be told."""
-    betas = []
-    for c in children:
-        comps = sorted(_comps_in(c))
-        if comps:
-            betas.append(ts.comps[comps[0]].betas)
-    for k in range(min((len(b) for b in betas), default=0)):
-        if len({b[k] for b in betas}) > 1:
-            return 2 * k
-    return 1 << 30
+def _owners(node: Node, par: For | None, dim: int, users: set[str], buf: str,
+            out: dict[int, For | None]) -> None:
+    """Collect, for every statement using ``buf``, its innermost parallel loop above the
+    allocation level ``dim``."""
+    if isinstance(node, Stmt):
+        if node.comp in users:
+            out[id(par)] = par
+    elif isinstance(node, For):
+        if node.dim <= dim and node.tag == "vector" and _comps_in(node) & users:
+            raise ScheduleError(f"loop-local buffer {buf!r} is allocated inside vector loop "
+                                f"{node.name!r}; vectorize an inner loop instead",
+                                computations=tuple(sorted(_comps_in(node) & users)),
+                                level=node.name)
+        inner = node if node.dim <= dim and node.tag in PARALLEL_LOOP_TAGS else par
+        _owners(node.body, inner, dim, users, buf, out)
+    elif isinstance(node, Block):
+        for c in node.body:
+            _owners(c, par, dim, users, buf, out)
+    elif isinstance(node, If):
+        _owners(node.then, par, dim, users, buf, out)
+        if node.orelse is not None:
+            _owners(node.orelse, par, dim, users, buf, out)
+    elif isinstance(node, Alloc):
+        _owners(node.body, par, dim, users, buf, out)
 
 
-def _wrap(node: Node, dim: int, users: set[str], buf: str, ts: TimeSpace) -> Node:
-    if not (_comps_in(node) & users):
-        return node
+def _alloc_in(node: Node, owner: For, buf: str) -> Node:
+    """``node`` with ``Alloc(buf)`` around the body of the loop ``owner``."""
+    if node is owner:
+        assert isinstance(node, For)
+        return _with_body(node, Alloc(buf, node.body))
     if isinstance(node, For):
-        if node.dim == dim:
-            return _with_body(node, Alloc(buf, node.body))
-        if node.dim < dim:
-            return _with_body(node, _wrap(node.body, dim, users, buf, ts))
-        return Alloc(buf, node)  # the allocation loop was degenerate here
+        return _with_body(node, _alloc_in(node.body, owner, buf))
     if isinstance(node, Block):
-        # a sequence inside one (degenerate) iteration of the allocation loop gets one
-        # allocation; sibling loops at or above the allocation level get one each
-        if not _has_loop_upto(node, dim) and _first_beta_diff(node.body, ts) > dim:
-            return Alloc(buf, node)
-        return Block(tuple(_wrap(c, dim, users, buf, ts) for c in node.body))
+        return Block(tuple(_alloc_in(c, owner, buf) for c in node.body))
     if isinstance(node, If):
-        els = _wrap(node.orelse, dim, users, buf, ts) if node.orelse else None
-        return If(node.cond, _wrap(node.then, dim, users, buf, ts), els)
+        els = _alloc_in(node.orelse, owner, buf) if node.orelse is not None else None
+        return If(node.cond, _alloc_in(node.then, owner, buf), els)
     if isinstance(node, Alloc):
-        return Alloc(node.buffer, _wrap(node.body, dim, users, buf, ts))
-    return Alloc(buf, node)  # a statement of a degenerate allocation loop
-
-
-def _has_loop_upto(node: Node, dim: int) -> bool:
-    """Whether ``node`` contains a loop of time-space dim <= ``dim``."""
-    if isinstance(node, For):
-        return node.dim <= dim or _has_loop_upto(node.body, dim)
-    if isinstance(node, Block):
-        return any(_has_loop_upto(c, dim) for c in node.body)
-    if isinstance(node, If):
-        return _has_loop_upto(node.then, dim) or (
-            node.orelse is not None and _has_loop_upto(node.orelse, dim))
-    if isinstance(node, Alloc):
-        return _has_loop_upto(node.body, dim)
-    return False
+        return Alloc(node.buffer, _alloc_in(node.body, owner, buf))
+    return node
 
 
 def _with_body(f: For, body: Node) -> For:

@@ -33,7 +33,7 @@ class BufferInfo:
     role: str
     declared: Buffer | None = None
     fold: dict[int, int] = field(default_factory=dict)
-    alloc_at: tuple[str, str] | None = None  # (consumer, loop level)
+    alloc_at: tuple[str, str, str] | None = None  # (consumer, loop level, command text)
     writers: list[str] = field(default_factory=list)
 
 
@@ -172,7 +172,7 @@ def _fold_and_alloc(commands: list[cmd.Command], l1: Layer1, store: dict[str, st
             else:
                 if c.consumer not in l1.comps:
                     raise DefinitionError(f"{c.describe()}: unknown consumer {c.consumer!r}")
-                b.alloc_at = (c.consumer, c.level)
+                b.alloc_at = (c.consumer, c.level, c.describe())
 
 
 def _size_default_buffers(l1: Layer1, store: dict[str, str], logical: dict[str, isl.Map],

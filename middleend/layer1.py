@@ -110,7 +110,7 @@ def build_layer1(fn: Function, ctx: isl.Context, commands: list[cmd.Command]) ->
         if p.max is not None:
             context = context.upper_bound_val(isl.dim_type.param, k,
                                               isl.Val.int_from_si(ctx, p.max))
-    inline = [c.comp for c in commands if isinstance(c, cmd.Inline)]
+    inline = list(dict.fromkeys(c.comp for c in commands if isinstance(c, cmd.Inline)))
     comps: dict[str, Comp] = {}
     for c in fn.computations:
         if c.expr is None:

@@ -112,7 +112,12 @@ def lower(fn: Function, outputs: Sequence[Any] | None = None, check_legality: bo
                 _check(l1, l3, ts, exp, ph)
             except ScheduleError as err:
                 raise _blame(fn, commands, outputs, err, max_isl_ops) from None
-        program = _program(fn, l1, l3, ts, ph, exp)
+        try:
+            program = _program(fn, l1, l3, ts, ph, exp)
+        except ScheduleError as err:
+            if err.command is not None:
+                raise
+            raise _blame(fn, commands, outputs, err, max_isl_ops, codegen=True) from None
     except isl.Error as e:
         if ctx.get_max_operations() and "operations" in str(e).lower() or \
                 "quota" in str(e).lower():
@@ -124,14 +129,17 @@ def lower(fn: Function, outputs: Sequence[Any] | None = None, check_legality: bo
 
 
 def _blame(fn: Function, commands: list[cmd.Command], outputs: Sequence[Any] | None,
-           err: ScheduleError, max_ops: int) -> ScheduleError:
+           err: ScheduleError, max_ops: int, codegen: bool = False) -> ScheduleError:
     """Name the command after which the program is illegal and stays so: the last
-    command whose prefix (without it) is still legal."""
+    command whose prefix (without it) is still legal (and, for ``codegen`` errors, still
+    generates code)."""
     for k in range(len(commands) - 1, -1, -1):
         try:
             l1, l3, exp, ts, ph = _analyse(fn, commands[:k], outputs, _new_ctx(max_ops))
             _check(l1, l3, ts, exp, ph)
-        except MiddleEndError:
+            if codegen:
+                _program(fn, l1, l3, ts, ph, exp)
+        except (MiddleEndError, isl.Error):
             continue
         c = commands[k]
         msg = str(err).split("\n")[0]
@@ -269,7 +277,7 @@ def layers_text(low: Lowered) -> str:
     for b in low.program.buffers:
         if b.role == "temporary":
             la = low.ph.local.get(b.name)
-            where = "function entry" if la is None else la.where
+            where = "function entry" if la is None else f"{la.where} (one array per thread)"
             sizes = ", ".join(_c_text(x) for x in b.sizes)
             out.append(f"allocate {b.name}[{sizes}] at {where}")
     out.append("no communication or synchronisation (cpu target)")

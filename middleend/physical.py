@@ -80,15 +80,15 @@ def build_physical(l1: Layer1, l3: Layer3, ts: TimeSpace, exp: Expected) -> Phys
 
 
 def _localise(phys: Physical, ts: TimeSpace, l1: Layer1, l3: Layer3, buf: str,
-              at: tuple[str, str]) -> None:
-    consumer, level = at
+              at: tuple[str, str, str]) -> None:
+    consumer, level, command = at
     if consumer not in ts.comps:
-        raise ScheduleError(f"{buf}.allocate_at({consumer}, {level}): unknown consumer",
-                            computations=(consumer,))
+        raise ScheduleError(f"{command}: unknown or inlined consumer {consumer!r}",
+                            computations=(consumer,), command=command)
     dims = ts.comps[consumer].ext_dims
     if level not in dims:
-        raise ScheduleError(f"allocate_at: {consumer!r} has no loop {level!r}; its loops are "
-                            f"{dims}", computations=(buf, consumer))
+        raise ScheduleError(f"{command}: {consumer!r} has no loop {level!r}; its loops are "
+                            f"{dims}", computations=(buf, consumer), command=command)
     dim = 2 * dims.index(level) + 1
     ntd = 2 * ts.depth + 1
     tsp = _t_space(ts, l1)

@@ -41,7 +41,7 @@ class TimeSpace:
     def tag_at(self, comp: str, dyn: int) -> str | None:
         s = self.comps[comp]
         for name, tag in s.tags.items():
-            if s.n_outer + s.dims.index(name) == dyn:
+            if name in s.dims and s.n_outer + s.dims.index(name) == dyn:
                 return tag
         return None
 

@@ -96,7 +96,8 @@ def apply_command(s: CompSchedule, c: cmd.Command) -> None:
         elif isinstance(c, cmd.Unroll):
             s.tags[c.inner] = "unroll"
     elif isinstance(c, cmd.Unroll):
-        s.pos(c.dim, c)
+        p = s.pos(c.dim, c)
+        check_unrollable(s.sched.range(), p, s.name, c.dim, c.describe())
         s.tags[c.dim] = "unroll"
     elif isinstance(c, cmd.Tile):
         _tile(s, c)
@@ -116,9 +117,7 @@ def apply_command(s: CompSchedule, c: cmd.Command) -> None:
         names = list(s.dims)
         names[a], names[b] = c.new_a, c.new_b
         s.apply(_range_map(ctx, n, outs), names)
-        for old, new in ((c.a, c.new_a), (c.b, c.new_b)):
-            if old in s.tags and old != new:
-                s.tags[new] = s.tags.pop(old)
+        _rename(s, {c.a: c.new_a, c.b: c.new_b})
     elif isinstance(c, cmd.Reverse):
         p = s.pos(c.dim, c)
         outs = list(d)
@@ -144,10 +143,16 @@ def _split(s: CompSchedule, c: cmd.Command, dim: str, f: int, outer: str, inner:
     outs = [f"d{k}" for k in range(p)] + ["o", "i"] + [f"d{k}" for k in range(p + 1, n)]
     m = _range_map(s.domain.get_ctx(), n, outs, f"o = floor(d{p} / {f}) and i = d{p} - {f} * o")
     names = s.dims[:p] + [outer, inner] + s.dims[p + 1:]
-    tag = s.tags.pop(dim, None)
     s.apply(m, names)
-    if tag is not None:
-        s.tags[outer] = tag
+    _rename(s, {dim: outer})  # a tag (and vector width) on a split loop stays outside
+
+
+def _rename(s: CompSchedule, mapping: dict[str, str]) -> None:
+    """Loop renames keep the loops' tags and vector widths with them."""
+    for d in (s.tags, s.widths):
+        renamed = {mapping.get(k, k): v for k, v in d.items()}
+        d.clear()
+        d.update(renamed)
 
 
 def _tile(s: CompSchedule, c: cmd.Tile) -> None:
@@ -199,3 +204,21 @@ def _set_schedule(s: CompSchedule, c: cmd.SetSchedule) -> None:
     s.sched = m
     s.dims = names
     s.tags = {}
+    s.widths = {}
+
+
+MAX_UNROLL = 1024
+
+
+def check_unrollable(rng: isl.Set, d: int, comp: str, loop: str,
+                     command: str | None = None) -> None:
+    """ISL unrolls a loop only if its trip count is bounded by a constant; refuse others
+    (and huge ones) with an error that names the loop."""
+    ntd = rng.dim(isl.dim_type.set)
+    upto = rng.project_out(isl.dim_type.set, d + 1, ntd - d - 1)
+    ext = upto.dim_max(d).max_val().sub(upto.dim_min(d).min_val())
+    if not ext.is_int() or ext.to_python() + 1 > MAX_UNROLL:
+        raise ScheduleError(f"cannot unroll loop {loop!r} of {comp!r}: its trip count is not "
+                            f"bounded by a constant <= {MAX_UNROLL} (split it first: "
+                            f"unroll({loop}, factor))", computations=(comp,), level=loop,
+                            command=command)

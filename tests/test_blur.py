@@ -159,8 +159,8 @@ def check_parallel(k, f, nest, outer):
 
 
 def check_compute_at_parallel(k, f, nest, outer):
-    assert nest(k) == {"bx": {("i0[parallel]", "j0", "alloc(bx)", "i", "j", "c")},
-                       "by": {("i0[parallel]", "j0", "alloc(bx)", "i1", "j1", "c")}}
+    assert nest(k) == {"bx": {("i0[parallel]", "alloc(bx)", "j0", "i", "j", "c")},
+                       "by": {("i0[parallel]", "alloc(bx)", "j0", "i1", "j1", "c")}}
     assert "#pragma omp parallel for" in k.source
 
 
