@@ -201,8 +201,12 @@ def _fmt(names: dict[str, list[str]], u: isl.UnionMap) -> str:
     after the computation's iterators (ISL primes repeated names)."""
     if u.is_empty():
         return ""
+    try:
+        u = u.coalesce()
+    except isl.Error:
+        pass  # coalescing is cosmetic; ISL occasionally gives up on it
     out = isl.UnionMap.empty(u.get_space())
-    for m in maps_of(u.coalesce()):
+    for m in maps_of(u):
         for dt in (isl.dim_type.in_, isl.dim_type.out):
             vs = names.get(m.get_tuple_name(dt) or "", [])
             if len(vs) == m.dim(dt):
