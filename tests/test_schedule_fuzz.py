@@ -422,52 +422,42 @@ def expect_bug(bug: Bug | None, run: Callable[[], str]) -> str:
     return out
 
 
-# Compiler bugs the fuzzer found (see test_minimal_reproduction for the reduced cases).
-BUG_VECTOR_ALLOC = Bug(
-    "WRONG result",
-    "WRONG RESULT: allocate_at around a vectorized loop whose last tile is partial: the "
-    "tail is generated apart, with its own uninitialised allocation, so the consumer "
-    "reads garbage")
-BUG_VECTOR_RENAME = Bug(
-    "unexpected ValueError",
-    "crash (ValueError in astgen._vector_width): renaming or splitting a vector loop "
-    "(skew/tile/split/vectorize of '<d>_vi') keeps its width under the old name")
-BUG_PAR_IN_SIMD = Bug(
-    "unexpected BuildError",
-    "BuildError: a parallel loop nested in a vector loop is accepted and gcc refuses "
-    "'#pragma omp parallel for' inside an 'omp simd' region")
-BUG_INLINE_TWICE = Bug("unexpected KeyError",
-                       "crash (KeyError in layer1._inline): inline() called twice")
-BUG_NO_COMMAND = Bug(
-    "neither a dependence nor a command",
-    "refusal without .command (nor .dependence): full unroll of a loop whose trip count "
-    "is not a constant")
-BUG_ALLOC_NO_COMMAND = Bug(
-    "neither a dependence nor a command",
-    "refusal without .command (nor .dependence): allocate_at at a loop the consumer does "
-    "not have")
-
-# (program, seed) -> the bug its schedule exposes. Seeds >= NSEEDS are extra regression
-# seeds (found by longer runs of the same generator).
-KNOWN_BUGS: dict[tuple[str, int], Bug] = {
-    ("blur", 23): BUG_PAR_IN_SIMD,
-    ("blur", 28): BUG_VECTOR_RENAME,
-    ("blur", 194): BUG_VECTOR_ALLOC,
-    ("blur", 347): BUG_INLINE_TWICE,
-    ("matmul", 270): BUG_NO_COMMAND,
-    ("heat", 228): BUG_PAR_IN_SIMD,
-    ("tri", 384): BUG_VECTOR_RENAME,
-}
+# Compiler bugs the fuzzer found and that are still open: each seed (and its minimal case
+# in MINIMAL) is an xfail(strict), e.g. Bug("unexpected ValueError", "what it is"), until
+# it is fixed; then move it to REGRESSION_SEEDS. None is open now.
+KNOWN_BUGS: dict[tuple[str, int], Bug] = {}
 
 
 def _xfail(bug: Bug) -> Any:
     return pytest.mark.xfail(strict=True, raises=KnownBug, reason=bug.reason)
 
 
+# Seeds that exposed a bug since fixed: they must now pass. Seeds >= NSEEDS come from
+# longer runs of the same generator.
+REGRESSION_SEEDS = {
+    # BuildError: parallel loop j inside vector loop i (gcc refuses 'omp parallel for'
+    # inside 'omp simd')
+    ("blur", 23), ("heat", 228),
+    # ValueError in astgen: a vector loop renamed or split kept its width under its old name
+    ("blur", 28), ("tri", 384),
+    # WRONG RESULT: allocate_at(by, 'i_ui_vi') inside a vector loop with a partial last
+    # tile; the tail was generated apart, with an allocation of its own that nothing wrote
+    ("blur", 194),
+    # KeyError in layer1._inline: inline() twice
+    ("blur", 347),
+    # ScheduleError without .command: full unroll of a loop of non-constant trip count
+    ("matmul", 270),
+    # bare MiddleEndError ('ISL failed: call to isl_union_map_coalesce failed') instead of
+    # a ScheduleError: coalescing the dependence for the error message failed in ISL
+    ("blur", 1437),
+}
+
+
 def _params() -> list[Any]:
     out = []
     for name in PROGRAMS:
-        extra = sorted(s for p, s in KNOWN_BUGS if p == name and s >= NSEEDS)
+        extra = sorted({s for p, s in [*KNOWN_BUGS, *REGRESSION_SEEDS]
+                        if p == name and s >= NSEEDS})
         for seed in [*range(NSEEDS), *extra]:
             bug = KNOWN_BUGS.get((name, seed))
             marks = [_xfail(bug)] if bug else []
@@ -493,26 +483,38 @@ def _m(program: str, cmds: list[Cmd], bug: Bug | None, name: str) -> Any:
     return pytest.param(program, cmds, bug, marks=[_xfail(bug)] if bug else [], id=name)
 
 
+# Minimal reproductions of the bugs the fuzzer found: an open one is an xfail(strict)
+# (its Bug), a fixed one a plain regression test (None).
 MINIMAL = [
-    # by row N - 3 (the partial vector tile when N is odd) reads an allocation of bx that
-    # nothing wrote: the tail of the i_vi loop is generated after the i_vo loop, in an
-    # allocation of its own, while bx for that i_vo iteration was computed in the loop's.
+    # Was a bare MiddleEndError: bx after by is illegal (by reads bx); the check found it,
+    # but coalescing the dependence for the message failed inside ISL
+    _m("blur", [_c("bx", "after", Ref("by"), "j"), _c("bx", "storage_fold", 0, 4),
+                _c("bx", "split", "i", 2, "io1", "in2")],
+       None, "isl_coalesce_failure_in_error_message"),
+    # Was a WRONG RESULT: by row N - 3 (the partial vector tile, N odd) read an allocation
+    # of bx that nothing wrote: the tail of the i_vi loop was generated after the i_vo
+    # loop, in an allocation of its own, while bx for that i_vo iteration was computed in
+    # the loop's.
     _m("blur", [_c("by", "vectorize", "i", 2), _c("bx", "compute_at", Ref("by"), "i_vo"),
                 _c("bx", "allocate_at", Ref("by"), "i_vo")],
-       BUG_VECTOR_ALLOC, "vector_tail_allocate_at_wrong"),
-    # the same without allocate_at is right (bx is then a whole-function buffer)
+       None, "vector_tail_allocate_at"),
+    # the same without allocate_at (bx is then a whole-function buffer) was always right
     _m("blur", [_c("by", "vectorize", "i", 2), _c("bx", "compute_at", Ref("by"), "i_vo")],
-       None, "vector_tail_compute_at_ok"),
+       None, "vector_tail_compute_at"),
+    # Was a crash (ValueError in astgen._vector_width): the width of a vector loop stayed
+    # under its old name when the loop was renamed (skew) or split again (vectorize)
     _m("blur", [_c("by", "vectorize", "j", 2), _c("by", "skew", "i", "j_vi", 1, "i2", "v")],
-       BUG_VECTOR_RENAME, "skew_renames_vector_loop"),
+       None, "skew_renames_vector_loop"),
     _m("blur", [_c("by", "vectorize", "j", 4), _c("by", "vectorize", "j_vi", 2)],
-       BUG_VECTOR_RENAME, "vectorize_vector_loop"),
+       None, "vectorize_vector_loop"),
+    # Was a BuildError: '#pragma omp parallel for' inside an 'omp simd' loop
     _m("blur", [_c("by", "vectorize", "i", 2), _c("by", "parallelize", "j")],
-       BUG_PAR_IN_SIMD, "parallel_inside_vector"),
-    _m("blur", [_c("bx", "inline"), _c("bx", "inline")], BUG_INLINE_TWICE, "inline_twice"),
-    _m("blur", [_c("by", "unroll", "i")], BUG_NO_COMMAND, "full_unroll_parametric_no_command"),
-    _m("blur", [_c("bx", "allocate_at", Ref("by"), "zz")], BUG_ALLOC_NO_COMMAND,
-       "allocate_at_unknown_loop_no_command"),
+       None, "parallel_inside_vector"),
+    # Was a crash (KeyError in layer1._inline)
+    _m("blur", [_c("bx", "inline"), _c("bx", "inline")], None, "inline_twice"),
+    # Were refusals with neither .command nor .dependence
+    _m("blur", [_c("by", "unroll", "i")], None, "full_unroll_parametric_loop"),
+    _m("blur", [_c("bx", "allocate_at", Ref("by"), "zz")], None, "allocate_at_unknown_loop"),
 ]
 
 
