@@ -16,8 +16,7 @@ Schedules compared (same data, interleaved best-of-N timing):
 2-core Xeon this was written on, quiet machine), and computing ``bx`` at ``i0`` (full rows,
 long streams) beat computing it at ``j0`` (104 KB tiles, 2 halo rows recomputed per 32x256
 tile) by about 1.5x; 16x256, 64x256, 32x512 tiles and a vector factor of 16 were within
-noise of 32x256 / 8. (With ``me.Param`` sizes, ``compute_at``/``allocate_at`` at ``j0``
-currently fails in the middle-end: "access to local buffer 'bx' outside its Alloc node".)
+noise of 32x256 / 8.
 
 Sizes are ``me.Param`` N, M (inferred from the input's shape), as in the papers;
 ``--const`` builds a kernel specialized to the constant sizes instead.
@@ -27,65 +26,27 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import common
 import numpy as np
 from common import SummaryRow, best_of_interleaved, check_close, print_table, short_error
 
 import middleend as me
+from middleend.examples import Blur, blur, schedule_blur
 
 SHAPE = (2112, 3520, 3)
 CHOSEN = "c_inner"
 
 
-@dataclass
-class Blur:
-    """The Function and its two computations (for scheduling)."""
-
-    fn: me.Function
-    bx: me.Computation
-    by: me.Computation
-
-
 def define(params: bool = True) -> Blur:
     """Layer I of blurxy; sizes are Params N, M, or constants (SHAPE) if not ``params``."""
-    with me.Function("blurxy") as f:
-        if params:
-            n, m = me.Param("N"), me.Param("M")
-        else:
-            n, m = SHAPE[0], SHAPE[1]
-        i, j, c = me.Var("i", 0, n - 2), me.Var("j", 0, m - 2), me.Var("c", 0, 3)
-        ii = me.Var("i", 0, n)
-        inp = me.Input("inp", [n, m, 3], me.float32)
-        bx = me.Computation("bx", [ii, j, c],
-                            (inp[ii, j, c] + inp[ii, j + 1, c] + inp[ii, j + 2, c]) / 3)
-        by = me.Computation("by", [i, j, c],
-                            (bx[i, j, c] + bx[i + 1, j, c] + bx[i + 2, j, c]) / 3)
-    return Blur(f, bx, by)
-
-
-def schedule_tiled(b: Blur, c_inner: bool = True, ti: int = 32, tj: int = 256,
-                   vf: int = 8, level: str = "i0") -> Blur:
-    """Tile ``by`` (ti x tj), compute ``bx`` at ``by``'s ``level`` in a private buffer,
-    parallelize ``i0`` and vectorize j by ``vf`` (c innermost or c outward)."""
-    bx, by = b.bx, b.by
-    by.tile("i", "j", ti, tj, "i0", "j0", "i1", "j1")
-    if not c_inner:
-        by.interchange("j1", "c")
-        bx.interchange("j", "c")
-    by.vectorize("j1", vf)
-    bx.vectorize("j", vf)
-    bx.compute_at(by, level)
-    bx.allocate_at(by, level)
-    by.parallelize("i0")
-    return b
+    return blur(None if params else (SHAPE[0], SHAPE[1]))
 
 
 VARIANTS: dict[str, Callable[[bool], Blur]] = {
     "default": lambda params: define(params),
-    "c_inner": lambda params: schedule_tiled(define(params), c_inner=True),
-    "c_outer": lambda params: schedule_tiled(define(params), c_inner=False),
+    "c_inner": lambda params: schedule_blur(define(params), c_inner=True),
+    "c_outer": lambda params: schedule_blur(define(params), c_inner=False),
 }
 
 

@@ -35,6 +35,7 @@ import numpy as np
 from common import SummaryRow, best_of_interleaved, check_close, print_table, short_error
 
 import middleend as me
+from middleend.examples import sgemm_packed
 
 N = 1024
 CHOSEN = "packed"
@@ -63,35 +64,9 @@ def define_direct(n: int = N, tiles: tuple[int, int, int] = (64, 256, 64), mr: i
     return f
 
 
-def define_packed(n: int = N, tj: int = 128, mr: int = 4, nr: int = 16) -> me.Function:
-    """sgemm with a packed copy of B per column panel and a register accumulator tile."""
-    with me.Function("sgemm_packed") as f:
-        i, j, k = me.Var("i", 0, n), me.Var("j", 0, n), me.Var("k", 0, n)
-        kk, jj = me.Var("kk", 0, n), me.Var("jj", 0, n)
-        a = me.Input("A", [n, n], me.float32)
-        b = me.Input("B", [n, n], me.float32)
-        bp = me.Computation("Bp", [kk, jj], b[kk, jj])
-        acc = me.Computation("acc", [i, j], 0.0)
-        upd = me.Computation("upd", [i, j, k], dtype=me.float32)
-        upd.set_expression(upd[i, j, k - 1] + a[i, k] * bp[k, j])
-        upd.store_in(acc, [i, j])
-        c = me.Computation("C", [i, j], upd[i, j, n - 1])
-        for x in (acc, upd, c):
-            x.split(j, tj, "j0", "j1")
-            x.interchange(i, "j0")  # j0 i j1 [k]
-            x.unroll(i, mr)
-            x.vectorize("j1", nr)
-            x.interchange("i_ui", "j1_vo")  # j0 i_uo j1_vo i_ui j1_vi [k]
-            x.parallelize("j0")
-        upd.interchange("i_ui", k)  # j0 i_uo j1_vo k j1_vi i_ui
-        upd.interchange("j1_vi", "i_ui")  # j0 i_uo j1_vo k i_ui j1_vi
-        upd.after(acc, "j1_vo")
-        c.after(upd, "j1_vo")
-        acc.allocate_at(c, "j1_vo")
-        bp.vectorize(jj, nr)
-        bp.compute_at(upd, "j0")
-        bp.allocate_at(upd, "j0")
-    return f
+def define_packed() -> me.Function:
+    """The BLAS-like schedule of :func:`middleend.examples.sgemm_packed` at N = 1024."""
+    return sgemm_packed(N)
 
 
 # name -> (definition, compile options)

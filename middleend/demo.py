@@ -12,28 +12,7 @@ import time
 import numpy as np
 
 import middleend as me
-
-
-def blur(n_rows: int | None = None) -> tuple[me.Function, me.Computation, me.Computation]:
-    """The blur of the papers: bx blurs along j, by along i (3 colour channels)."""
-    with me.Function("blur") as f:
-        N, M = me.Param("N"), me.Param("M")
-        i, j, c = me.Var("i", 0, N - 2), me.Var("j", 0, M - 2), me.Var("c", 0, 3)
-        ii = me.Var("i", 0, N)  # by reads bx at i+1 and i+2: bx must cover every row
-        inp = me.Input("inp", [N, M, 3], me.float32)
-        bx = me.Computation("bx", [ii, j, c],
-                            (inp[ii, j, c] + inp[ii, j + 1, c] + inp[ii, j + 2, c]) / 3)
-        by = me.Computation("by", [i, j, c],
-                            (bx[i, j, c] + bx[i + 1, j, c] + bx[i + 2, j, c]) / 3)
-    return f, bx, by
-
-
-def schedule(bx: me.Computation, by: me.Computation) -> None:
-    """Tiles of by, bx computed per tile into a private buffer, parallel tiles, SIMD j."""
-    by.tile("i", "j", 32, 64, "i0", "j0", "i1", "j1")
-    bx.compute_at(by, "j0")
-    bx.allocate_at(by, "j0")
-    by.parallelize("i0")
+from middleend.examples import blur, schedule_blur
 
 
 def numpy_blur(a: np.ndarray) -> np.ndarray:
@@ -58,8 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quiet", action="store_true", help="do not print the generated C")
     args = ap.parse_args(argv)
 
-    f, bx, by = blur()
-    schedule(bx, by)
+    b = schedule_blur(blur())
+    f = b.fn
     t0 = time.perf_counter()
     low = f.lower()
     t_lower = time.perf_counter() - t0
@@ -84,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"blur {args.rows}x{args.cols}x3: middle-end {t_ours * 1e3:.2f} ms, numpy "
           f"{t_np * 1e3:.2f} ms, speed-up {t_np / t_ours:.2f}x, equal to numpy: {ok}")
 
-    f2, bx2, by2 = blur()
+    b2 = blur()
+    f2, bx2, by2 = b2.fn, b2.bx, b2.by
     by2.parallelize("i")
     by2.after(bx2, "i")  # fusing at i without a shift reads rows bx has not computed yet
     try:

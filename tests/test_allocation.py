@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import middleend as me
+from middleend.examples import sgemm_packed
 from middleend.loopast import Alloc, Block, For, If, Node
 
 
@@ -28,36 +29,9 @@ def _allocs_with_paths(node: Node, path: tuple[For, ...] = ()) -> list[tuple[str
     return out
 
 
-def _packed_sgemm(tj: int = 16, mr: int = 2, nr: int = 8) -> me.Function:
-    """sgemm with a packed B panel per parallel j0 iteration and a register tile per
-    micro-tile (the benchmark's schedule, small)."""
-    with me.Function("sgemm_packed") as f:
-        n = me.Param("N")
-        i, j, k = me.Var("i", 0, n), me.Var("j", 0, n), me.Var("k", 0, n)
-        kk, jj = me.Var("kk", 0, n), me.Var("jj", 0, n)
-        a = me.Input("A", [n, n], me.float32)
-        b = me.Input("B", [n, n], me.float32)
-        bp = me.Computation("Bp", [kk, jj], b[kk, jj])
-        acc = me.Computation("acc", [i, j], 0.0)
-        upd = me.Computation("upd", [i, j, k], dtype=me.float32)
-        upd.set_expression(upd[i, j, k - 1] + a[i, k] * bp[k, j])
-        upd.store_in(acc, [i, j])
-        c = me.Computation("C", [i, j], upd[i, j, n - 1])
-        for x in (acc, upd, c):
-            x.split(j, tj, "j0", "j1")
-            x.interchange(i, "j0")
-            x.unroll(i, mr)
-            x.vectorize("j1", nr)
-            x.interchange("i_ui", "j1_vo")
-            x.parallelize("j0")
-        upd.interchange("i_ui", k)
-        upd.interchange("j1_vi", "i_ui")
-        upd.after(acc, "j1_vo")
-        c.after(upd, "j1_vo")
-        acc.allocate_at(c, "j1_vo")
-        bp.compute_at(upd, "j0")
-        bp.allocate_at(upd, "j0")
-    return f
+def _packed_sgemm() -> me.Function:
+    """The benchmark's BLAS-like sgemm schedule, small tiles, Param N."""
+    return sgemm_packed(None, tj=16, mr=2, nr=8)
 
 
 def test_packed_sgemm_allocations_are_private_to_the_parallel_loop() -> None:

@@ -1,0 +1,89 @@
+"""Programs of the papers, defined once for the demo, the benchmarks and the tests.
+
+Each builder returns the Function and the computations a caller schedules; the schedules
+here are the tuned ones the demo and benchmarks use (tests try many others).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .function import Computation, Function, Input, Param, Var
+from .types import float32
+
+
+@dataclass
+class Blur:
+    """The papers' blurxy: ``bx`` blurs along j, ``by`` along i (3 colour channels)."""
+
+    fn: Function
+    bx: Computation
+    by: Computation
+
+
+def blur(shape: tuple[int, int] | None = None) -> Blur:
+    """Layer I of blurxy; sizes are Params N, M, or the constants ``shape``."""
+    with Function("blur") as f:
+        n, m = (Param("N"), Param("M")) if shape is None else shape
+        i, j, c = Var("i", 0, n - 2), Var("j", 0, m - 2), Var("c", 0, 3)
+        ii = Var("i", 0, n)  # by reads bx at rows i+1 and i+2: bx covers every row
+        inp = Input("inp", [n, m, 3], float32)
+        bx = Computation("bx", [ii, j, c],
+                         (inp[ii, j, c] + inp[ii, j + 1, c] + inp[ii, j + 2, c]) / 3)
+        by = Computation("by", [i, j, c],
+                         (bx[i, j, c] + bx[i + 1, j, c] + bx[i + 2, j, c]) / 3)
+    return Blur(f, bx, by)
+
+
+def schedule_blur(b: Blur, c_inner: bool = True, ti: int = 32, tj: int = 256, vf: int = 8,
+                  level: str = "i0") -> Blur:
+    """Tiles of ``by`` (ti x tj); ``bx`` computed per tile row at ``level`` into a private
+    buffer so that ``i0`` runs in parallel; j vectorized by ``vf``, the 3 channels innermost
+    (contiguous [j][c] elements) or, with ``c_inner=False``, outermost in the tile."""
+    bx, by = b.bx, b.by
+    by.tile("i", "j", ti, tj, "i0", "j0", "i1", "j1")
+    if not c_inner:
+        by.interchange("j1", "c")
+        bx.interchange("j", "c")
+    by.vectorize("j1", vf)
+    bx.vectorize("j", vf)
+    bx.compute_at(by, level)
+    bx.allocate_at(by, level)
+    by.parallelize("i0")
+    return b
+
+
+def sgemm_packed(n: int | None = None, tj: int = 128, mr: int = 4, nr: int = 16) -> Function:
+    """C = A @ B the way a BLAS does it, in the scheduling language: ``Bp`` a copy of B
+    packed per column panel (``compute_at`` + ``allocate_at`` at the parallel ``j0``),
+    ``acc`` an ``mr x nr`` accumulator tile per micro-tile (a stack array gcc keeps in
+    registers); loops j0 / i_uo / j1_vo / k / i_ui (unrolled) / j1_vi (vector).
+    ``n`` None gives a Param N."""
+    with Function("sgemm_packed") as f:
+        size = Param("N") if n is None else n
+        i, j, k = Var("i", 0, size), Var("j", 0, size), Var("k", 0, size)
+        kk, jj = Var("kk", 0, size), Var("jj", 0, size)
+        a = Input("A", [size, size], float32)
+        b = Input("B", [size, size], float32)
+        bp = Computation("Bp", [kk, jj], b[kk, jj])
+        acc = Computation("acc", [i, j], 0.0)
+        upd = Computation("upd", [i, j, k], dtype=float32)
+        upd.set_expression(upd[i, j, k - 1] + a[i, k] * bp[k, j])
+        upd.store_in(acc, [i, j])
+        c = Computation("C", [i, j], upd[i, j, size - 1])
+        for x in (acc, upd, c):
+            x.split(j, tj, "j0", "j1")
+            x.interchange(i, "j0")  # j0 i j1 [k]
+            x.unroll(i, mr)
+            x.vectorize("j1", nr)
+            x.interchange("i_ui", "j1_vo")  # j0 i_uo j1_vo i_ui j1_vi [k]
+            x.parallelize("j0")
+        upd.interchange("i_ui", k)  # j0 i_uo j1_vo k j1_vi i_ui
+        upd.interchange("j1_vi", "i_ui")  # j0 i_uo j1_vo k i_ui j1_vi
+        upd.after(acc, "j1_vo")
+        c.after(upd, "j1_vo")
+        acc.allocate_at(c, "j1_vo")
+        bp.vectorize(jj, nr)
+        bp.compute_at(upd, "j0")
+        bp.allocate_at(upd, "j0")
+    return f
