@@ -15,7 +15,7 @@ import islpy as isl
 
 from .errors import ScheduleError
 from .loopast import Alloc, Block, For, IExpr, If, IInt, IOp, IVar, Node, Stmt
-from .physical import Physical
+from .physical import LocalAlloc, Physical
 from .placement import TimeSpace
 from .schedule import check_unrollable
 
@@ -60,6 +60,7 @@ def iexpr(e: isl.AstExpr, params: dict[str, str]) -> IExpr:
 class _StmtRec:
     comp: str
     bindings: tuple[tuple[str, IExpr], ...]
+    domain: isl.Set  # the instances (extended domain) this leaf executes
 
 
 def generate(ts: TimeSpace, ph: Physical, params: list[str], context: isl.Set,
@@ -102,16 +103,26 @@ def generate(ts: TimeSpace, ph: Physical, params: list[str], context: isl.Set,
             for q, off in enumerate(la.offsets):
                 pa = off.pullback_pw_multi_aff(full).pullback_pw_multi_aff(inv)
                 binds.append((f"o_{buf}_{q}", iexpr(b.expr_from_pw_aff(pa), pmap)))
-        recs.append(_StmtRec(comp, tuple(binds)))
+        recs.append(_StmtRec(comp, tuple(binds), sched.domain()))
         return node.set_annotation(isl.Id(f"s{len(recs) - 1}", context=ctx))
 
     build, _handle = build.set_at_each_domain(at_domain)
-    local_users = {c for buf in ph.local for c in users_of(buf, store_buf, read_bufs)}
-    root = build.node_from_schedule_map(_separated(ts, local_users).intersect_params(context))
-    body = _translate(root, recs, pmap, ts)
-    _check_nesting(body, None)
     users = {buf: users_of(buf, store_buf, read_bufs) for buf in ph.local}
-    return _place_allocs(body, ts, ph, users)
+    local_users = {c for us in users.values() for c in us}
+    keep: set[str] = set()
+    while True:
+        recs.clear()
+        root = build.node_from_schedule_map(_separated(ts, keep).intersect_params(context))
+        body = _translate(root, recs, pmap, ts)
+        _check_nesting(body, None)
+        try:
+            return _place_allocs(body, ts, ph, users, recs)
+        except ScheduleError:
+            if keep == local_users or not local_users:
+                raise
+            # separating vector tails moved pieces of a thread's iterations apart: generate
+            # the users of loop-local buffers without the separation
+            keep = local_users
 
 
 TAIL = "_tail_"  # users' names cannot start with '_'
@@ -196,7 +207,7 @@ def _translate(n: isl.AstNode, recs: list[_StmtRec], pmap: dict[str, str],
                                                              ts), els)
     if t == isl.ast_node_type.user:
         rec = recs[int(n.get_annotation().get_name()[1:])]
-        return Stmt(rec.comp, rec.bindings)
+        return Stmt(rec.comp, rec.bindings, int(n.get_annotation().get_name()[1:]))
     if t == isl.ast_node_type.mark:
         return _translate(n.mark_get_node(), recs, pmap, ts)
     if t == isl.ast_node_type.for_:
@@ -281,37 +292,60 @@ def _vector_width(body: Node, dim: int, ts: TimeSpace) -> int | None:
     return widths.pop() if len(widths) == 1 else None
 
 
-def _place_allocs(body: Node, ts: TimeSpace, ph: Physical, users: dict[str, set[str]]
-                  ) -> Node:
+def _place_allocs(body: Node, ts: TimeSpace, ph: Physical, users: dict[str, set[str]],
+                  recs: list[_StmtRec]) -> Node:
     """Place each loop-local buffer's allocation: one array per thread, i.e. inside the
     innermost parallel loop that encloses its allocation loop, or once at function entry.
 
     Reusing one array for the sequential iterations of the allocation loop is exact: the
     legality check proved (with one array per iteration) that no value crosses iterations
     through the buffer, and ISL's code runs instances in time-space order, so iteration k is
-    over before iteration k+1 starts, however ISL splits the loop into pieces (it may, e.g.,
-    emit the last iteration's consumer after the loop)."""
+    over before iteration k+1 starts, however ISL splits the loop into pieces. ISL may
+    also split a parallel loop into several loops (full tiles, last tile): each gets its
+    own arrays, which is exact as long as no iteration of the allocation loop has
+    statements in two of them — checked here with ISL, refused otherwise."""
     for buf, la in ph.local.items():
-        owners: dict[int, For | None] = {}
-        _owners(body, None, la.dim, users.get(buf, set()), buf, owners)
-        if len(owners) > 1:
-            raise ScheduleError(
-                f"the code ISL generated splits the iterations of {la.where} across "
-                f"parallel loops, so the loop-local buffer {buf!r} cannot be private to a "
-                "thread; allocate it at an outer level or change the schedule",
-                computations=tuple(sorted(users.get(buf, set()))))
-        owner = next(iter(owners.values()), None)
-        body = Alloc(buf, body) if owner is None else _alloc_in(body, owner, buf)
+        regions: dict[int, tuple[For | None, list[int]]] = {}
+        _owners(body, None, la.dim, users.get(buf, set()), buf, regions)
+        if len(regions) > 1:
+            _check_disjoint(buf, la, regions, recs, ts)
+        owners = {id(o) for o, _ in regions.values() if o is not None}
+        if owners:
+            body = _alloc_in(body, owners, buf)
+        if any(owner is None for owner, _ in regions.values()) or not regions:
+            body = Alloc(buf, body)
     return body
 
 
+def _check_disjoint(buf: str, la: LocalAlloc, regions: dict[int, tuple[For | None, list[int]]],
+                    recs: list[_StmtRec], ts: TimeSpace) -> None:
+    """No iteration of the allocation loop may have statements in two regions."""
+    seen: isl.Set | None = None
+    for _, leaves in regions.values():
+        part: isl.Set | None = None
+        for leaf in leaves:
+            rec = recs[leaf]
+            t = rec.domain.apply(ts.comps[rec.comp].full)
+            ntd = t.dim(isl.dim_type.set)
+            pre = t.project_out(isl.dim_type.set, la.dim + 1, ntd - la.dim - 1)
+            part = pre if part is None else part.union(pre)
+        if part is None:
+            continue
+        if seen is not None and not seen.intersect(part).is_empty():
+            raise ScheduleError(
+                f"the code ISL generated splits iterations of {la.where} across parallel "
+                f"loops, so the loop-local buffer {buf!r} cannot be private to a thread; "
+                "allocate it at an outer level or change the schedule")
+        seen = part if seen is None else seen.union(part)
+
+
 def _owners(node: Node, par: For | None, dim: int, users: set[str], buf: str,
-            out: dict[int, For | None]) -> None:
-    """Collect, for every statement using ``buf``, its innermost parallel loop above the
-    allocation level ``dim``."""
+            out: dict[int, tuple[For | None, list[int]]]) -> None:
+    """Group the statements using ``buf`` by their innermost parallel loop at or above the
+    allocation level ``dim`` (None: no such loop)."""
     if isinstance(node, Stmt):
         if node.comp in users:
-            out[id(par)] = par
+            out.setdefault(id(par), (par, []))[1].append(node.leaf)
     elif isinstance(node, For):
         if node.dim <= dim and node.tag == "vector" and _comps_in(node) & users:
             raise ScheduleError(f"loop-local buffer {buf!r} is allocated inside vector loop "
@@ -331,20 +365,19 @@ def _owners(node: Node, par: For | None, dim: int, users: set[str], buf: str,
         _owners(node.body, par, dim, users, buf, out)
 
 
-def _alloc_in(node: Node, owner: For, buf: str) -> Node:
-    """``node`` with ``Alloc(buf)`` around the body of the loop ``owner``."""
-    if node is owner:
-        assert isinstance(node, For)
-        return _with_body(node, Alloc(buf, node.body))
+def _alloc_in(node: Node, owners: set[int], buf: str) -> Node:
+    """``node`` with ``Alloc(buf)`` around the body of each loop in ``owners`` (by id)."""
     if isinstance(node, For):
-        return _with_body(node, _alloc_in(node.body, owner, buf))
+        if id(node) in owners:
+            return _with_body(node, Alloc(buf, node.body))
+        return _with_body(node, _alloc_in(node.body, owners, buf))
     if isinstance(node, Block):
-        return Block(tuple(_alloc_in(c, owner, buf) for c in node.body))
+        return Block(tuple(_alloc_in(c, owners, buf) for c in node.body))
     if isinstance(node, If):
-        els = _alloc_in(node.orelse, owner, buf) if node.orelse is not None else None
-        return If(node.cond, _alloc_in(node.then, owner, buf), els)
+        els = _alloc_in(node.orelse, owners, buf) if node.orelse is not None else None
+        return If(node.cond, _alloc_in(node.then, owners, buf), els)
     if isinstance(node, Alloc):
-        return Alloc(node.buffer, _alloc_in(node.body, owner, buf))
+        return Alloc(node.buffer, _alloc_in(node.body, owners, buf))
     return node
 
 

@@ -197,6 +197,7 @@ class Stmt(Node):
 
     comp: str
     bindings: tuple[tuple[str, IExpr], ...]
+    leaf: int = -1  # which ISL leaf it came from (the compiler's bookkeeping)
 
 
 @dataclass(frozen=True)

@@ -9,24 +9,42 @@ import pytest
 
 import middleend as me
 from middleend.examples import sgemm_packed
-from middleend.loopast import Alloc, Block, For, If, Node
+from middleend.loopast import Alloc, Block, For, If, Node, Stmt
 
 
-def _allocs_with_paths(node: Node, path: tuple[For, ...] = ()) -> list[tuple[str, tuple]]:
+def _stmt_paths(node: Node, path: tuple[Node, ...] = ()) -> list[tuple[str, tuple]]:
+    """Every statement with the loops and allocations above it (outermost first)."""
+    if isinstance(node, Stmt):
+        return [(node.comp, path)]
     out: list[tuple[str, tuple]] = []
-    if isinstance(node, Alloc):
-        out.append((node.buffer, path))
-        out += _allocs_with_paths(node.body, path)
-    elif isinstance(node, For):
-        out += _allocs_with_paths(node.body, (*path, node))
+    if isinstance(node, (Alloc, For)):
+        out += _stmt_paths(node.body, (*path, node))
     elif isinstance(node, Block):
         for c in node.body:
-            out += _allocs_with_paths(c, path)
+            out += _stmt_paths(c, path)
     elif isinstance(node, If):
-        out += _allocs_with_paths(node.then, path)
+        out += _stmt_paths(node.then, path)
         if node.orelse is not None:
-            out += _allocs_with_paths(node.orelse, path)
+            out += _stmt_paths(node.orelse, path)
     return out
+
+
+def _assert_thread_private(program: object, users: dict[str, set[str]]) -> int:
+    """Each statement using a loop-local buffer sees an allocation of it made inside every
+    parallel loop above it (so no two threads share one). Returns how many were checked."""
+    checked = 0
+    for comp, path in _stmt_paths(program.body):  # type: ignore[attr-defined]
+        for buf, comps in users.items():
+            if comp not in comps:
+                continue
+            allocs = [k for k, n in enumerate(path) if isinstance(n, Alloc) and n.buffer == buf]
+            assert allocs, f"{comp} uses {buf} outside any allocation of it"
+            pars = [k for k, n in enumerate(path) if isinstance(n, For) and n.tag == "parallel"]
+            assert all(p < allocs[-1] for p in pars), (
+                f"{comp}: the allocation of {buf} is outside a parallel loop above it, so "
+                "threads would share it")
+            checked += 1
+    return checked
 
 
 def _packed_sgemm() -> me.Function:
@@ -36,11 +54,8 @@ def _packed_sgemm() -> me.Function:
 
 def test_packed_sgemm_allocations_are_private_to_the_parallel_loop() -> None:
     kernel = _packed_sgemm().compile()
-    allocs = _allocs_with_paths(kernel.program.body)
-    assert {b for b, _ in allocs} == {"Bp", "acc"}
-    for buf, path in allocs:
-        assert any(f.tag == "parallel" for f in path), (
-            f"allocation of {buf} is outside the parallel loop: shared between threads")
+    users = {"Bp": {"Bp", "upd"}, "acc": {"acc", "upd", "C"}}
+    assert _assert_thread_private(kernel.program, users) >= 4
 
 
 @pytest.mark.parametrize("n", [1, 7, 16, 37, 64, 80])
@@ -72,8 +87,7 @@ def test_blur_tile_private_buffers(tiles: tuple[int, int, str], shape: tuple[int
         bx.allocate_at(by, level)
         by.parallelize("i0")
     kernel = f.compile()
-    for buf, path in _allocs_with_paths(kernel.program.body):
-        assert buf == "bx" and any(x.tag == "parallel" for x in path)
+    assert _assert_thread_private(kernel.program, {"bx": {"bx", "by"}}) >= 2
     a = np.random.default_rng(1).random((*shape, 3), dtype=np.float32)
     bxr = (a[:, :-2] + a[:, 1:-1] + a[:, 2:]) / np.float32(3)
     ref = (bxr[:-2] + bxr[1:-1] + bxr[2:]) / np.float32(3)

@@ -210,8 +210,10 @@ class CPrinter:
         b = self.buffers.get(a.buffer)
         if b is None or not b.local:
             raise TargetError(f"Alloc node for {a.buffer!r}, which is not a local buffer")
-        if a.buffer in self.in_scope:
-            raise TargetError(f"local buffer {a.buffer!r} is allocated again inside its Alloc")
+        # An Alloc inside another of the same buffer is a thread's private copy inside a
+        # parallel loop (the outer one serves the statements outside that loop): the C
+        # declaration shadows the outer one for the loop's body.
+        shadowing = a.buffer in self.in_scope
         c = b.dtype.c_name
         sizes = [_const_size(e) for e in b.sizes]
         total: int | None = 1
@@ -230,7 +232,8 @@ class CPrinter:
             self.node(a.body, depth + 2)
             self.emit(depth + 2, f"free(b_{b.name});")
             self.emit(depth + 1, "}")
-        self.in_scope.discard(b.name)
+        if not shadowing:
+            self.in_scope.discard(b.name)
         self.emit(depth, "}")
 
 
