@@ -33,7 +33,7 @@ class Expr:
 
     @property
     def dtype(self) -> DType:  # pragma: no cover - every subclass defines it
-        raise NotImplementedError
+        raise TypeError(f"{type(self).__name__} does not define its element type")
 
     def children(self) -> tuple[Expr, ...]:
         return ()

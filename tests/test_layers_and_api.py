@@ -11,21 +11,15 @@ import numpy as np
 import pytest
 
 import middleend as me
+from middleend import examples
 
 
 def blur(schedule=None) -> me.Function:
-    with me.Function("blur") as f:
-        N, M = me.Param("N"), me.Param("M")
-        i, j, c = me.Var("i", 0, N - 2), me.Var("j", 0, M - 2), me.Var("c", 0, 3)
-        ii = me.Var("i", 0, N)
-        inp = me.Input("inp", [N, M, 3], me.float32)
-        bx = me.Computation(
-            "bx", [ii, j, c], (inp[ii, j, c] + inp[ii, j + 1, c] + inp[ii, j + 2, c]) / 3)
-        by = me.Computation(
-            "by", [i, j, c], (bx[i, j, c] + bx[i + 1, j, c] + bx[i + 2, j, c]) / 3)
-        if schedule is not None:
-            schedule(bx, by)
-    return f
+    """The papers' blur (middleend.examples), optionally scheduled by ``schedule(bx, by)``."""
+    b = examples.blur()
+    if schedule is not None:
+        schedule(b.bx, b.by)
+    return b.fn
 
 
 def sections(text: str) -> dict[str, str]:
