@@ -18,7 +18,8 @@ def blur(schedule=None) -> me.Function:
     """The papers' blur (middleend.examples), optionally scheduled by ``schedule(bx, by)``."""
     b = examples.blur()
     if schedule is not None:
-        schedule(b.bx, b.by)
+        with b.fn:  # a schedule may declare buffers, which needs the function's scope
+            schedule(b.bx, b.by)
     return b.fn
 
 
