@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .function import Computation, Function, Input, Param, Var
+from .function import OUTPUT, Buffer, Computation, Function, Input, Param, Var
 from .types import float32
 
 
@@ -51,6 +51,33 @@ def schedule_blur(b: Blur, c_inner: bool = True, ti: int = 32, tj: int = 256, vf
     bx.allocate_at(by, level)
     by.parallelize("i0")
     return b
+
+
+@dataclass
+class Heat:
+    """Heat-2D over T time steps, double-buffered: the cyclic dataflow Halide cannot
+    express. ``init`` fills both halves of ``buf``; ``h`` writes step t into ``buf[t % 2]``."""
+
+    fn: Function
+    init: Computation
+    h: Computation
+
+
+def heat2d(name: str = "heat") -> Heat:
+    """Layer I of heat-2D (5-point stencil, 0.2 weights; the border keeps its input)."""
+    with Function(name) as f:
+        T, N, M = Param("T"), Param("N"), Param("M")
+        s, ii, jj = Var("s", 0, 2), Var("i", 0, N), Var("j", 0, M)
+        t, i, j = Var("t", 1, T + 1), Var("i", 1, N - 1), Var("j", 1, M - 1)
+        inp = Input("inp", [N, M], float32)
+        buf = Buffer("buf", [2, N, M], float32, kind=OUTPUT)
+        init = Computation("init", [s, ii, jj], inp[ii, jj])
+        init.store_in(buf, [s, ii, jj])
+        h = Computation("h", [t, i, j], dtype=float32)
+        h.set_expression(0.2 * (h[t - 1, i, j] + h[t - 1, i - 1, j] + h[t - 1, i + 1, j]
+                                + h[t - 1, i, j - 1] + h[t - 1, i, j + 1]))
+        h.store_in(buf, [t % 2, i, j])
+    return Heat(f, init, h)
 
 
 def sgemm_packed(n: int | None = None, tj: int = 128, mr: int = 4, nr: int = 16) -> Function:

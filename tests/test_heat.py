@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import middleend as me
+from middleend import examples
 
 Sched = Callable[[me.Computation], object]
 
@@ -25,20 +26,11 @@ def _has_parallel_for(k: object) -> bool:
 
 
 def heat2d(sched: Sched) -> me.Function:
-    with me.Function("heat") as f:
-        T, N, M = me.Param("T"), me.Param("N"), me.Param("M")
-        s, ii, jj = me.Var("s", 0, 2), me.Var("i", 0, N), me.Var("j", 0, M)
-        t, i, j = me.Var("t", 1, T + 1), me.Var("i", 1, N - 1), me.Var("j", 1, M - 1)
-        inp = me.Input("inp", [N, M], me.float32)
-        buf = me.Buffer("buf", [2, N, M], me.float32, kind=me.OUTPUT)
-        init = me.Computation("init", [s, ii, jj], inp[ii, jj])
-        init.store_in(buf, [s, ii, jj])
-        h = me.Computation("h", [t, i, j], dtype=me.float32)
-        h.set_expression(0.2 * (h[t - 1, i, j] + h[t - 1, i - 1, j] + h[t - 1, i + 1, j]
-                                + h[t - 1, i, j - 1] + h[t - 1, i, j + 1]))
-        h.store_in(buf, [t % 2, i, j])
-        sched(h)
-    return f
+    """middleend.examples.heat2d with ``sched(h)`` applied."""
+    b = examples.heat2d()
+    with b.fn:
+        sched(b.h)
+    return b.fn
 
 
 def heat2d_ref(a: np.ndarray, steps: int) -> np.ndarray:

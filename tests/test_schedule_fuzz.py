@@ -29,6 +29,7 @@ import numpy as np
 import pytest
 
 import middleend as me
+from middleend import examples
 
 NSEEDS = 30
 MIN_ACCEPTED = 0.25  # of the schedules of each program
@@ -121,19 +122,8 @@ def check_matmul(kernel: Any) -> None:
 
 
 def define_heat() -> tuple[me.Function, Comps]:
-    with me.Function("fzheat") as f:
-        T, N, M = me.Param("T"), me.Param("N"), me.Param("M")
-        s, ii, jj = me.Var("s", 0, 2), me.Var("i", 0, N), me.Var("j", 0, M)
-        t, i, j = me.Var("t", 1, T + 1), me.Var("i", 1, N - 1), me.Var("j", 1, M - 1)
-        inp = me.Input("inp", [N, M], me.float32)
-        buf = me.Buffer("buf", [2, N, M], me.float32, kind=me.OUTPUT)
-        init = me.Computation("init", [s, ii, jj], inp[ii, jj])
-        init.store_in(buf, [s, ii, jj])
-        h = me.Computation("h", [t, i, j], dtype=me.float32)
-        h.set_expression(0.2 * (h[t - 1, i, j] + h[t - 1, i - 1, j] + h[t - 1, i + 1, j]
-                                + h[t - 1, i, j - 1] + h[t - 1, i, j + 1]))
-        h.store_in(buf, [t % 2, i, j])
-    return f, {"init": init, "h": h}
+    b = examples.heat2d("fzheat")
+    return b.fn, {"init": b.init, "h": b.h}
 
 
 def _heat_ref(a: np.ndarray, steps: int) -> np.ndarray:
