@@ -29,8 +29,6 @@ class Command:
     @property
     def kind(self) -> str:
         """The API method that records this command (``ComputeAt`` -> ``compute_at``)."""
-        if isinstance(self, TagLoops):
-            return {"gpu_block": "gpu", "gpu_thread": "gpu"}.get(self.tag, self.tag)
         return re.sub(r"(?<!^)(?=[A-Z])", "_", type(self).__name__).lower()
 
     def describe(self) -> str:
@@ -86,10 +84,38 @@ class Reverse(Command):
 
 @dataclass(frozen=True)
 class After(Command):
-    """``comp`` runs after ``other``, sharing the loops down to and including ``level``."""
+    """``comp`` runs after ``other``, sharing the loops down to and including ``level``
+    (a loop of ``comp``)."""
 
     other: str
     level: str
+
+    @property
+    def later(self) -> str:
+        return self.comp
+
+    @property
+    def earlier(self) -> str:
+        return self.other
+
+
+@dataclass(frozen=True)
+class Before(After):
+    """``comp`` runs before ``other`` (recorded as written; ``level`` is a loop of
+    ``other``, the one that runs later)."""
+
+    @property
+    def later(self) -> str:
+        return self.other
+
+    @property
+    def earlier(self) -> str:
+        return self.comp
+
+
+@dataclass(frozen=True)
+class Then(Before):
+    """``comp.then(other, level)``: ``other`` runs after ``comp`` (same as ``before``)."""
 
 
 @dataclass(frozen=True)
@@ -125,11 +151,39 @@ class Parallelize(Command):
 
 
 @dataclass(frozen=True)
-class TagLoops(Command):
-    """A non-CPU tag: gpu_block/gpu_thread/distribute/pipeline on the named loops."""
+class Gpu(Command):
+    """Tag loops as GPU blocks and threads (as many of each)."""
 
-    tag: str
-    dims: tuple[str, ...]
+    blocks: tuple[str, ...]
+    threads: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TileGpu(Command):
+    """``tile(i, j, t1, t2, i0, j0, i1, j1)`` then ``gpu(i0, j0, i1, j1)``."""
+
+    i: str
+    j: str
+    t1: int
+    t2: int
+    i0: str
+    j0: str
+    i1: str
+    j1: str
+
+
+@dataclass(frozen=True)
+class Distribute(Command):
+    """Distribute a loop's iterations across nodes (the mpi target)."""
+
+    dim: str
+
+
+@dataclass(frozen=True)
+class Pipeline(Command):
+    """Pipeline a loop (the fpga target)."""
+
+    dim: str
 
 
 @dataclass(frozen=True)
@@ -159,7 +213,7 @@ class AllocateAt(Command):
 
 SCHEDULE_COMMANDS = (
     Interchange, Split, Tile, Shift, Skew, Reverse, After, ComputeAt, Unroll, Vectorize,
-    Parallelize, TagLoops, SetSchedule,
+    Parallelize, Gpu, TileGpu, Distribute, Pipeline, SetSchedule,
 )
 DATA_COMMANDS = (StoreIn, StorageFold, AllocateAt)
 

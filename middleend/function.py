@@ -225,12 +225,12 @@ class Computation(_Indexable):
         return self._log(cmd.After(self.name, other.name, _level(level)))
 
     def before(self, other: Computation, level: Any) -> Computation:
-        other._log(cmd.After(other.name, self.name, _level(level)))
-        return self
+        """``a.before(b, i)`` is ``b.after(a, i)`` (``i`` a loop of ``b``)."""
+        return self._log(cmd.Before(self.name, other.name, _level(level)))
 
     def then(self, other: Computation, level: Any) -> Computation:
         """``a.then(b, i)`` is ``b.after(a, i)`` and returns ``b`` for chaining."""
-        other.after(self, level)
+        self._log(cmd.Then(self.name, other.name, _level(level)))
         return other
 
     def compute_at(self, consumer: Computation, level: Any) -> Computation:
@@ -263,22 +263,22 @@ class Computation(_Indexable):
     def gpu(self, *dims: Any) -> Computation:
         """Tag loops as GPU blocks (first half) and threads (second half), as in the paper."""
         names = tuple(dim_name(d) for d in dims)
-        if len(names) % 2:
+        if not names or len(names) % 2:
             raise DefinitionError(f"{self.name}.gpu needs as many block loops as thread loops")
         h = len(names) // 2
-        self._log(cmd.TagLoops(self.name, "gpu_block", names[:h]))
-        return self._log(cmd.TagLoops(self.name, "gpu_thread", names[h:]))
+        return self._log(cmd.Gpu(self.name, names[:h], names[h:]))
 
     def tile_gpu(self, i: Any, j: Any, t1: int, t2: int, i0: Any, j0: Any, i1: Any,
                  j1: Any) -> Computation:
-        self.tile(i, j, t1, t2, i0, j0, i1, j1)
-        return self.gpu(i0, j0, i1, j1)
+        return self._log(cmd.TileGpu(self.name, dim_name(i), dim_name(j), _pos(t1, "tile"),
+                                     _pos(t2, "tile"), dim_name(i0), dim_name(j0),
+                                     dim_name(i1), dim_name(j1)))
 
     def distribute(self, dim: Any) -> Computation:
-        return self._log(cmd.TagLoops(self.name, "distribute", (dim_name(dim),)))
+        return self._log(cmd.Distribute(self.name, dim_name(dim)))
 
     def pipeline(self, dim: Any) -> Computation:
-        return self._log(cmd.TagLoops(self.name, "pipeline", (dim_name(dim),)))
+        return self._log(cmd.Pipeline(self.name, dim_name(dim)))
 
     def set_schedule(self, isl_map: str) -> Computation:
         """Expert escape hatch: an ISL map from this computation's domain to its loops,

@@ -194,7 +194,7 @@ def finalize(comps: dict[str, CompSchedule], declared: list[str], events: list[c
                 raise ScheduleError(f"{e.describe()}: a computation cannot follow itself",
                                     command=e.describe())
             depth = 0 if e.level == cmd.ROOT else _level_depth(comps, e)
-            order.insert_after(e.comp, e.other, depth)
+            order.insert_after(e.later, e.earlier, depth)
         elif isinstance(e, cmd.ComputeAt):
             s = comps[e.comp]
             order.insert_before(e.comp, e.consumer, s.n_outer)
@@ -221,15 +221,15 @@ def finalize(comps: dict[str, CompSchedule], declared: list[str], events: list[c
 
 
 def _level_depth(comps: dict[str, CompSchedule], e: cmd.After) -> int:
-    a, b = comps[e.comp], comps[e.other]
+    a, b = comps[e.later], comps[e.earlier]
     adims: list[str] = a.ext_dims
     bdims: list[str] = b.ext_dims
     if e.level not in adims:
-        raise ScheduleError(f"{e.describe()}: {e.comp!r} has no loop {e.level!r}; its loops "
-                            f"are {adims}", computations=(e.comp, e.other),
+        raise ScheduleError(f"{e.describe()}: {e.later!r} has no loop {e.level!r}; its loops "
+                            f"are {adims}", computations=(e.later, e.earlier),
                             command=e.describe())
     k = adims.index(e.level)
     if k >= len(bdims):
-        raise ScheduleError(f"{e.describe()}: {e.other!r} has only {len(bdims)} loops",
-                            computations=(e.comp, e.other), command=e.describe())
+        raise ScheduleError(f"{e.describe()}: {e.earlier!r} has only {len(bdims)} loops",
+                            computations=(e.later, e.earlier), command=e.describe())
     return k + 1

@@ -126,10 +126,17 @@ def apply_command(s: CompSchedule, c: cmd.Command) -> None:
     elif isinstance(c, cmd.Parallelize):
         s.pos(c.dim, c)
         s.tags[c.dim] = "parallel"
-    elif isinstance(c, cmd.TagLoops):
-        for dn in c.dims:
-            s.pos(dn, c)
-            s.tags[dn] = c.tag
+    elif isinstance(c, cmd.Gpu):
+        _tag(s, c, c.blocks, "gpu_block")
+        _tag(s, c, c.threads, "gpu_thread")
+    elif isinstance(c, cmd.TileGpu):
+        _tile(s, cmd.Tile(c.comp, (c.i, c.j), (c.t1, c.t2), (c.i0, c.j0), (c.i1, c.j1)), c)
+        _tag(s, c, (c.i0, c.j0), "gpu_block")
+        _tag(s, c, (c.i1, c.j1), "gpu_thread")
+    elif isinstance(c, cmd.Distribute):
+        _tag(s, c, (c.dim,), "distribute")
+    elif isinstance(c, cmd.Pipeline):
+        _tag(s, c, (c.dim,), "pipeline")
     elif isinstance(c, cmd.SetSchedule):
         _set_schedule(s, c)
     else:  # pragma: no cover - dispatch is exhaustive for SCHEDULE_COMMANDS
@@ -155,15 +162,17 @@ def _rename(s: CompSchedule, mapping: dict[str, str]) -> None:
         d.update(renamed)
 
 
-def _tile(s: CompSchedule, c: cmd.Tile) -> None:
-    ps = [s.pos(x, c) for x in c.dims]
+def _tile(s: CompSchedule, c: cmd.Tile, written: cmd.Command | None = None) -> None:
+    """Tile ``c.dims``; errors name ``written`` (e.g. the tile_gpu the user wrote)."""
+    w = written or c
+    ps = [s.pos(x, w) for x in c.dims]
     if ps != list(range(ps[0], ps[0] + len(ps))):
         raise ScheduleError(
-            f"{c.describe()}: tiled loops must be consecutive and in order; loops of "
-            f"{s.name!r} are {s.dims}", computations=(s.name,), command=c.describe())
-    s.fresh(list(c.outers) + list(c.inners), c, replacing=c.dims)
+            f"{w.describe()}: tiled loops must be consecutive and in order; loops of "
+            f"{s.name!r} are {s.dims}", computations=(s.name,), command=w.describe())
+    s.fresh(list(c.outers) + list(c.inners), w, replacing=c.dims)
     for x, f, o, i in zip(c.dims, c.sizes, c.outers, c.inners, strict=True):
-        _split(s, c, x, f, o, i)
+        _split(s, w, x, f, o, i)
     p0 = ps[0]
     k = len(c.dims)
     n = len(s.dims)
@@ -171,6 +180,12 @@ def _tile(s: CompSchedule, c: cmd.Tile) -> None:
     perm = list(range(p0)) + order + list(range(p0 + 2 * k, n))
     s.apply(_range_map(s.domain.get_ctx(), n, [f"d{q}" for q in perm]),
             [s.dims[q] for q in perm])
+
+
+def _tag(s: CompSchedule, c: cmd.Command, dims: Iterable[str], tag: str) -> None:
+    for dn in dims:
+        s.pos(dn, c)
+        s.tags[dn] = tag
 
 
 def _set_schedule(s: CompSchedule, c: cmd.SetSchedule) -> None:

@@ -1,0 +1,784 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class ElemType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ELEM_TYPE_UNSPECIFIED: _ClassVar[ElemType]
+    INT8: _ClassVar[ElemType]
+    INT16: _ClassVar[ElemType]
+    INT32: _ClassVar[ElemType]
+    INT64: _ClassVar[ElemType]
+    UINT8: _ClassVar[ElemType]
+    UINT16: _ClassVar[ElemType]
+    UINT32: _ClassVar[ElemType]
+    UINT64: _ClassVar[ElemType]
+    FLOAT32: _ClassVar[ElemType]
+    FLOAT64: _ClassVar[ElemType]
+    BOOL: _ClassVar[ElemType]
+
+class BinaryOp(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    BINARY_OP_UNSPECIFIED: _ClassVar[BinaryOp]
+    ADD: _ClassVar[BinaryOp]
+    SUB: _ClassVar[BinaryOp]
+    MUL: _ClassVar[BinaryOp]
+    DIV: _ClassVar[BinaryOp]
+    FLOORDIV: _ClassVar[BinaryOp]
+    MOD: _ClassVar[BinaryOp]
+    MIN: _ClassVar[BinaryOp]
+    MAX: _ClassVar[BinaryOp]
+    LT: _ClassVar[BinaryOp]
+    LE: _ClassVar[BinaryOp]
+    GT: _ClassVar[BinaryOp]
+    GE: _ClassVar[BinaryOp]
+    EQ: _ClassVar[BinaryOp]
+    NE: _ClassVar[BinaryOp]
+    AND: _ClassVar[BinaryOp]
+    OR: _ClassVar[BinaryOp]
+
+class UnaryOp(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    UNARY_OP_UNSPECIFIED: _ClassVar[UnaryOp]
+    NEG: _ClassVar[UnaryOp]
+    NOT: _ClassVar[UnaryOp]
+
+class AccessKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ACCESS_KIND_UNSPECIFIED: _ClassVar[AccessKind]
+    VALUE: _ClassVar[AccessKind]
+    MEMORY: _ClassVar[AccessKind]
+    PREVIOUS: _ClassVar[AccessKind]
+
+class BufferKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    BUFFER_KIND_UNSPECIFIED: _ClassVar[BufferKind]
+    INPUT: _ClassVar[BufferKind]
+    OUTPUT: _ClassVar[BufferKind]
+    TEMPORARY: _ClassVar[BufferKind]
+
+class MemorySpace(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    MEMORY_SPACE_UNSPECIFIED: _ClassVar[MemorySpace]
+    HOST: _ClassVar[MemorySpace]
+    GPU_GLOBAL: _ClassVar[MemorySpace]
+    GPU_SHARED: _ClassVar[MemorySpace]
+    GPU_LOCAL: _ClassVar[MemorySpace]
+    GPU_CONSTANT: _ClassVar[MemorySpace]
+    FPGA_LOCAL: _ClassVar[MemorySpace]
+
+class FileRole(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    FILE_ROLE_UNSPECIFIED: _ClassVar[FileRole]
+    SHARED_OBJECT: _ClassVar[FileRole]
+    HEADER: _ClassVar[FileRole]
+    SOURCE: _ClassVar[FileRole]
+    BUILD_LOG: _ClassVar[FileRole]
+
+class ErrorKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    ERROR_KIND_UNSPECIFIED: _ClassVar[ErrorKind]
+    INVALID_PROGRAM: _ClassVar[ErrorKind]
+    UNPRODUCED_READ: _ClassVar[ErrorKind]
+    ILLEGAL_SCHEDULE: _ClassVar[ErrorKind]
+    UNSUPPORTED_TARGET: _ClassVar[ErrorKind]
+    RESOURCE_LIMIT: _ClassVar[ErrorKind]
+    BUILD_FAILED: _ClassVar[ErrorKind]
+    INTERNAL: _ClassVar[ErrorKind]
+    DEADLINE: _ClassVar[ErrorKind]
+ELEM_TYPE_UNSPECIFIED: ElemType
+INT8: ElemType
+INT16: ElemType
+INT32: ElemType
+INT64: ElemType
+UINT8: ElemType
+UINT16: ElemType
+UINT32: ElemType
+UINT64: ElemType
+FLOAT32: ElemType
+FLOAT64: ElemType
+BOOL: ElemType
+BINARY_OP_UNSPECIFIED: BinaryOp
+ADD: BinaryOp
+SUB: BinaryOp
+MUL: BinaryOp
+DIV: BinaryOp
+FLOORDIV: BinaryOp
+MOD: BinaryOp
+MIN: BinaryOp
+MAX: BinaryOp
+LT: BinaryOp
+LE: BinaryOp
+GT: BinaryOp
+GE: BinaryOp
+EQ: BinaryOp
+NE: BinaryOp
+AND: BinaryOp
+OR: BinaryOp
+UNARY_OP_UNSPECIFIED: UnaryOp
+NEG: UnaryOp
+NOT: UnaryOp
+ACCESS_KIND_UNSPECIFIED: AccessKind
+VALUE: AccessKind
+MEMORY: AccessKind
+PREVIOUS: AccessKind
+BUFFER_KIND_UNSPECIFIED: BufferKind
+INPUT: BufferKind
+OUTPUT: BufferKind
+TEMPORARY: BufferKind
+MEMORY_SPACE_UNSPECIFIED: MemorySpace
+HOST: MemorySpace
+GPU_GLOBAL: MemorySpace
+GPU_SHARED: MemorySpace
+GPU_LOCAL: MemorySpace
+GPU_CONSTANT: MemorySpace
+FPGA_LOCAL: MemorySpace
+FILE_ROLE_UNSPECIFIED: FileRole
+SHARED_OBJECT: FileRole
+HEADER: FileRole
+SOURCE: FileRole
+BUILD_LOG: FileRole
+ERROR_KIND_UNSPECIFIED: ErrorKind
+INVALID_PROGRAM: ErrorKind
+UNPRODUCED_READ: ErrorKind
+ILLEGAL_SCHEDULE: ErrorKind
+UNSUPPORTED_TARGET: ErrorKind
+RESOURCE_LIMIT: ErrorKind
+BUILD_FAILED: ErrorKind
+INTERNAL: ErrorKind
+DEADLINE: ErrorKind
+
+class Expr(_message.Message):
+    __slots__ = ("constant", "iterator", "param", "binary", "unary", "select", "cast", "call", "access")
+    CONSTANT_FIELD_NUMBER: _ClassVar[int]
+    ITERATOR_FIELD_NUMBER: _ClassVar[int]
+    PARAM_FIELD_NUMBER: _ClassVar[int]
+    BINARY_FIELD_NUMBER: _ClassVar[int]
+    UNARY_FIELD_NUMBER: _ClassVar[int]
+    SELECT_FIELD_NUMBER: _ClassVar[int]
+    CAST_FIELD_NUMBER: _ClassVar[int]
+    CALL_FIELD_NUMBER: _ClassVar[int]
+    ACCESS_FIELD_NUMBER: _ClassVar[int]
+    constant: Constant
+    iterator: str
+    param: str
+    binary: Binary
+    unary: Unary
+    select: Select
+    cast: Cast
+    call: Call
+    access: Access
+    def __init__(self, constant: _Optional[_Union[Constant, _Mapping]] = ..., iterator: _Optional[str] = ..., param: _Optional[str] = ..., binary: _Optional[_Union[Binary, _Mapping]] = ..., unary: _Optional[_Union[Unary, _Mapping]] = ..., select: _Optional[_Union[Select, _Mapping]] = ..., cast: _Optional[_Union[Cast, _Mapping]] = ..., call: _Optional[_Union[Call, _Mapping]] = ..., access: _Optional[_Union[Access, _Mapping]] = ...) -> None: ...
+
+class Constant(_message.Message):
+    __slots__ = ("type", "int_value", "uint_value", "float_value", "bool_value")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    INT_VALUE_FIELD_NUMBER: _ClassVar[int]
+    UINT_VALUE_FIELD_NUMBER: _ClassVar[int]
+    FLOAT_VALUE_FIELD_NUMBER: _ClassVar[int]
+    BOOL_VALUE_FIELD_NUMBER: _ClassVar[int]
+    type: ElemType
+    int_value: int
+    uint_value: int
+    float_value: float
+    bool_value: bool
+    def __init__(self, type: _Optional[_Union[ElemType, str]] = ..., int_value: _Optional[int] = ..., uint_value: _Optional[int] = ..., float_value: _Optional[float] = ..., bool_value: _Optional[bool] = ...) -> None: ...
+
+class Binary(_message.Message):
+    __slots__ = ("op", "a", "b", "type")
+    OP_FIELD_NUMBER: _ClassVar[int]
+    A_FIELD_NUMBER: _ClassVar[int]
+    B_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    op: BinaryOp
+    a: Expr
+    b: Expr
+    type: ElemType
+    def __init__(self, op: _Optional[_Union[BinaryOp, str]] = ..., a: _Optional[_Union[Expr, _Mapping]] = ..., b: _Optional[_Union[Expr, _Mapping]] = ..., type: _Optional[_Union[ElemType, str]] = ...) -> None: ...
+
+class Unary(_message.Message):
+    __slots__ = ("op", "a")
+    OP_FIELD_NUMBER: _ClassVar[int]
+    A_FIELD_NUMBER: _ClassVar[int]
+    op: UnaryOp
+    a: Expr
+    def __init__(self, op: _Optional[_Union[UnaryOp, str]] = ..., a: _Optional[_Union[Expr, _Mapping]] = ...) -> None: ...
+
+class Select(_message.Message):
+    __slots__ = ("condition", "if_true", "if_false")
+    CONDITION_FIELD_NUMBER: _ClassVar[int]
+    IF_TRUE_FIELD_NUMBER: _ClassVar[int]
+    IF_FALSE_FIELD_NUMBER: _ClassVar[int]
+    condition: Expr
+    if_true: Expr
+    if_false: Expr
+    def __init__(self, condition: _Optional[_Union[Expr, _Mapping]] = ..., if_true: _Optional[_Union[Expr, _Mapping]] = ..., if_false: _Optional[_Union[Expr, _Mapping]] = ...) -> None: ...
+
+class Cast(_message.Message):
+    __slots__ = ("type", "a")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    A_FIELD_NUMBER: _ClassVar[int]
+    type: ElemType
+    a: Expr
+    def __init__(self, type: _Optional[_Union[ElemType, str]] = ..., a: _Optional[_Union[Expr, _Mapping]] = ...) -> None: ...
+
+class Call(_message.Message):
+    __slots__ = ("function", "args", "type")
+    FUNCTION_FIELD_NUMBER: _ClassVar[int]
+    ARGS_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    function: str
+    args: _containers.RepeatedCompositeFieldContainer[Expr]
+    type: ElemType
+    def __init__(self, function: _Optional[str] = ..., args: _Optional[_Iterable[_Union[Expr, _Mapping]]] = ..., type: _Optional[_Union[ElemType, str]] = ...) -> None: ...
+
+class Access(_message.Message):
+    __slots__ = ("kind", "target", "indices")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    INDICES_FIELD_NUMBER: _ClassVar[int]
+    kind: AccessKind
+    target: str
+    indices: _containers.RepeatedCompositeFieldContainer[Expr]
+    def __init__(self, kind: _Optional[_Union[AccessKind, str]] = ..., target: _Optional[str] = ..., indices: _Optional[_Iterable[_Union[Expr, _Mapping]]] = ...) -> None: ...
+
+class Param(_message.Message):
+    __slots__ = ("name", "min", "max")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    MIN_FIELD_NUMBER: _ClassVar[int]
+    MAX_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    min: int
+    max: int
+    def __init__(self, name: _Optional[str] = ..., min: _Optional[int] = ..., max: _Optional[int] = ...) -> None: ...
+
+class Buffer(_message.Message):
+    __slots__ = ("name", "sizes", "type", "kind", "memory_space")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SIZES_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_SPACE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    sizes: _containers.RepeatedCompositeFieldContainer[Expr]
+    type: ElemType
+    kind: BufferKind
+    memory_space: MemorySpace
+    def __init__(self, name: _Optional[str] = ..., sizes: _Optional[_Iterable[_Union[Expr, _Mapping]]] = ..., type: _Optional[_Union[ElemType, str]] = ..., kind: _Optional[_Union[BufferKind, str]] = ..., memory_space: _Optional[_Union[MemorySpace, str]] = ...) -> None: ...
+
+class Computation(_message.Message):
+    __slots__ = ("name", "domain", "expression", "predicate", "type")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DOMAIN_FIELD_NUMBER: _ClassVar[int]
+    EXPRESSION_FIELD_NUMBER: _ClassVar[int]
+    PREDICATE_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    domain: str
+    expression: Expr
+    predicate: Expr
+    type: ElemType
+    def __init__(self, name: _Optional[str] = ..., domain: _Optional[str] = ..., expression: _Optional[_Union[Expr, _Mapping]] = ..., predicate: _Optional[_Union[Expr, _Mapping]] = ..., type: _Optional[_Union[ElemType, str]] = ...) -> None: ...
+
+class Interchange(_message.Message):
+    __slots__ = ("a", "b")
+    A_FIELD_NUMBER: _ClassVar[int]
+    B_FIELD_NUMBER: _ClassVar[int]
+    a: str
+    b: str
+    def __init__(self, a: _Optional[str] = ..., b: _Optional[str] = ...) -> None: ...
+
+class Split(_message.Message):
+    __slots__ = ("dim", "factor", "outer", "inner")
+    DIM_FIELD_NUMBER: _ClassVar[int]
+    FACTOR_FIELD_NUMBER: _ClassVar[int]
+    OUTER_FIELD_NUMBER: _ClassVar[int]
+    INNER_FIELD_NUMBER: _ClassVar[int]
+    dim: str
+    factor: int
+    outer: str
+    inner: str
+    def __init__(self, dim: _Optional[str] = ..., factor: _Optional[int] = ..., outer: _Optional[str] = ..., inner: _Optional[str] = ...) -> None: ...
+
+class Tile(_message.Message):
+    __slots__ = ("dims", "sizes", "outers", "inners")
+    DIMS_FIELD_NUMBER: _ClassVar[int]
+    SIZES_FIELD_NUMBER: _ClassVar[int]
+    OUTERS_FIELD_NUMBER: _ClassVar[int]
+    INNERS_FIELD_NUMBER: _ClassVar[int]
+    dims: _containers.RepeatedScalarFieldContainer[str]
+    sizes: _containers.RepeatedScalarFieldContainer[int]
+    outers: _containers.RepeatedScalarFieldContainer[str]
+    inners: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, dims: _Optional[_Iterable[str]] = ..., sizes: _Optional[_Iterable[int]] = ..., outers: _Optional[_Iterable[str]] = ..., inners: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class Shift(_message.Message):
+    __slots__ = ("dim", "amount")
+    DIM_FIELD_NUMBER: _ClassVar[int]
+    AMOUNT_FIELD_NUMBER: _ClassVar[int]
+    dim: str
+    amount: int
+    def __init__(self, dim: _Optional[str] = ..., amount: _Optional[int] = ...) -> None: ...
+
+class Skew(_message.Message):
+    __slots__ = ("a", "b", "factor", "new_a", "new_b")
+    A_FIELD_NUMBER: _ClassVar[int]
+    B_FIELD_NUMBER: _ClassVar[int]
+    FACTOR_FIELD_NUMBER: _ClassVar[int]
+    NEW_A_FIELD_NUMBER: _ClassVar[int]
+    NEW_B_FIELD_NUMBER: _ClassVar[int]
+    a: str
+    b: str
+    factor: int
+    new_a: str
+    new_b: str
+    def __init__(self, a: _Optional[str] = ..., b: _Optional[str] = ..., factor: _Optional[int] = ..., new_a: _Optional[str] = ..., new_b: _Optional[str] = ...) -> None: ...
+
+class Reverse(_message.Message):
+    __slots__ = ("dim",)
+    DIM_FIELD_NUMBER: _ClassVar[int]
+    dim: str
+    def __init__(self, dim: _Optional[str] = ...) -> None: ...
+
+class After(_message.Message):
+    __slots__ = ("other", "level")
+    OTHER_FIELD_NUMBER: _ClassVar[int]
+    LEVEL_FIELD_NUMBER: _ClassVar[int]
+    other: str
+    level: str
+    def __init__(self, other: _Optional[str] = ..., level: _Optional[str] = ...) -> None: ...
+
+class Before(_message.Message):
+    __slots__ = ("other", "level")
+    OTHER_FIELD_NUMBER: _ClassVar[int]
+    LEVEL_FIELD_NUMBER: _ClassVar[int]
+    other: str
+    level: str
+    def __init__(self, other: _Optional[str] = ..., level: _Optional[str] = ...) -> None: ...
+
+class Then(_message.Message):
+    __slots__ = ("other", "level")
+    OTHER_FIELD_NUMBER: _ClassVar[int]
+    LEVEL_FIELD_NUMBER: _ClassVar[int]
+    other: str
+    level: str
+    def __init__(self, other: _Optional[str] = ..., level: _Optional[str] = ...) -> None: ...
+
+class ComputeAt(_message.Message):
+    __slots__ = ("consumer", "level")
+    CONSUMER_FIELD_NUMBER: _ClassVar[int]
+    LEVEL_FIELD_NUMBER: _ClassVar[int]
+    consumer: str
+    level: str
+    def __init__(self, consumer: _Optional[str] = ..., level: _Optional[str] = ...) -> None: ...
+
+class Inline(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class Unroll(_message.Message):
+    __slots__ = ("dim", "factor", "outer", "inner")
+    DIM_FIELD_NUMBER: _ClassVar[int]
+    FACTOR_FIELD_NUMBER: _ClassVar[int]
+    OUTER_FIELD_NUMBER: _ClassVar[int]
+    INNER_FIELD_NUMBER: _ClassVar[int]
+    dim: str
+    factor: int
+    outer: str
+    inner: str
+    def __init__(self, dim: _Optional[str] = ..., factor: _Optional[int] = ..., outer: _Optional[str] = ..., inner: _Optional[str] = ...) -> None: ...
+
+class Vectorize(_message.Message):
+    __slots__ = ("dim", "factor", "outer", "inner")
+    DIM_FIELD_NUMBER: _ClassVar[int]
+    FACTOR_FIELD_NUMBER: _ClassVar[int]
+    OUTER_FIELD_NUMBER: _ClassVar[int]
+    INNER_FIELD_NUMBER: _ClassVar[int]
+    dim: str
+    factor: int
+    outer: str
+    inner: str
+    def __init__(self, dim: _Optional[str] = ..., factor: _Optional[int] = ..., outer: _Optional[str] = ..., inner: _Optional[str] = ...) -> None: ...
+
+class Parallelize(_message.Message):
+    __slots__ = ("dim",)
+    DIM_FIELD_NUMBER: _ClassVar[int]
+    dim: str
+    def __init__(self, dim: _Optional[str] = ...) -> None: ...
+
+class SetSchedule(_message.Message):
+    __slots__ = ("isl_map",)
+    ISL_MAP_FIELD_NUMBER: _ClassVar[int]
+    isl_map: str
+    def __init__(self, isl_map: _Optional[str] = ...) -> None: ...
+
+class Gpu(_message.Message):
+    __slots__ = ("blocks", "threads")
+    BLOCKS_FIELD_NUMBER: _ClassVar[int]
+    THREADS_FIELD_NUMBER: _ClassVar[int]
+    blocks: _containers.RepeatedScalarFieldContainer[str]
+    threads: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, blocks: _Optional[_Iterable[str]] = ..., threads: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class TileGpu(_message.Message):
+    __slots__ = ("i", "j", "t1", "t2", "i0", "j0", "i1", "j1")
+    I_FIELD_NUMBER: _ClassVar[int]
+    J_FIELD_NUMBER: _ClassVar[int]
+    T1_FIELD_NUMBER: _ClassVar[int]
+    T2_FIELD_NUMBER: _ClassVar[int]
+    I0_FIELD_NUMBER: _ClassVar[int]
+    J0_FIELD_NUMBER: _ClassVar[int]
+    I1_FIELD_NUMBER: _ClassVar[int]
+    J1_FIELD_NUMBER: _ClassVar[int]
+    i: str
+    j: str
+    t1: int
+    t2: int
+    i0: str
+    j0: str
+    i1: str
+    j1: str
+    def __init__(self, i: _Optional[str] = ..., j: _Optional[str] = ..., t1: _Optional[int] = ..., t2: _Optional[int] = ..., i0: _Optional[str] = ..., j0: _Optional[str] = ..., i1: _Optional[str] = ..., j1: _Optional[str] = ...) -> None: ...
+
+class Distribute(_message.Message):
+    __slots__ = ("dim",)
+    DIM_FIELD_NUMBER: _ClassVar[int]
+    dim: str
+    def __init__(self, dim: _Optional[str] = ...) -> None: ...
+
+class Pipeline(_message.Message):
+    __slots__ = ("dim",)
+    DIM_FIELD_NUMBER: _ClassVar[int]
+    dim: str
+    def __init__(self, dim: _Optional[str] = ...) -> None: ...
+
+class StoreIn(_message.Message):
+    __slots__ = ("buffer", "indices", "identity")
+    BUFFER_FIELD_NUMBER: _ClassVar[int]
+    INDICES_FIELD_NUMBER: _ClassVar[int]
+    IDENTITY_FIELD_NUMBER: _ClassVar[int]
+    buffer: str
+    indices: _containers.RepeatedCompositeFieldContainer[Expr]
+    identity: bool
+    def __init__(self, buffer: _Optional[str] = ..., indices: _Optional[_Iterable[_Union[Expr, _Mapping]]] = ..., identity: _Optional[bool] = ...) -> None: ...
+
+class StorageFold(_message.Message):
+    __slots__ = ("dim", "factor")
+    DIM_FIELD_NUMBER: _ClassVar[int]
+    FACTOR_FIELD_NUMBER: _ClassVar[int]
+    dim: int
+    factor: int
+    def __init__(self, dim: _Optional[int] = ..., factor: _Optional[int] = ...) -> None: ...
+
+class AllocateAt(_message.Message):
+    __slots__ = ("consumer", "level")
+    CONSUMER_FIELD_NUMBER: _ClassVar[int]
+    LEVEL_FIELD_NUMBER: _ClassVar[int]
+    consumer: str
+    level: str
+    def __init__(self, consumer: _Optional[str] = ..., level: _Optional[str] = ...) -> None: ...
+
+class Command(_message.Message):
+    __slots__ = ("computation", "interchange", "split", "tile", "shift", "skew", "reverse", "after", "before", "then", "compute_at", "inline", "unroll", "vectorize", "parallelize", "set_schedule", "gpu", "tile_gpu", "distribute", "pipeline", "store_in", "storage_fold", "allocate_at")
+    COMPUTATION_FIELD_NUMBER: _ClassVar[int]
+    INTERCHANGE_FIELD_NUMBER: _ClassVar[int]
+    SPLIT_FIELD_NUMBER: _ClassVar[int]
+    TILE_FIELD_NUMBER: _ClassVar[int]
+    SHIFT_FIELD_NUMBER: _ClassVar[int]
+    SKEW_FIELD_NUMBER: _ClassVar[int]
+    REVERSE_FIELD_NUMBER: _ClassVar[int]
+    AFTER_FIELD_NUMBER: _ClassVar[int]
+    BEFORE_FIELD_NUMBER: _ClassVar[int]
+    THEN_FIELD_NUMBER: _ClassVar[int]
+    COMPUTE_AT_FIELD_NUMBER: _ClassVar[int]
+    INLINE_FIELD_NUMBER: _ClassVar[int]
+    UNROLL_FIELD_NUMBER: _ClassVar[int]
+    VECTORIZE_FIELD_NUMBER: _ClassVar[int]
+    PARALLELIZE_FIELD_NUMBER: _ClassVar[int]
+    SET_SCHEDULE_FIELD_NUMBER: _ClassVar[int]
+    GPU_FIELD_NUMBER: _ClassVar[int]
+    TILE_GPU_FIELD_NUMBER: _ClassVar[int]
+    DISTRIBUTE_FIELD_NUMBER: _ClassVar[int]
+    PIPELINE_FIELD_NUMBER: _ClassVar[int]
+    STORE_IN_FIELD_NUMBER: _ClassVar[int]
+    STORAGE_FOLD_FIELD_NUMBER: _ClassVar[int]
+    ALLOCATE_AT_FIELD_NUMBER: _ClassVar[int]
+    computation: str
+    interchange: Interchange
+    split: Split
+    tile: Tile
+    shift: Shift
+    skew: Skew
+    reverse: Reverse
+    after: After
+    before: Before
+    then: Then
+    compute_at: ComputeAt
+    inline: Inline
+    unroll: Unroll
+    vectorize: Vectorize
+    parallelize: Parallelize
+    set_schedule: SetSchedule
+    gpu: Gpu
+    tile_gpu: TileGpu
+    distribute: Distribute
+    pipeline: Pipeline
+    store_in: StoreIn
+    storage_fold: StorageFold
+    allocate_at: AllocateAt
+    def __init__(self, computation: _Optional[str] = ..., interchange: _Optional[_Union[Interchange, _Mapping]] = ..., split: _Optional[_Union[Split, _Mapping]] = ..., tile: _Optional[_Union[Tile, _Mapping]] = ..., shift: _Optional[_Union[Shift, _Mapping]] = ..., skew: _Optional[_Union[Skew, _Mapping]] = ..., reverse: _Optional[_Union[Reverse, _Mapping]] = ..., after: _Optional[_Union[After, _Mapping]] = ..., before: _Optional[_Union[Before, _Mapping]] = ..., then: _Optional[_Union[Then, _Mapping]] = ..., compute_at: _Optional[_Union[ComputeAt, _Mapping]] = ..., inline: _Optional[_Union[Inline, _Mapping]] = ..., unroll: _Optional[_Union[Unroll, _Mapping]] = ..., vectorize: _Optional[_Union[Vectorize, _Mapping]] = ..., parallelize: _Optional[_Union[Parallelize, _Mapping]] = ..., set_schedule: _Optional[_Union[SetSchedule, _Mapping]] = ..., gpu: _Optional[_Union[Gpu, _Mapping]] = ..., tile_gpu: _Optional[_Union[TileGpu, _Mapping]] = ..., distribute: _Optional[_Union[Distribute, _Mapping]] = ..., pipeline: _Optional[_Union[Pipeline, _Mapping]] = ..., store_in: _Optional[_Union[StoreIn, _Mapping]] = ..., storage_fold: _Optional[_Union[StorageFold, _Mapping]] = ..., allocate_at: _Optional[_Union[AllocateAt, _Mapping]] = ...) -> None: ...
+
+class Function(_message.Message):
+    __slots__ = ("name", "params", "inputs", "computations", "commands", "buffers", "outputs")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    PARAMS_FIELD_NUMBER: _ClassVar[int]
+    INPUTS_FIELD_NUMBER: _ClassVar[int]
+    COMPUTATIONS_FIELD_NUMBER: _ClassVar[int]
+    COMMANDS_FIELD_NUMBER: _ClassVar[int]
+    BUFFERS_FIELD_NUMBER: _ClassVar[int]
+    OUTPUTS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    params: _containers.RepeatedCompositeFieldContainer[Param]
+    inputs: _containers.RepeatedCompositeFieldContainer[Buffer]
+    computations: _containers.RepeatedCompositeFieldContainer[Computation]
+    commands: _containers.RepeatedCompositeFieldContainer[Command]
+    buffers: _containers.RepeatedCompositeFieldContainer[Buffer]
+    outputs: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, name: _Optional[str] = ..., params: _Optional[_Iterable[_Union[Param, _Mapping]]] = ..., inputs: _Optional[_Iterable[_Union[Buffer, _Mapping]]] = ..., computations: _Optional[_Iterable[_Union[Computation, _Mapping]]] = ..., commands: _Optional[_Iterable[_Union[Command, _Mapping]]] = ..., buffers: _Optional[_Iterable[_Union[Buffer, _Mapping]]] = ..., outputs: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class CpuOptions(_message.Message):
+    __slots__ = ("fp_contract",)
+    FP_CONTRACT_FIELD_NUMBER: _ClassVar[int]
+    fp_contract: bool
+    def __init__(self, fp_contract: _Optional[bool] = ...) -> None: ...
+
+class GpuOptions(_message.Message):
+    __slots__ = ("arch", "host_wrapper")
+    ARCH_FIELD_NUMBER: _ClassVar[int]
+    HOST_WRAPPER_FIELD_NUMBER: _ClassVar[int]
+    arch: str
+    host_wrapper: bool
+    def __init__(self, arch: _Optional[str] = ..., host_wrapper: _Optional[bool] = ...) -> None: ...
+
+class MpiOptions(_message.Message):
+    __slots__ = ("ranks",)
+    RANKS_FIELD_NUMBER: _ClassVar[int]
+    ranks: int
+    def __init__(self, ranks: _Optional[int] = ...) -> None: ...
+
+class FpgaOptions(_message.Message):
+    __slots__ = ("part", "clock_mhz")
+    PART_FIELD_NUMBER: _ClassVar[int]
+    CLOCK_MHZ_FIELD_NUMBER: _ClassVar[int]
+    part: str
+    clock_mhz: float
+    def __init__(self, part: _Optional[str] = ..., clock_mhz: _Optional[float] = ...) -> None: ...
+
+class Target(_message.Message):
+    __slots__ = ("cpu", "gpu", "mpi", "fpga")
+    CPU_FIELD_NUMBER: _ClassVar[int]
+    GPU_FIELD_NUMBER: _ClassVar[int]
+    MPI_FIELD_NUMBER: _ClassVar[int]
+    FPGA_FIELD_NUMBER: _ClassVar[int]
+    cpu: CpuOptions
+    gpu: GpuOptions
+    mpi: MpiOptions
+    fpga: FpgaOptions
+    def __init__(self, cpu: _Optional[_Union[CpuOptions, _Mapping]] = ..., gpu: _Optional[_Union[GpuOptions, _Mapping]] = ..., mpi: _Optional[_Union[MpiOptions, _Mapping]] = ..., fpga: _Optional[_Union[FpgaOptions, _Mapping]] = ...) -> None: ...
+
+class Options(_message.Message):
+    __slots__ = ("skip_legality_check", "max_isl_operations")
+    SKIP_LEGALITY_CHECK_FIELD_NUMBER: _ClassVar[int]
+    MAX_ISL_OPERATIONS_FIELD_NUMBER: _ClassVar[int]
+    skip_legality_check: bool
+    max_isl_operations: int
+    def __init__(self, skip_legality_check: _Optional[bool] = ..., max_isl_operations: _Optional[int] = ...) -> None: ...
+
+class Request(_message.Message):
+    __slots__ = ("function", "target", "options")
+    FUNCTION_FIELD_NUMBER: _ClassVar[int]
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    function: Function
+    target: Target
+    options: Options
+    def __init__(self, function: _Optional[_Union[Function, _Mapping]] = ..., target: _Optional[_Union[Target, _Mapping]] = ..., options: _Optional[_Union[Options, _Mapping]] = ...) -> None: ...
+
+class IndexExpr(_message.Message):
+    __slots__ = ("constant", "param", "op")
+    CONSTANT_FIELD_NUMBER: _ClassVar[int]
+    PARAM_FIELD_NUMBER: _ClassVar[int]
+    OP_FIELD_NUMBER: _ClassVar[int]
+    constant: int
+    param: str
+    op: IndexOp
+    def __init__(self, constant: _Optional[int] = ..., param: _Optional[str] = ..., op: _Optional[_Union[IndexOp, _Mapping]] = ...) -> None: ...
+
+class IndexOp(_message.Message):
+    __slots__ = ("op", "args")
+    OP_FIELD_NUMBER: _ClassVar[int]
+    ARGS_FIELD_NUMBER: _ClassVar[int]
+    op: str
+    args: _containers.RepeatedCompositeFieldContainer[IndexExpr]
+    def __init__(self, op: _Optional[str] = ..., args: _Optional[_Iterable[_Union[IndexExpr, _Mapping]]] = ...) -> None: ...
+
+class EntryParam(_message.Message):
+    __slots__ = ("name", "min", "max")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    MIN_FIELD_NUMBER: _ClassVar[int]
+    MAX_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    min: int
+    max: int
+    def __init__(self, name: _Optional[str] = ..., min: _Optional[int] = ..., max: _Optional[int] = ...) -> None: ...
+
+class EntryBuffer(_message.Message):
+    __slots__ = ("name", "type", "sizes", "kind", "fully_written")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    SIZES_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    FULLY_WRITTEN_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    type: ElemType
+    sizes: _containers.RepeatedCompositeFieldContainer[IndexExpr]
+    kind: BufferKind
+    fully_written: bool
+    def __init__(self, name: _Optional[str] = ..., type: _Optional[_Union[ElemType, str]] = ..., sizes: _Optional[_Iterable[_Union[IndexExpr, _Mapping]]] = ..., kind: _Optional[_Union[BufferKind, str]] = ..., fully_written: _Optional[bool] = ...) -> None: ...
+
+class EntryPoint(_message.Message):
+    __slots__ = ("symbol", "c_declaration", "params", "buffers")
+    SYMBOL_FIELD_NUMBER: _ClassVar[int]
+    C_DECLARATION_FIELD_NUMBER: _ClassVar[int]
+    PARAMS_FIELD_NUMBER: _ClassVar[int]
+    BUFFERS_FIELD_NUMBER: _ClassVar[int]
+    symbol: str
+    c_declaration: str
+    params: _containers.RepeatedCompositeFieldContainer[EntryParam]
+    buffers: _containers.RepeatedCompositeFieldContainer[EntryBuffer]
+    def __init__(self, symbol: _Optional[str] = ..., c_declaration: _Optional[str] = ..., params: _Optional[_Iterable[_Union[EntryParam, _Mapping]]] = ..., buffers: _Optional[_Iterable[_Union[EntryBuffer, _Mapping]]] = ...) -> None: ...
+
+class ArtifactFile(_message.Message):
+    __slots__ = ("name", "role", "content", "sha256")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_FIELD_NUMBER: _ClassVar[int]
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    role: FileRole
+    content: bytes
+    sha256: str
+    def __init__(self, name: _Optional[str] = ..., role: _Optional[_Union[FileRole, str]] = ..., content: _Optional[bytes] = ..., sha256: _Optional[str] = ...) -> None: ...
+
+class Artifact(_message.Message):
+    __slots__ = ("target", "files", "entry_point", "build_command")
+    TARGET_FIELD_NUMBER: _ClassVar[int]
+    FILES_FIELD_NUMBER: _ClassVar[int]
+    ENTRY_POINT_FIELD_NUMBER: _ClassVar[int]
+    BUILD_COMMAND_FIELD_NUMBER: _ClassVar[int]
+    target: str
+    files: _containers.RepeatedCompositeFieldContainer[ArtifactFile]
+    entry_point: EntryPoint
+    build_command: str
+    def __init__(self, target: _Optional[str] = ..., files: _Optional[_Iterable[_Union[ArtifactFile, _Mapping]]] = ..., entry_point: _Optional[_Union[EntryPoint, _Mapping]] = ..., build_command: _Optional[str] = ...) -> None: ...
+
+class Layers(_message.Message):
+    __slots__ = ("layer1", "layer2", "layer3", "layer4")
+    LAYER1_FIELD_NUMBER: _ClassVar[int]
+    LAYER2_FIELD_NUMBER: _ClassVar[int]
+    LAYER3_FIELD_NUMBER: _ClassVar[int]
+    LAYER4_FIELD_NUMBER: _ClassVar[int]
+    layer1: str
+    layer2: str
+    layer3: str
+    layer4: str
+    def __init__(self, layer1: _Optional[str] = ..., layer2: _Optional[str] = ..., layer3: _Optional[str] = ..., layer4: _Optional[str] = ...) -> None: ...
+
+class SourceFile(_message.Message):
+    __slots__ = ("name", "language", "text")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    LANGUAGE_FIELD_NUMBER: _ClassVar[int]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    language: str
+    text: str
+    def __init__(self, name: _Optional[str] = ..., language: _Optional[str] = ..., text: _Optional[str] = ...) -> None: ...
+
+class PhaseTiming(_message.Message):
+    __slots__ = ("phase", "seconds")
+    PHASE_FIELD_NUMBER: _ClassVar[int]
+    SECONDS_FIELD_NUMBER: _ClassVar[int]
+    phase: str
+    seconds: float
+    def __init__(self, phase: _Optional[str] = ..., seconds: _Optional[float] = ...) -> None: ...
+
+class Diagnostic(_message.Message):
+    __slots__ = ("kind", "message", "computations", "dependence", "command_index", "command", "level", "field_path", "build_log")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    COMPUTATIONS_FIELD_NUMBER: _ClassVar[int]
+    DEPENDENCE_FIELD_NUMBER: _ClassVar[int]
+    COMMAND_INDEX_FIELD_NUMBER: _ClassVar[int]
+    COMMAND_FIELD_NUMBER: _ClassVar[int]
+    LEVEL_FIELD_NUMBER: _ClassVar[int]
+    FIELD_PATH_FIELD_NUMBER: _ClassVar[int]
+    BUILD_LOG_FIELD_NUMBER: _ClassVar[int]
+    kind: ErrorKind
+    message: str
+    computations: _containers.RepeatedScalarFieldContainer[str]
+    dependence: str
+    command_index: int
+    command: str
+    level: str
+    field_path: str
+    build_log: str
+    def __init__(self, kind: _Optional[_Union[ErrorKind, str]] = ..., message: _Optional[str] = ..., computations: _Optional[_Iterable[str]] = ..., dependence: _Optional[str] = ..., command_index: _Optional[int] = ..., command: _Optional[str] = ..., level: _Optional[str] = ..., field_path: _Optional[str] = ..., build_log: _Optional[str] = ...) -> None: ...
+
+class CompileResponse(_message.Message):
+    __slots__ = ("diagnostics", "layers", "sources", "artifact", "cache_key", "cache_hit", "timings", "middleend_version")
+    DIAGNOSTICS_FIELD_NUMBER: _ClassVar[int]
+    LAYERS_FIELD_NUMBER: _ClassVar[int]
+    SOURCES_FIELD_NUMBER: _ClassVar[int]
+    ARTIFACT_FIELD_NUMBER: _ClassVar[int]
+    CACHE_KEY_FIELD_NUMBER: _ClassVar[int]
+    CACHE_HIT_FIELD_NUMBER: _ClassVar[int]
+    TIMINGS_FIELD_NUMBER: _ClassVar[int]
+    MIDDLEEND_VERSION_FIELD_NUMBER: _ClassVar[int]
+    diagnostics: _containers.RepeatedCompositeFieldContainer[Diagnostic]
+    layers: Layers
+    sources: _containers.RepeatedCompositeFieldContainer[SourceFile]
+    artifact: Artifact
+    cache_key: str
+    cache_hit: bool
+    timings: _containers.RepeatedCompositeFieldContainer[PhaseTiming]
+    middleend_version: str
+    def __init__(self, diagnostics: _Optional[_Iterable[_Union[Diagnostic, _Mapping]]] = ..., layers: _Optional[_Union[Layers, _Mapping]] = ..., sources: _Optional[_Iterable[_Union[SourceFile, _Mapping]]] = ..., artifact: _Optional[_Union[Artifact, _Mapping]] = ..., cache_key: _Optional[str] = ..., cache_hit: _Optional[bool] = ..., timings: _Optional[_Iterable[_Union[PhaseTiming, _Mapping]]] = ..., middleend_version: _Optional[str] = ...) -> None: ...
+
+class CheckResponse(_message.Message):
+    __slots__ = ("legal", "diagnostics", "timings")
+    LEGAL_FIELD_NUMBER: _ClassVar[int]
+    DIAGNOSTICS_FIELD_NUMBER: _ClassVar[int]
+    TIMINGS_FIELD_NUMBER: _ClassVar[int]
+    legal: bool
+    diagnostics: _containers.RepeatedCompositeFieldContainer[Diagnostic]
+    timings: _containers.RepeatedCompositeFieldContainer[PhaseTiming]
+    def __init__(self, legal: _Optional[bool] = ..., diagnostics: _Optional[_Iterable[_Union[Diagnostic, _Mapping]]] = ..., timings: _Optional[_Iterable[_Union[PhaseTiming, _Mapping]]] = ...) -> None: ...
+
+class LowerResponse(_message.Message):
+    __slots__ = ("diagnostics", "layers", "sources", "entry_point", "timings")
+    DIAGNOSTICS_FIELD_NUMBER: _ClassVar[int]
+    LAYERS_FIELD_NUMBER: _ClassVar[int]
+    SOURCES_FIELD_NUMBER: _ClassVar[int]
+    ENTRY_POINT_FIELD_NUMBER: _ClassVar[int]
+    TIMINGS_FIELD_NUMBER: _ClassVar[int]
+    diagnostics: _containers.RepeatedCompositeFieldContainer[Diagnostic]
+    layers: Layers
+    sources: _containers.RepeatedCompositeFieldContainer[SourceFile]
+    entry_point: EntryPoint
+    timings: _containers.RepeatedCompositeFieldContainer[PhaseTiming]
+    def __init__(self, diagnostics: _Optional[_Iterable[_Union[Diagnostic, _Mapping]]] = ..., layers: _Optional[_Union[Layers, _Mapping]] = ..., sources: _Optional[_Iterable[_Union[SourceFile, _Mapping]]] = ..., entry_point: _Optional[_Union[EntryPoint, _Mapping]] = ..., timings: _Optional[_Iterable[_Union[PhaseTiming, _Mapping]]] = ...) -> None: ...
