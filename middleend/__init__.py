@@ -11,6 +11,8 @@ Public API (Layer I and the scheduling language)::
     kernel = f.compile(target="cpu")
 """
 
+__version__ = "0.2.0"
+
 from .commands import ROOT
 from .errors import (
     BuildError,

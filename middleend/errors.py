@@ -12,6 +12,16 @@ class DefinitionError(MiddleEndError):
     """Layer I or the data mapping is malformed (bad name, bad bounds, unknown reference)."""
 
 
+class InvalidProgramError(DefinitionError):
+    """A wire-format program is malformed; ``field_path`` says where (e.g.
+    ``function.computations[1].expression.binary.a``)."""
+
+    def __init__(self, message: str, field_path: str = "") -> None:
+        self.field_path = field_path
+        self.reason = message
+        super().__init__(f"{field_path}: {message}" if field_path else message)
+
+
 class UnproducedReadError(DefinitionError):
     """A computation reads values that no computation or input produces."""
 

@@ -56,11 +56,12 @@ def current_function(what: str) -> Function:
 
 
 def dim_name(d: Any) -> str:
-    """A loop level given as a Var or a string; ``me.ROOT`` passes through."""
+    """A loop level given as a Var or a name (checked like every other name, since loop
+    names reach the loop AST and the generated code's comments)."""
     if isinstance(d, Var):
         return d.name
     if isinstance(d, str):
-        return d
+        return check_name(d, "loop")
     raise DefinitionError(f"a loop level must be a me.Var or a name, not {d!r}")
 
 
@@ -146,12 +147,18 @@ class Computation(_Indexable):
     The scheduling methods record commands; nothing is applied until compile time."""
 
     def __init__(self, name: str, iterators: Sequence[Var], expr: Any = None,
-                 predicate: Any = None, dtype: DType | None = None) -> None:
+                 predicate: Any = None, dtype: DType | None = None,
+                 domain: str | None = None) -> None:
+        """``domain`` (ISL set text such as ``"[N] -> { S[i, j] : 0 <= j < i < N }"``)
+        replaces the iterators' bounds; the wire format carries domains this way."""
         self.fn = current_function("me.Computation")
         self.name = check_name(name, "computation")
         self.vars: tuple[Var, ...] = tuple(iterators)
+        if domain is not None and not isinstance(domain, str):
+            raise DefinitionError(f"computation {name!r}: domain must be ISL set text")
+        self.domain = domain
         for v in self.vars:
-            if not isinstance(v, Var) or v.lo is None:
+            if not isinstance(v, Var) or (v.lo is None and domain is None):
                 raise DefinitionError(
                     f"computation {name!r}: iterator {v!r} needs bounds (me.Var(name, lo, hi))"
                 )
@@ -385,12 +392,16 @@ class Function:
         return self.lower(outputs=outputs).layers_text()
 
     def compile(self, target: str = "cpu", outputs: Sequence[Any] | None = None,
-                check_legality: bool = True, **options: Any) -> Any:
+                check_legality: bool = True, service: Any = None,
+                fp_contract: bool = False) -> Any:
         """Lower, check, generate and build; returns a callable kernel.
 
+        The Function travels as a wire-format request to ``service``: None for the embedded
+        in-process middle-end, a client from ``me.connect(...)``, or a ``"host:port"``.
         ``check_legality=False`` is the documented expert switch that skips the dependence
-        check (the generated code may then be wrong)."""
-        from .lowering import compile_function
+        check (the generated code may then be wrong); ``fp_contract=True`` allows fused
+        multiply-add (float results may then differ from numpy's in the last bits)."""
+        from .service.client import compile_via
 
-        return compile_function(self, target=target, outputs=outputs,
-                                check_legality=check_legality, **options)
+        return compile_via(self, service, target=target, outputs=outputs,
+                           check_legality=check_legality, fp_contract=fp_contract)

@@ -131,9 +131,13 @@ def build_layer1(fn: Function, ctx: isl.Context, commands: list[cmd.Command]) ->
                   {b.name: b for b in fn.buffers}, context)
 
 
-def _domain(c: Computation, pspace: isl.Space, context: isl.Set) -> Comp:
+def var_domain(c: Computation, pspace: isl.Space) -> isl.Set:
+    """The domain the iterators' bounds define (before the predicate and the params'
+    assumptions), or the ISL text the computation was given."""
     names = [v.name for v in c.vars]
     ac = AffineContext(comp_space(pspace, c.name, names))
+    if c.domain is not None:
+        return _parse_domain(c, pspace)
     dom = ac.universe()
     for v in c.vars:
         _check_names(v.lo, names, c.name, f"lower bound of {v.name}")
@@ -146,6 +150,35 @@ def _domain(c: Computation, pspace: isl.Space, context: isl.Set) -> Comp:
                                   f"affine in params and outer iterators ({e})") from None
         x = ac.name(v.name)
         dom = dom.intersect(lo.le_set(x)).intersect(x.lt_set(hi))
+    return dom
+
+
+def _parse_domain(c: Computation, pspace: isl.Space) -> isl.Set:
+    names = [v.name for v in c.vars]
+    try:
+        dom = isl.Set.read_from_str(pspace.get_ctx(), c.domain)
+    except isl.Error as e:
+        raise DefinitionError(f"computation {c.name!r}: malformed ISL domain {c.domain!r} "
+                              f"({e})") from None
+    sp = dom.get_space()
+    got = [sp.get_dim_name(isl.dim_type.set, k) for k in range(dom.dim(isl.dim_type.set))]
+    if dom.get_tuple_name() != c.name or got != names:
+        raise DefinitionError(f"computation {c.name!r}: the domain must be a set "
+                              f"{c.name}[{', '.join(names)}], got {c.domain!r}")
+    known = {pspace.get_dim_name(isl.dim_type.param, k)
+             for k in range(pspace.dim(isl.dim_type.param))}
+    extra = [sp.get_dim_name(isl.dim_type.param, k) for k in range(dom.dim(isl.dim_type.param))
+             if sp.get_dim_name(isl.dim_type.param, k) not in known]
+    if extra:
+        raise DefinitionError(f"computation {c.name!r}: the domain uses unknown parameters "
+                              f"{extra}")
+    return dom.align_params(pspace).set_tuple_name(c.name)
+
+
+def _domain(c: Computation, pspace: isl.Space, context: isl.Set) -> Comp:
+    names = [v.name for v in c.vars]
+    ac = AffineContext(comp_space(pspace, c.name, names))
+    dom = var_domain(c, pspace)
     guard = None
     assert c.expr is not None
     _check_names(c.expr, names, c.name, "expression")

@@ -236,3 +236,22 @@ class Program:
     @property
     def arguments(self) -> tuple[BufferDecl, ...]:
         return tuple(b for b in self.buffers if b.role in ("input", "output"))
+
+
+@dataclass(frozen=True)
+class Signature:
+    """What a caller needs to call a built kernel safely: the entry symbol, the params
+    (with the bounds the compiler assumed) and the argument buffers with their sizes. It
+    travels in the wire format's EntryPoint, so a kernel built remotely is checked exactly
+    like one built here."""
+
+    name: str
+    symbol: str
+    params: tuple[str, ...]
+    arguments: tuple[BufferDecl, ...]
+    param_bounds: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)
+
+    @staticmethod
+    def of(program: Program) -> Signature:
+        return Signature(program.name, f"me_{program.name}", program.params,
+                         program.arguments, dict(program.param_bounds))

@@ -257,31 +257,44 @@ def compile_function(fn: Function, target: str = "cpu", outputs: Sequence[Any] |
     return Kernel(low.program, lib, lowered=low)
 
 
-def layers_text(low: Lowered) -> str:
-    out = ["== Layer I (abstract algorithm) ==", low.l1.text(), "",
-           "== Layer II (computation placement) =="]
+def layers_sections(low: Lowered) -> tuple[str, str, str, str]:
+    """Layers I, II, III and IV as text, in the ISL notation of the papers."""
+    l2 = []
     for n in low.ts.order:
         s = low.ts.comps[n]
         tags = ", ".join(f"{d}({t})" for d, t in s.tags.items())
-        out.append(f"{s.full}" + (f"   tags: {tags}" if tags else ""))
-    out += ["", "== Layer III (data) =="]
+        l2.append(f"{s.full}" + (f"   tags: {tags}" if tags else ""))
+    l3 = []
     cb = _ctx_build(low.l1)
     for b in low.l3.buffers.values():
         sizes = ", ".join(cb.expr_from_pw_aff(x.project_domain_on_params()).to_C_str()
                           for x in b.sizes)
         fold = f" storage_fold {b.fold}" if b.fold else ""
-        out.append(f"buffer {b.name}[{sizes}] {b.dtype.name} {b.role}{fold}")
+        l3.append(f"buffer {b.name}[{sizes}] {b.dtype.name} {b.role}{fold}")
     for n in low.ts.order:
-        out.append(str(low.l3.logical[n].intersect_domain(low.l1.comps[n].domain)))
-    out += ["", "== Layer IV (allocation, communication) =="]
+        l3.append(str(low.l3.logical[n].intersect_domain(low.l1.comps[n].domain)))
+    l4 = []
     for b in low.program.buffers:
         if b.role == "temporary":
             la = low.ph.local.get(b.name)
             where = "function entry" if la is None else f"{la.where} (one array per thread)"
             sizes = ", ".join(_c_text(x) for x in b.sizes)
-            out.append(f"allocate {b.name}[{sizes}] at {where}")
-    out.append("no communication or synchronisation (cpu target)")
-    return "\n".join(out)
+            l4.append(f"allocate {b.name}[{sizes}] at {where}")
+    l4.append("no communication or synchronisation (cpu target)")
+    return low.l1.text(), "\n".join(l2), "\n".join(l3), "\n".join(l4)
+
+
+LAYER_TITLES = ("Layer I (abstract algorithm)", "Layer II (computation placement)",
+                "Layer III (data)", "Layer IV (allocation, communication)")
+
+
+def format_layers(sections: Sequence[str]) -> str:
+    return "\n\n".join(f"== {t} ==\n{s}" for t, s in zip(LAYER_TITLES, sections,
+                                                          strict=True))
+
+
+def layers_text(low: Lowered) -> str:
+    return format_layers(layers_sections(low))
 
 
 def _c_text(e: object) -> str:

@@ -9,14 +9,14 @@ outputs must be writeable and must not overlap other arguments.
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .errors import KernelArgumentError, KernelRuntimeError
-from .loopast import BufferDecl, IExpr, IInt, IOp, IVar, Program, ieval
+from .loopast import BufferDecl, IExpr, IInt, IOp, IVar, Program, Signature, ieval
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
@@ -50,23 +50,30 @@ class Kernel:
     parameters (named by parameter); it returns ``{output name: array}``, allocating the
     outputs that were not passed."""
 
-    def __init__(self, program: Program, library: Any, *, lowered: Any = None,
+    def __init__(self, program: Program | Signature, library: Any, *, lowered: Any = None,
                  source: str | None = None, cache_key: str | None = None,
-                 entry: str | None = None) -> None:
-        """``library`` is a built library (any object with ``path``, ``source`` and ``key``,
-        e.g. :class:`backends.cpu.build.BuiltLibrary`) or the path of a shared object;
-        ``lowered`` is kept for inspection (the layers the program came from)."""
-        self.program = program
-        self.lowered = lowered
+                 entry: str | None = None, inspect: Callable[[], Any] | None = None,
+                 artifact: Any = None) -> None:
+        """``program`` is the lowered Program, or just its :class:`Signature` when the kernel
+        was built elsewhere (a service); ``library`` is a built library (any object with
+        ``path``, ``source`` and ``key``) or the path of a shared object. ``lowered`` (or
+        ``inspect``, a callable producing it on demand) gives the layers for inspection;
+        ``artifact`` is the wire-format artifact the kernel came from, if any."""
+        self.signature = program if isinstance(program, Signature) else Signature.of(program)
+        self._program = program if isinstance(program, Program) else None
+        self._lowered = lowered
+        self._inspect = inspect
+        self.artifact = artifact
+        sig = self.signature
         path = library if isinstance(library, str | Path) else library.path
         self.library_path = Path(path)
         self.source = source if source is not None else getattr(library, "source", "")
         self.cache_key = cache_key if cache_key is not None else getattr(library, "key", "")
-        self.entry = entry or f"me_{program.name}"
-        self._arguments: tuple[BufferDecl, ...] = program.arguments
-        clash = set(program.params) & {b.name for b in self._arguments}
+        self.entry = entry or sig.symbol
+        self._arguments: tuple[BufferDecl, ...] = sig.arguments
+        clash = set(sig.params) & {b.name for b in self._arguments}
         if clash:
-            raise KernelArgumentError(f"kernel {program.name}: names {sorted(clash)} are both "
+            raise KernelArgumentError(f"kernel {sig.name}: names {sorted(clash)} are both "
                                       f"parameters and buffers; keyword calls would be ambiguous")
         self._lib = ctypes.CDLL(str(self.library_path))
         try:
@@ -75,27 +82,43 @@ class Kernel:
             raise KernelArgumentError(f"library {self.library_path} has no entry point "
                                       f"{self.entry}") from exc
         fn.restype = ctypes.c_int
-        fn.argtypes = ([ctypes.c_int64] * len(program.params)
+        fn.argtypes = ([ctypes.c_int64] * len(sig.params)
                        + [ctypes.c_void_p] * len(self._arguments))
         self._fn = fn
 
     @property
+    def lowered(self) -> Any:
+        """The four layers this kernel came from (lowered again locally, on demand, for a
+        kernel that was compiled through a service)."""
+        if self._lowered is None and self._inspect is not None:
+            self._lowered = self._inspect()
+        if self._lowered is None:
+            raise AttributeError(f"kernel {self.signature.name}: no IR is available for "
+                                 "inspection (it was loaded from an artifact only)")
+        return self._lowered
+
+    @property
+    def program(self) -> Program:
+        """The loop AST (see :attr:`lowered`)."""
+        return self._program if self._program is not None else self.lowered.program
+
+    @property
     def name(self) -> str:
-        return self.program.name
+        return self.signature.name
 
     @property
     def valid_names(self) -> list[str]:
-        return [*self.program.params, *(b.name for b in self._arguments)]
+        return [*self.signature.params, *(b.name for b in self._arguments)]
 
     def __repr__(self) -> str:
-        return f"Kernel({self.program.name!r}, {str(self.library_path)!r})"
+        return f"Kernel({self.signature.name!r}, {str(self.library_path)!r})"
 
     # ------------------------------------------------------------------ arguments
     def _params(self, kwargs: Mapping[str, Any]) -> dict[str, int]:
         """Explicit parameters, then those implied by the shapes of the arrays passed."""
-        name = self.program.name
+        name = self.signature.name
         values: dict[str, int] = {}
-        for p in self.program.params:
+        for p in self.signature.params:
             if p in kwargs:
                 v = kwargs[p]
                 if isinstance(v, bool | np.bool_) or not isinstance(v, int | np.integer):
@@ -111,7 +134,7 @@ class Kernel:
             if not isinstance(arr, np.ndarray) or arr.ndim != len(b.sizes):
                 continue  # reported by the array checks
             for k, size in enumerate(b.sizes):
-                found = _param_of(size, self.program.params)
+                found = _param_of(size, self.signature.params)
                 if found is None or found[0] in values:
                     continue
                 p, c = found
@@ -123,12 +146,12 @@ class Kernel:
                         f"(shape {arr.shape}) implies {p}={v}")
                 inferred.setdefault(p, (v, f"buffer {b.name} (shape {arr.shape})"))
         values.update({p: v for p, (v, _) in inferred.items()})
-        missing = [p for p in self.program.params if p not in values]
+        missing = [p for p in self.signature.params if p not in values]
         if missing:
             raise KernelArgumentError(
                 f"kernel {name}: missing parameter(s) {', '.join(missing)}: pass them as "
                 f"keywords or pass arrays whose shapes determine them")
-        for p, (lo, hi) in self.program.param_bounds.items():
+        for p, (lo, hi) in self.signature.param_bounds.items():
             v = values[p]
             if (lo is not None and v < lo) or (hi is not None and v > hi):
                 raise KernelArgumentError(
@@ -140,12 +163,12 @@ class Kernel:
         try:
             return tuple(max(0, ieval(s, env)) for s in b.sizes)
         except KeyError as exc:
-            raise KernelArgumentError(f"kernel {self.program.name}: the size of buffer "
+            raise KernelArgumentError(f"kernel {self.signature.name}: the size of buffer "
                                       f"{b.name} depends on {exc.args[0]}, which is not a "
                                       f"parameter") from exc
 
     def _check(self, b: BufferDecl, arr: Any, shape: tuple[int, ...]) -> np.ndarray:
-        where = f"kernel {self.program.name}: buffer {b.name}"
+        where = f"kernel {self.signature.name}: buffer {b.name}"
         want = b.dtype.numpy
         if not isinstance(arr, np.ndarray):
             raise KernelArgumentError(f"{where}: expected a numpy array of {want} with shape "
@@ -165,7 +188,7 @@ class Kernel:
 
     # ------------------------------------------------------------------ call
     def __call__(self, **kwargs: Any) -> dict[str, np.ndarray]:
-        name = self.program.name
+        name = self.signature.name
         unknown = sorted(set(kwargs) - set(self.valid_names))
         if unknown:
             raise KernelArgumentError(f"kernel {name}: unknown argument(s) {', '.join(unknown)}"
@@ -194,7 +217,7 @@ class Kernel:
                 arr = np.zeros(1, dtype=arr.dtype)
                 keep.append(arr)
             pointers.append(arr.ctypes.data)
-        rc = self._fn(*(params[p] for p in self.program.params), *pointers)
+        rc = self._fn(*(params[p] for p in self.signature.params), *pointers)
         if rc != 0:
             msg = _RC_MESSAGES.get(rc, "kernel {name} failed with status " + str(rc))
             raise KernelRuntimeError(msg.format(name=name))
@@ -211,5 +234,5 @@ class Kernel:
                 if arrays[a].size and arrays[other].size and \
                         np.may_share_memory(arrays[a], arrays[other]):
                     raise KernelArgumentError(
-                        f"kernel {self.program.name}: buffers {a} and {other} overlap in "
+                        f"kernel {self.signature.name}: buffers {a} and {other} overlap in "
                         f"memory; an output must not alias another argument")

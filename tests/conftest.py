@@ -17,6 +17,36 @@ def _middleend_cache(tmp_path_factory: pytest.TempPathFactory,
     monkeypatch.setenv("MIDDLEEND_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
 
 
+@pytest.fixture(autouse=True)
+def _wire_round_trip(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every program a test compiles is also checked for a lossless trip through the wire
+    format: ``f.compile()`` goes Function -> Request -> Function' -> C in the embedded
+    middle-end; here the same Function is lowered directly and its C must be identical,
+    and re-encoding the decoded Function must give the same message."""
+    from backends.cpu import generate_c
+    from middleend.function import Function
+    from middleend.lowering import lower
+    from middleend.wire import decode_request, encode_request
+
+    compile_ = Function.compile
+
+    def checked(self: Function, target: str = "cpu", outputs: object = None,
+                check_legality: bool = True, service: object = None,
+                fp_contract: bool = False) -> object:
+        kernel = compile_(self, target, outputs, check_legality, service, fp_contract)
+        low = lower(self, outputs=outputs, check_legality=check_legality)  # type: ignore
+        assert kernel.source == generate_c(low.program), f"{self.name}: wire changed the C"
+        req = encode_request(self, target, outputs, check_legality, fp_contract)  # type: ignore
+        again = encode_request(decode_request(req)[0], target, outputs,  # type: ignore
+                               check_legality, fp_contract)
+        assert again.SerializeToString(deterministic=True) == \
+            req.SerializeToString(deterministic=True), f"{self.name}: wire round trip differs"
+        kernel._lowered = low
+        return kernel
+
+    monkeypatch.setattr(Function, "compile", checked)
+
+
 @pytest.fixture
 def rng() -> np.random.Generator:
     """A seeded generator, so that failures reproduce."""

@@ -108,13 +108,8 @@ class CPrinter:
     # ------------------------------------------------------------------ the kernel
     def generate(self) -> str:
         p = self.program
-        name = ident(f"me_{p.name}", "kernel name")
-        args = [f"int64_t {ident('p_' + q, 'parameter name')}" for q in p.params]
-        for b in p.arguments:
-            const = "const " if b.role == "input" else ""
-            args.append(f"{const}{b.dtype.c_name}* restrict b_{b.name}")
         temps = [b for b in p.buffers if b.role == "temporary" and not b.local]
-        self.lines = [runtime_text(), f"int {name}({', '.join(args) or 'void'})", "{"]
+        self.lines = [runtime_text(), c_declaration(p), "{"]
         self.emit(1, "int me_err = 0;")
         self.emit(1, "int me_oom = 0;")
         for b in p.buffers:
@@ -237,9 +232,29 @@ class CPrinter:
         self.emit(depth, "}")
 
 
+def c_declaration(program: Program) -> str:
+    """``int me_<name>(int64_t p_<param>..., T* restrict b_<buffer>...)`` (no semicolon):
+    params first, then the input and output buffers in declaration order."""
+    name = ident(f"me_{program.name}", "kernel name")
+    args = [f"int64_t {ident('p_' + q, 'parameter name')}" for q in program.params]
+    for b in program.arguments:
+        const = "const " if b.role == "input" else ""
+        args.append(f"{const}{b.dtype.c_name}* restrict {ident('b_' + b.name, 'buffer name')}")
+    return f"int {name}({', '.join(args) or 'void'})"
+
+
+def generate_header(program: Program) -> str:
+    """A C header declaring the entry point, for callers outside Python."""
+    guard = ident(f"ME_{program.name.upper()}_H", "header guard")
+    return "\n".join([
+        f"#ifndef {guard}", f"#define {guard}", "#include <stdint.h>",
+        "/* Returns 0; 1: a data-dependent index was out of bounds; 2: out of memory. */",
+        f"{c_declaration(program)};", f"#endif /* {guard} */", ""])
+
+
 def generate_c(program: Program) -> str:
     """The complete C translation unit of ``program`` (helpers + ``me_<name>``)."""
     return CPrinter(program).generate()
 
 
-__all__ = ["CPrinter", "STACK_LIMIT", "generate_c"]
+__all__ = ["CPrinter", "STACK_LIMIT", "c_declaration", "generate_c", "generate_header"]

@@ -1,0 +1,188 @@
+"""The ``middleend`` command: serve, compile, check, layers, and example programs.
+
+``PROGRAM`` is a serialized ``middleend.v1.Request`` (binary, or the proto's JSON form),
+so tools that are not written in Python can compile remotely: write the request, run
+``middleend compile PROGRAM --service host:port -o DIR``, load ``DIR/lib<name>.so``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError
+
+from .errors import MiddleEndError
+from .wire.v1 import middleend_pb2 as pb
+
+
+def read_program(path: str) -> pb.Request:
+    """A Request from a file (``-`` for stdin): JSON when it starts with ``{``."""
+    data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
+    if data.lstrip()[:1] == b"{":
+        try:
+            return json_format.Parse(data.decode(), pb.Request())
+        except json_format.ParseError as e:
+            raise SystemExit(f"middleend: {path}: not a middleend.v1.Request in JSON: {e}"
+                             ) from None
+    try:
+        return pb.Request.FromString(data)
+    except DecodeError as e:
+        raise SystemExit(f"middleend: {path}: not a binary middleend.v1.Request: {e}"
+                         ) from None
+
+
+def _client(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from .service.client import EmbeddedClient, connect
+
+    if args.service:
+        return connect(args.service, tls_ca=args.tls_ca)
+    return EmbeddedClient()
+
+
+def _set_target(req: pb.Request, target: str | None) -> None:
+    if target is not None:
+        getattr(req.target, target).SetInParent()
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    req = read_program(args.program)
+    _set_target(req, args.target)
+    with _client(args) as client:
+        resp = client.compile(req)
+    out = Path(args.output)
+    out.mkdir(parents=True, exist_ok=True)
+    for f in resp.artifact.files:
+        name = Path(f.name).name  # never a path from the response
+        (out / name).write_bytes(f.content)
+    ep = json_format.MessageToDict(resp.artifact.entry_point)
+    (out / "entry_point.json").write_text(json.dumps(ep, indent=2) + "\n")
+    print(f"{resp.artifact.entry_point.c_declaration}")
+    print(f"wrote {len(resp.artifact.files) + 1} files to {out} (cache "
+          f"{'hit' if resp.cache_hit else 'miss'}, key {resp.cache_key[:16]})")
+    return 0
+
+
+def cmd_layers(args: argparse.Namespace) -> int:
+    from .lowering import format_layers
+
+    req = read_program(args.program)
+    with _client(args) as client:
+        resp = client.lower(req)
+    ly = resp.layers
+    print(format_layers((ly.layer1, ly.layer2, ly.layer3, ly.layer4)))
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    req = read_program(args.program)
+    with _client(args) as client:
+        client.check(req)
+    print("legal")
+    return 0
+
+
+def cmd_example(args: argparse.Namespace) -> int:
+    from . import examples
+    from .wire import encode_request
+
+    if args.name == "blur":
+        fn = examples.schedule_blur(examples.blur()).fn
+    elif args.name == "heat2d":
+        fn = examples.heat2d().fn
+    else:
+        fn = examples.sgemm_packed(256)
+    req = encode_request(fn)
+    if args.format == "json":
+        data = json_format.MessageToJson(req).encode() + b"\n"
+    else:
+        data = req.SerializeToString()
+    if args.output == "-":
+        sys.stdout.buffer.write(data)
+    else:
+        Path(args.output).write_bytes(data)
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from .service.core import ServiceConfig
+    from .service.server import ServerConfig, serve
+
+    token = os.environ.get("MIDDLEEND_TOKEN")
+    if args.token_file:
+        token = Path(args.token_file).read_text().strip()
+    cert = Path(args.tls_cert).read_bytes() if args.tls_cert else None
+    key = Path(args.tls_key).read_bytes() if args.tls_key else None
+    sc = ServiceConfig(cache_dir=Path(args.cache_dir) if args.cache_dir else None,
+                       cache_max_bytes=args.cache_max_bytes, workers=args.workers,
+                       max_isl_ops=args.max_isl_ops)
+    try:
+        server = serve(ServerConfig(args.host, args.port, token, cert, key,
+                                    max_message_bytes=args.max_message_bytes), sc)
+    except (ValueError, OSError) as e:
+        raise SystemExit(f"middleend serve: {e}") from None
+    print(f"middleend serving on {args.host}:{server.port} ({args.workers} workers)",
+          flush=True)
+    server.wait()
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    from .lowering import DEFAULT_MAX_OPS
+
+    p = argparse.ArgumentParser(prog="middleend", description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def remote(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("program", help="a serialized middleend.v1.Request (binary or JSON)")
+        sp.add_argument("--service", help="host:port of `middleend serve` (default: "
+                                          "the embedded middle-end)")
+        sp.add_argument("--tls-ca", help="PEM file of the CA to trust (enables TLS)")
+
+    c = sub.add_parser("compile", help="compile a program and write its artifact")
+    remote(c)
+    c.add_argument("--target", choices=("cpu", "gpu", "mpi", "fpga"), default=None)
+    c.add_argument("-o", "--output", required=True, help="directory for the artifact")
+    c.set_defaults(run=cmd_compile)
+    ly = sub.add_parser("layers", help="print Layers I-IV of a program")
+    remote(ly)
+    ly.set_defaults(run=cmd_layers)
+    ch = sub.add_parser("check", help="check a program's schedule (exit 1 if illegal)")
+    remote(ch)
+    ch.set_defaults(run=cmd_check)
+    ex = sub.add_parser("example", help="write one of the papers' programs as a request")
+    ex.add_argument("name", choices=("blur", "heat2d", "sgemm"))
+    ex.add_argument("-o", "--output", default="-")
+    ex.add_argument("--format", choices=("json", "binary"), default="json")
+    ex.set_defaults(run=cmd_example)
+    s = sub.add_parser("serve", help="run the gRPC middle-end")
+    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--port", type=int, default=50051)
+    s.add_argument("--workers", type=int, default=max(1, os.cpu_count() or 1))
+    s.add_argument("--cache-dir", help="artifact cache (default $MIDDLEEND_CACHE_DIR/artifacts)")
+    s.add_argument("--cache-max-bytes", type=int, default=1 << 30)
+    s.add_argument("--max-isl-ops", type=int, default=DEFAULT_MAX_OPS)
+    s.add_argument("--max-message-bytes", type=int, default=16 << 20)
+    s.add_argument("--token-file", help="file holding the token clients must send "
+                                        "(default $MIDDLEEND_TOKEN)")
+    s.add_argument("--tls-cert", help="PEM certificate (with --tls-key: serve TLS)")
+    s.add_argument("--tls-key", help="PEM private key")
+    s.set_defaults(run=cmd_serve)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return int(args.run(args))
+    except MiddleEndError as e:
+        print(f"middleend {args.command}: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

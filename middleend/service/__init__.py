@@ -1,0 +1,1 @@
+"""The middle-end as a service: engine, cache, workers, server and clients."""

@@ -1,0 +1,151 @@
+"""The service without its transport: cache, worker dispatch, caps, deadlines.
+
+The gRPC server and the embedded (in-process) client both call :meth:`Service.call` with
+the serialized request, so the one message path is exercised either way. Compile responses
+are cached by the hash of the normalized request, the C compiler's identity, the flags and
+the middle-end's own build id (a hash of its sources), so a hit is always the artifact the
+same request would build now.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from google.protobuf.message import DecodeError
+
+from ..lowering import DEFAULT_MAX_OPS
+from ..wire.v1 import middleend_pb2 as pb
+from .cache import ArtifactCache
+from .engine import KINDS, handle_request
+from .workers import WorkerCrashed, WorkerPool, WorkerTaskError, WorkerTimeout
+
+_ROOT = Path(__file__).resolve().parents[2]
+
+
+class RequestFailed(Exception):
+    """A request was refused or failed; ``diagnostic`` says why (see diagnostics.py)."""
+
+    def __init__(self, diagnostic: pb.Diagnostic) -> None:
+        self.diagnostic = diagnostic
+        super().__init__(diagnostic.message)
+
+
+def default_cache_root() -> Path:
+    root = os.environ.get("MIDDLEEND_CACHE_DIR")
+    return (Path(root) if root else Path.home() / ".cache" / "middleend") / "artifacts"
+
+
+@dataclass(frozen=True)
+class ServiceConfig:
+    """``workers=0`` runs requests in the calling process (the embedded middle-end);
+    a server uses worker processes so that a crash or a runaway request stays contained."""
+
+    cache_dir: Path | None = None
+    cache_max_bytes: int = 1 << 30
+    workers: int = 0
+    max_isl_ops: int = DEFAULT_MAX_OPS
+    default_timeout: float = 600.0
+
+
+def build_id() -> str:
+    """A hash of the middle-end's and backends' sources: a code change invalidates the
+    cache without anyone having to remember to bump a version."""
+    h = hashlib.sha256()
+    for pkg in ("middleend", "backends"):
+        for p in sorted((_ROOT / pkg).rglob("*")):
+            if p.suffix in (".py", ".h", ".c") and "__pycache__" not in p.parts:
+                h.update(str(p.relative_to(_ROOT)).encode())
+                h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def toolchain_identity() -> str:
+    from backends.cpu.build import compiler, compiler_identity, flags_for
+
+    cc = compiler()
+    return "\0".join([compiler_identity(cc), " ".join(cc), " ".join(flags_for(False)),
+                      " ".join(flags_for(True))])
+
+
+class Service:
+    """Handles serialized requests; thread-safe (the server calls it from many threads)."""
+
+    def __init__(self, config: ServiceConfig | None = None) -> None:
+        self.config = config or ServiceConfig()
+        self.cache = ArtifactCache(self.config.cache_dir or default_cache_root(),
+                                   self.config.cache_max_bytes)
+        self._identity = build_id() + "\0" + toolchain_identity()
+        self.pool: WorkerPool | None = None
+        if self.config.workers > 0:
+            self.pool = WorkerPool("middleend.service.engine:handle", self.config.workers,
+                                   warmup="middleend.service.engine:warmup")
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+
+    def __enter__(self) -> Service:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ requests
+    def cache_key(self, req: pb.Request) -> str:
+        norm = pb.Request()
+        norm.CopyFrom(req)
+        norm.options.max_isl_operations = 0  # bounds the work, not the result
+        return ArtifactCache.key_for(b"compile", self._identity,
+                                     norm.SerializeToString(deterministic=True))
+
+    def call(self, kind: str, payload: bytes, timeout: float | None = None) -> bytes:
+        """Serve one request; returns the serialized response or raises RequestFailed."""
+        if kind not in KINDS:
+            raise RequestFailed(pb.Diagnostic(kind=pb.INTERNAL,
+                                              message=f"unknown request kind {kind!r}"))
+        key = None
+        if kind == "compile":
+            t0 = time.perf_counter()
+            try:
+                req = pb.Request.FromString(payload)
+            except DecodeError as e:
+                raise RequestFailed(pb.Diagnostic(
+                    kind=pb.INVALID_PROGRAM, field_path="request",
+                    message=f"not a middleend.v1.Request message ({e})")) from None
+            key = self.cache_key(req)
+            hit = self.cache.get(key)
+            if hit is not None:
+                resp = pb.CompileResponse.FromString(hit)
+                resp.cache_hit = True
+                del resp.timings[:]
+                resp.timings.add(phase="cache", seconds=time.perf_counter() - t0)
+                return resp.SerializeToString()
+        reply = self._run(kind, payload, timeout)
+        if reply[:1] == b"E":
+            raise RequestFailed(pb.Diagnostic.FromString(reply[1:]))
+        body = reply[1:]
+        if key is not None:
+            resp = pb.CompileResponse.FromString(body)
+            resp.cache_key = key
+            body = resp.SerializeToString()
+            self.cache.put(key, body)
+        return body
+
+    def _run(self, kind: str, payload: bytes, timeout: float | None) -> bytes:
+        ops = self.config.max_isl_ops
+        if self.pool is None:
+            return handle_request(kind, payload, max_ops=ops)
+        limit = self.config.default_timeout if timeout is None else timeout
+        try:
+            return self.pool.run(f"{kind}:{ops}", payload, limit)
+        except WorkerTimeout:
+            raise RequestFailed(pb.Diagnostic(
+                kind=pb.DEADLINE, message=f"{kind} request did not finish within its "
+                                          f"deadline ({limit:.3g} s); its worker was stopped"
+            )) from None
+        except (WorkerCrashed, WorkerTaskError) as e:
+            raise RequestFailed(pb.Diagnostic(kind=pb.INTERNAL, message=str(e))) from None

@@ -1,0 +1,123 @@
+"""Errors across the wire: exception <-> ``Diagnostic`` <-> gRPC status code.
+
+The middle-end's exceptions carry the context a user acts on (computations, the violated
+dependence, the command and its index, the field path). They cross process and network
+boundaries as ``Diagnostic`` messages and come back as the same exception types, so a
+front-end handles an embedded and a remote compile the same way.
+"""
+
+from __future__ import annotations
+
+import grpc
+
+from ..errors import (
+    BuildError,
+    DefinitionError,
+    InvalidProgramError,
+    MiddleEndError,
+    ResourceLimitError,
+    ScheduleError,
+    TargetError,
+    UnproducedReadError,
+)
+from ..wire.v1 import middleend_pb2 as pb
+
+DIAGNOSTIC_KEY = "middleend-diagnostic-bin"
+
+STATUS = {
+    pb.INVALID_PROGRAM: grpc.StatusCode.INVALID_ARGUMENT,
+    pb.UNPRODUCED_READ: grpc.StatusCode.INVALID_ARGUMENT,
+    pb.ILLEGAL_SCHEDULE: grpc.StatusCode.FAILED_PRECONDITION,
+    pb.UNSUPPORTED_TARGET: grpc.StatusCode.UNIMPLEMENTED,
+    pb.RESOURCE_LIMIT: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    pb.BUILD_FAILED: grpc.StatusCode.INTERNAL,
+    pb.INTERNAL: grpc.StatusCode.INTERNAL,
+    pb.DEADLINE: grpc.StatusCode.DEADLINE_EXCEEDED,
+}
+
+
+class ServiceError(MiddleEndError):
+    """A request failed in the service for a reason that is not the program's (a worker
+    crashed, the deadline passed, the caller is not authenticated)."""
+
+    def __init__(self, message: str, code: str = "INTERNAL") -> None:
+        self.code = code
+        super().__init__(message)
+
+
+def diagnostic_of(exc: BaseException) -> pb.Diagnostic:
+    """The wire form of an exception raised while handling a request."""
+    d = pb.Diagnostic(message=str(exc))
+    if isinstance(exc, UnproducedReadError):
+        d.kind = pb.UNPRODUCED_READ
+        d.computations.extend([exc.computation, exc.target])
+        d.dependence = exc.unproduced
+    elif isinstance(exc, InvalidProgramError):
+        d.kind, d.field_path, d.message = pb.INVALID_PROGRAM, exc.field_path, exc.reason
+    elif isinstance(exc, ScheduleError):
+        d.kind = pb.ILLEGAL_SCHEDULE
+        d.message = str(exc).split("\n")[0]
+        d.computations.extend(exc.computations)
+        d.dependence = exc.dependence or ""
+        d.command = exc.command or ""
+        d.level = exc.level or ""
+        if exc.command_index is not None:
+            d.command_index = exc.command_index
+    elif isinstance(exc, DefinitionError):
+        d.kind = pb.INVALID_PROGRAM
+    elif isinstance(exc, TargetError):
+        d.kind = pb.UNSUPPORTED_TARGET
+    elif isinstance(exc, ResourceLimitError):
+        d.kind = pb.RESOURCE_LIMIT
+    elif isinstance(exc, BuildError):
+        d.kind, d.build_log = pb.BUILD_FAILED, exc.log
+        d.message = str(exc).split("\n")[0]
+    else:
+        d.kind = pb.INTERNAL
+        d.message = f"internal error ({type(exc).__name__}): {exc}"
+    return d
+
+
+def error_of(d: pb.Diagnostic) -> MiddleEndError:
+    """The exception a Diagnostic stands for (the inverse of :func:`diagnostic_of`)."""
+    k = d.kind
+    if k == pb.UNPRODUCED_READ and len(d.computations) == 2:
+        return UnproducedReadError(d.computations[0], d.computations[1], d.dependence)
+    if k == pb.INVALID_PROGRAM:
+        if d.field_path:
+            return InvalidProgramError(d.message, d.field_path)
+        return DefinitionError(d.message)
+    if k == pb.ILLEGAL_SCHEDULE:
+        return ScheduleError(d.message, computations=tuple(d.computations),
+                             dependence=d.dependence or None, command=d.command or None,
+                             command_index=d.command_index if d.HasField("command_index")
+                             else None, level=d.level or None)
+    if k == pb.UNSUPPORTED_TARGET:
+        return TargetError(d.message)
+    if k == pb.RESOURCE_LIMIT:
+        return ResourceLimitError(d.message)
+    if k == pb.BUILD_FAILED:
+        return BuildError(d.message, [], d.build_log)
+    if k == pb.DEADLINE:
+        return ServiceError(d.message, "DEADLINE_EXCEEDED")
+    return ServiceError(d.message, "INTERNAL")
+
+
+def status_of(d: pb.Diagnostic) -> grpc.StatusCode:
+    return STATUS.get(d.kind, grpc.StatusCode.INTERNAL)
+
+
+def status_text(d: pb.Diagnostic) -> str:
+    """The status message: what a user reads first, so it names where and what."""
+    parts = [d.message]
+    if d.field_path:
+        parts = [f"{d.field_path}: {d.message}"]
+    if d.computations:
+        parts.append("computations: " + ", ".join(d.computations))
+    if d.dependence:
+        parts.append(("unproduced: " if d.kind == pb.UNPRODUCED_READ else "dependence: ")
+                     + d.dependence)
+    if d.command:
+        idx = f" (command #{d.command_index})" if d.HasField("command_index") else ""
+        parts.append(f"broken by: {d.command}{idx}")
+    return "\n  ".join(parts)

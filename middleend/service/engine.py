@@ -1,0 +1,196 @@
+"""The work behind Compile, Check and Lower: request bytes in, response bytes out.
+
+This is what a worker process runs (and what the embedded middle-end runs in-process): it
+decodes the request (checking it), lowers through the layers, checks legality, generates
+and builds code, and packages the artifact. It knows nothing about gRPC or caching, so the
+same function serves both paths and both produce the same artifact.
+
+Replies are tagged: ``b"R"`` + a serialized response, or ``b"E"`` + a serialized
+``Diagnostic``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from .. import __version__
+from ..errors import MiddleEndError, TargetError
+from ..loopast import IExpr, IInt, IOp, IVar, Program, Signature
+from ..lowering import DEFAULT_MAX_OPS, Lowered, layers_sections, lower
+from ..wire import Limits, decode_request
+from ..wire.encode import ELEM, KIND
+from ..wire.v1 import middleend_pb2 as pb
+from .diagnostics import diagnostic_of
+
+KINDS = ("compile", "check", "lower")
+
+
+class _Timer:
+    def __init__(self) -> None:
+        self.phases: list[tuple[str, float]] = []
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.phases.append((name, time.perf_counter() - t0))
+
+    def fill(self, timings: Any) -> None:
+        for name, s in self.phases:
+            timings.add(phase=name, seconds=s)
+
+
+def _lower(req: pb.Request, timer: _Timer, limits: Limits, max_ops: int
+           ) -> tuple[Lowered, dict[str, Any]]:
+    with timer.phase("decode"):
+        fn, opts = decode_request(req, limits)
+    if opts["target"] != "cpu":
+        raise TargetError(f"target {opts['target']!r} is not available in this middle-end "
+                          "(available: cpu)")
+    ops = opts["max_isl_operations"]
+    ops = max_ops if ops <= 0 else min(ops, max_ops)
+    with timer.phase("lower"):
+        low = lower(fn, outputs=opts["outputs"], check_legality=opts["check_legality"],
+                    max_isl_ops=ops)
+    return low, opts
+
+
+def index_expr(e: IExpr, out: Any) -> Any:
+    """Loop-AST index expression -> ``pb.IndexExpr`` (params lose their ``p_`` prefix)."""
+    if isinstance(e, IInt):
+        out.constant = e.value
+    elif isinstance(e, IVar):
+        out.param = e.name[2:] if e.name.startswith("p_") else e.name
+    elif isinstance(e, IOp):
+        out.op.op = e.op
+        for a in e.args:
+            index_expr(a, out.op.args.add())
+    return out
+
+
+def entry_point(program: Program, out: Any) -> Any:
+    from backends.cpu.cprinter import c_declaration
+
+    sig = Signature.of(program)
+    out.symbol = sig.symbol
+    out.c_declaration = c_declaration(program) + ";"
+    for p in sig.params:
+        q = out.params.add(name=p)
+        lo, hi = sig.param_bounds.get(p, (None, None))
+        if lo is not None:
+            q.min = lo
+        if hi is not None:
+            q.max = hi
+    for b in sig.arguments:
+        m = out.buffers.add(name=b.name, type=ELEM[b.dtype.name], kind=KIND[b.role],
+                            fully_written=b.fully_written)
+        for s in b.sizes:
+            index_expr(s, m.sizes.add())
+    return out
+
+
+def _sources_and_layers(low: Lowered, resp: Any, timer: _Timer) -> str:
+    from backends.cpu import generate_c
+
+    with timer.phase("codegen"):
+        src = generate_c(low.program)
+    resp.sources.add(name=f"{low.fn_name}.c", language="c", text=src)
+    sec = layers_sections(low)
+    resp.layers.layer1, resp.layers.layer2 = sec[0], sec[1]
+    resp.layers.layer3, resp.layers.layer4 = sec[2], sec[3]
+    return src
+
+
+def _file(art: Any, name: str, role: int, content: bytes) -> None:
+    art.files.add(name=name, role=role, content=content,
+                  sha256=hashlib.sha256(content).hexdigest())
+
+
+def run_compile(req: pb.Request, limits: Limits, max_ops: int) -> pb.CompileResponse:
+    from backends.cpu import build
+    from backends.cpu.build import compiler, flags_for
+    from backends.cpu.cprinter import generate_header
+
+    timer = _Timer()
+    resp = pb.CompileResponse(middleend_version=__version__)
+    low, opts = _lower(req, timer, limits, max_ops)
+    src = _sources_and_layers(low, resp, timer)
+    with timer.phase("build"):
+        lib = build(low.program, src, fp_contract=opts["fp_contract"])
+    with timer.phase("package"):
+        art = resp.artifact
+        art.target = "cpu"
+        name = low.fn_name
+        _file(art, f"lib{name}.so", pb.SHARED_OBJECT, lib.path.read_bytes())
+        _file(art, f"{name}.h", pb.HEADER, generate_header(low.program).encode())
+        _file(art, f"{name}.c", pb.SOURCE, src.encode())
+        _file(art, f"{name}.log", pb.BUILD_LOG, lib.log.encode())
+        art.build_command = " ".join([*compiler(), *flags_for(opts["fp_contract"]),
+                                      f"{name}.c", "-o", f"lib{name}.so", "-lm"])
+        entry_point(low.program, art.entry_point)
+    timer.fill(resp.timings)
+    return resp
+
+
+def run_lower(req: pb.Request, limits: Limits, max_ops: int) -> pb.LowerResponse:
+    timer = _Timer()
+    resp = pb.LowerResponse()
+    low, _ = _lower(req, timer, limits, max_ops)
+    _sources_and_layers(low, resp, timer)
+    entry_point(low.program, resp.entry_point)
+    timer.fill(resp.timings)
+    return resp
+
+
+def run_check(req: pb.Request, limits: Limits, max_ops: int) -> pb.CheckResponse:
+    """Legality only (an illegal schedule raises ScheduleError, like Compile)."""
+    timer = _Timer()
+    low, _ = _lower(req, timer, limits, max_ops)
+    resp = pb.CheckResponse(legal=True)
+    timer.fill(resp.timings)
+    return resp
+
+
+RUNNERS: dict[str, Callable[[pb.Request, Limits, int], Any]] = {
+    "compile": run_compile, "check": run_check, "lower": run_lower}
+
+
+def handle_request(kind: str, payload: bytes, limits: Limits | None = None,
+                   max_ops: int = DEFAULT_MAX_OPS) -> bytes:
+    """Decode ``payload`` (a serialized Request), run ``kind``; a tagged reply."""
+    from google.protobuf.message import DecodeError
+
+    if kind not in RUNNERS:
+        return b"E" + pb.Diagnostic(kind=pb.INTERNAL, message=f"unknown request kind {kind!r}"
+                                    ).SerializeToString()
+    try:
+        try:
+            req = pb.Request.FromString(payload)
+        except DecodeError as e:
+            return b"E" + pb.Diagnostic(kind=pb.INVALID_PROGRAM, field_path="request",
+                                        message=f"not a middleend.v1.Request message ({e})"
+                                        ).SerializeToString()
+        resp = RUNNERS[kind](req, limits or Limits(), max_ops)
+        return b"R" + resp.SerializeToString()
+    except (MiddleEndError, RecursionError, ValueError, TypeError, KeyError) as e:
+        return b"E" + diagnostic_of(e).SerializeToString()
+
+
+def handle(kind: str, payload: bytes) -> bytes:
+    """Worker entry point (``middleend.service.engine:handle``): the request kind is
+    ``"<kind>:<max_ops>"`` so that the server's cap travels with each task."""
+    name, _, ops = kind.partition(":")
+    return handle_request(name, payload, max_ops=int(ops) if ops else DEFAULT_MAX_OPS)
+
+
+def warmup() -> None:
+    """Import what requests need before the first one arrives (worker start)."""
+    import islpy  # noqa: F401
+
+    import backends.cpu  # noqa: F401

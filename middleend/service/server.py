@@ -1,0 +1,151 @@
+"""``middleend serve``: the gRPC front of :class:`~middleend.service.core.Service`.
+
+The three RPCs are registered with raw-bytes handlers: the request bytes go to a worker
+process untouched (no parse-and-reserialize on the server thread), and a truncated or
+malformed message is answered by our own decoder with INVALID_ARGUMENT and a reason,
+instead of gRPC's generic deserialization failure. Health checking and server reflection
+are the standard gRPC services. Listening anywhere but loopback requires a token; TLS is
+offered with a certificate and key.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import logging
+import signal
+import threading
+from collections.abc import Callable
+from concurrent import futures
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from ..wire.v1 import middleend_pb2 as pb
+from .core import RequestFailed, Service, ServiceConfig
+from .diagnostics import DIAGNOSTIC_KEY, status_of, status_text
+
+SERVICE_NAME = "middleend.v1.MiddleEnd"
+log = logging.getLogger("middleend.server")
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    host: str = "127.0.0.1"
+    port: int = 50051  # 0: pick a free port (see Server.port)
+    token: str | None = None
+    tls_cert: bytes | None = None
+    tls_key: bytes | None = None
+    threads: int = 32
+    max_message_bytes: int = 16 << 20
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+class _TokenAuth(grpc.ServerInterceptor):
+    """Every call but the health check needs ``authorization: Bearer <token>``."""
+
+    def __init__(self, token: str) -> None:
+        self._token = token.encode()
+
+        def deny(request: Any, context: grpc.ServicerContext) -> None:
+            context.abort(grpc.StatusCode.UNAUTHENTICATED,
+                          "missing or wrong token: send metadata 'authorization: Bearer "
+                          "<token>' (the server's --token-file / $MIDDLEEND_TOKEN)")
+
+        self._deny = grpc.unary_unary_rpc_method_handler(deny)
+
+    def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
+        if details.method.startswith("/grpc.health.v1.Health/"):
+            return continuation(details)
+        for k, v in details.invocation_metadata or ():
+            if k == "authorization" and isinstance(v, str) and v.startswith("Bearer ") and \
+                    hmac.compare_digest(v[7:].encode(), self._token):
+                return continuation(details)
+        return self._deny
+
+
+class Server:
+    """A running middle-end server; ``port`` is the bound port. Stop with :meth:`stop`."""
+
+    def __init__(self, config: ServerConfig, service_config: ServiceConfig) -> None:
+        if not is_loopback(config.host) and not config.token:
+            raise ValueError(f"listening on {config.host} (not loopback) requires a token "
+                             "(--token-file or $MIDDLEEND_TOKEN)")
+        if (config.tls_cert is None) != (config.tls_key is None):
+            raise ValueError("TLS needs both a certificate and a key")
+        self.config = config
+        self.service = Service(service_config)
+        opts = [("grpc.max_receive_message_length", config.max_message_bytes),
+                ("grpc.max_send_message_length", 256 << 20),
+                ("grpc.so_reuseport", 0)]
+        interceptors = [_TokenAuth(config.token)] if config.token else []
+        self.grpc = grpc.server(futures.ThreadPoolExecutor(max_workers=config.threads),
+                                interceptors=interceptors, options=opts)
+        handlers = {name: grpc.unary_unary_rpc_method_handler(self._handler(kind))
+                    for name, kind in (("Compile", "compile"), ("Check", "check"),
+                                       ("Lower", "lower"))}
+        self.grpc.add_generic_rpc_handlers(
+            (grpc.method_handlers_generic_handler(SERVICE_NAME, handlers),))
+        self.health = health.HealthServicer()
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.grpc)
+        reflection.enable_server_reflection(
+            (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), self.grpc)
+        addr = f"{config.host}:{config.port}"
+        if config.tls_cert is not None and config.tls_key is not None:
+            creds = grpc.ssl_server_credentials(((config.tls_key, config.tls_cert),))
+            self.port = self.grpc.add_secure_port(addr, creds)
+        else:
+            self.port = self.grpc.add_insecure_port(addr)
+        if self.port == 0:
+            raise OSError(f"cannot listen on {addr}")
+
+    def _handler(self, kind: str) -> Callable[[bytes, grpc.ServicerContext], bytes]:
+        def handle(request: bytes, context: grpc.ServicerContext) -> bytes:
+            try:
+                return self.service.call(kind, request, context.time_remaining())
+            except RequestFailed as e:
+                d = e.diagnostic
+                context.set_trailing_metadata(((DIAGNOSTIC_KEY, d.SerializeToString()),))
+                context.abort(status_of(d), status_text(d))
+            except Exception as e:  # the server keeps answering whatever happens
+                log.exception("%s request failed", kind)
+                d = pb.Diagnostic(kind=pb.INTERNAL, message=f"internal error: {e}")
+                context.set_trailing_metadata(((DIAGNOSTIC_KEY, d.SerializeToString()),))
+                context.abort(grpc.StatusCode.INTERNAL, d.message)
+            raise AssertionError("unreachable")  # pragma: no cover
+        return handle
+
+    def start(self) -> Server:
+        self.grpc.start()
+        for name in ("", SERVICE_NAME):
+            self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        return self
+
+    def stop(self, grace: float = 2.0) -> None:
+        self.health.enter_graceful_shutdown()
+        self.grpc.stop(grace).wait()
+        self.service.close()
+
+    def wait(self) -> None:
+        """Block until SIGINT/SIGTERM, then stop."""
+        done = threading.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: done.set())
+        done.wait()
+        self.stop()
+
+
+def serve(config: ServerConfig, service_config: ServiceConfig) -> Server:
+    """Start a server (returns once it listens)."""
+    return Server(config, service_config).start()

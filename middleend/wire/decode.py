@@ -1,0 +1,405 @@
+"""Wire format -> Python API: a ``Request``'s function rebuilt as a
+:class:`~middleend.function.Function`, checking everything on the way.
+
+A request comes from anywhere, so nothing in it is trusted: names go through the API's
+checks (identifiers, no reserved prefixes), expression trees must be well typed and refer
+to declared params, iterators, inputs, buffers and computations, and caps bound the size of
+what ISL will be asked to do. Every error is an :class:`InvalidProgramError` carrying the
+field path of the offending part, e.g. ``function.computations[1].expression.binary.a``.
+Commands are replayed through the API methods, so a wire program means exactly what the
+same Python calls mean.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .. import commands as cmd
+from .. import types as t
+from ..errors import DefinitionError, InvalidProgramError, ResourceLimitError
+from ..expr import (
+    ARITH,
+    COMPARE,
+    INTRINSICS,
+    LOGIC,
+    Access,
+    Binary,
+    Call,
+    Cast,
+    Const,
+    Expr,
+    Select,
+    Unary,
+)
+from ..function import (
+    INPUT,
+    OUTPUT,
+    TEMPORARY,
+    Buffer,
+    Computation,
+    Function,
+    Input,
+    Param,
+    Var,
+    _BufferOf,
+)
+from .encode import BINARY, ELEM, KIND, UNARY
+from .v1 import middleend_pb2 as pb
+
+TYPES = {v: t.BY_NAME[k] for k, v in ELEM.items()}
+OPS = {v: k for k, v in BINARY.items()}
+UOPS = {v: k for k, v in UNARY.items()}
+KINDS = {v: k for k, v in KIND.items()}
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Caps on what one request may ask for (a service must not be made to run out of
+    memory or time by one message)."""
+
+    max_computations: int = 512
+    max_dims: int = 16
+    max_commands: int = 4096
+    max_expr_nodes: int = 200_000
+    max_expr_depth: int = 200
+    max_domain_chars: int = 20_000
+
+
+class _Decoder:
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self.nodes = 0
+        self.fn: Function | None = None
+        self.params: dict[str, Param] = {}
+        self.buffers: dict[str, Buffer] = {}
+        self.comps: dict[str, Computation] = {}
+
+    # ------------------------------------------------------------------ helpers
+    def fail(self, path: str, msg: str) -> InvalidProgramError:
+        return InvalidProgramError(msg, path)
+
+    def guarded(self, path: str, f: Callable[[], Any]) -> Any:
+        """Run an API call; its DefinitionError gets the field path."""
+        try:
+            return f()
+        except InvalidProgramError:
+            raise
+        except DefinitionError as e:
+            raise self.fail(path, str(e)) from None
+
+    def dtype(self, v: int, path: str, allow_unspecified: bool = False) -> t.DType | None:
+        if v == pb.ELEM_TYPE_UNSPECIFIED and allow_unspecified:
+            return None
+        if v not in TYPES:
+            raise self.fail(path, f"unknown or missing element type {v}")
+        return TYPES[v]
+
+    # ------------------------------------------------------------------ expressions
+    def expr(self, m: Any, path: str, iters: dict[str, Var], depth: int = 0) -> Expr:
+        self.nodes += 1
+        if self.nodes > self.limits.max_expr_nodes:
+            raise ResourceLimitError(f"{path}: the expressions exceed "
+                                     f"{self.limits.max_expr_nodes} nodes")
+        if depth > self.limits.max_expr_depth:
+            raise ResourceLimitError(f"{path}: expression deeper than "
+                                     f"{self.limits.max_expr_depth}")
+        which = m.WhichOneof("node")
+        sub = f"{path}.{which}"
+        d = depth + 1
+        if which == "iterator":
+            if m.iterator not in iters:
+                raise self.fail(sub, f"{m.iterator!r} is not an iterator here "
+                                     f"(iterators: {sorted(iters)})")
+            return iters[m.iterator]
+        if which == "param":
+            if m.param not in self.params:
+                raise self.fail(sub, f"unknown parameter {m.param!r}")
+            return self.params[m.param]
+        if which == "constant":
+            return self.constant(m.constant, sub)
+        if which == "binary":
+            b = m.binary
+            op = OPS.get(b.op)
+            if op is None:
+                raise self.fail(f"{sub}.op", f"unknown binary operator {b.op}")
+            a = self.expr(b.a, f"{sub}.a", iters, d)
+            c = self.expr(b.b, f"{sub}.b", iters, d)
+            rt = self.dtype(b.type, f"{sub}.type")
+            assert rt is not None
+            if a.dtype != c.dtype:
+                raise self.fail(sub, f"operands of {op} have types {a.dtype.name} and "
+                                     f"{c.dtype.name}; the sender must cast them to one type")
+            want = t.bool_ if op in COMPARE or op in LOGIC else a.dtype
+            if rt != want or (op in LOGIC and not a.dtype.is_bool) or \
+                    (op in ARITH and a.dtype.is_bool):
+                raise self.fail(sub, f"{op} of {a.dtype.name} operands cannot have type "
+                                     f"{rt.name}")
+            return Binary(op, a, c, rt)
+        if which == "unary":
+            op = UOPS.get(m.unary.op)
+            if op is None:
+                raise self.fail(f"{sub}.op", f"unknown unary operator {m.unary.op}")
+            a = self.expr(m.unary.a, f"{sub}.a", iters, d)
+            if op == "not" and not a.dtype.is_bool:
+                raise self.fail(sub, f"'not' needs a bool operand, got {a.dtype.name}")
+            return Unary(op, a)
+        if which == "select":
+            s = m.select
+            cond = self.expr(s.condition, f"{sub}.condition", iters, d)
+            x = self.expr(s.if_true, f"{sub}.if_true", iters, d)
+            y = self.expr(s.if_false, f"{sub}.if_false", iters, d)
+            if not cond.dtype.is_bool or x.dtype != y.dtype:
+                raise self.fail(sub, "select needs a bool condition and two operands of one "
+                                     "type")
+            return Select(cond, x, y)
+        if which == "cast":
+            rt = self.dtype(m.cast.type, f"{sub}.type")
+            assert rt is not None
+            return Cast(rt, self.expr(m.cast.a, f"{sub}.a", iters, d))
+        if which == "call":
+            return self.call(m.call, sub, iters, d)
+        if which == "access":
+            return self.access(m.access, sub, iters, d)
+        raise self.fail(path, "empty expression")
+
+    def constant(self, c: Any, path: str) -> Const:
+        dt = self.dtype(c.type, f"{path}.type")
+        assert dt is not None
+        which = c.WhichOneof("value")
+        want = {"bool": "bool_value", "float": "float_value", "uint": "uint_value",
+                "int": "int_value"}[dt.kind]
+        if which != want:
+            raise self.fail(path, f"a {dt.name} constant must set {want}")
+        v = getattr(c, which)
+        if dt.is_float:
+            return Const(float(v), dt)
+        if dt.is_bool:
+            return Const(bool(v), dt)
+        lo, hi = (0, 2 ** dt.bits - 1) if dt.kind == "uint" else \
+            (-(2 ** (dt.bits - 1)), 2 ** (dt.bits - 1) - 1)
+        if not lo <= v <= hi:
+            raise self.fail(path, f"constant {v} does not fit in {dt.name}")
+        return Const(int(v), dt)
+
+    def call(self, c: Any, path: str, iters: dict[str, Var], d: int) -> Call:
+        if c.function not in INTRINSICS:
+            raise self.fail(f"{path}.function", f"unknown intrinsic {c.function!r} (known: "
+                                                f"{', '.join(sorted(INTRINSICS))})")
+        n, rule = INTRINSICS[c.function]
+        if len(c.args) != n:
+            raise self.fail(path, f"{c.function} takes {n} argument(s), got {len(c.args)}")
+        rt = self.dtype(c.type, f"{path}.type")
+        assert rt is not None
+        args = tuple(self.expr(a, f"{path}.args[{k}]", iters, d) for k, a in enumerate(c.args))
+        if any(a.dtype != rt for a in args) or (rule == "float" and not rt.is_float):
+            raise self.fail(path, f"{c.function} of type {rt.name} needs arguments of that "
+                                  "type (float intrinsics need float arguments)")
+        return Call(c.function, args, rt)
+
+    def access(self, a: Any, path: str, iters: dict[str, Var], d: int) -> Access:
+        idx = tuple(self.expr(i, f"{path}.indices[{k}]", iters, d)
+                    for k, i in enumerate(a.indices))
+        for k, i in enumerate(idx):
+            if not i.dtype.is_int:
+                raise self.fail(f"{path}.indices[{k}]", f"an index must be an integer, got "
+                                                        f"{i.dtype.name}")
+        if a.kind in (pb.VALUE, pb.PREVIOUS):
+            if a.target not in self.comps:
+                raise self.fail(f"{path}.target", f"unknown computation {a.target!r}")
+            comp = self.comps[a.target]
+            target: Any = comp if a.kind == pb.VALUE else _BufferOf(comp)
+        elif a.kind == pb.MEMORY:
+            if a.target not in self.buffers:
+                raise self.fail(f"{path}.target", f"unknown input or buffer {a.target!r}")
+            target = self.buffers[a.target]
+        else:
+            raise self.fail(f"{path}.kind", "access kind must be VALUE, MEMORY or PREVIOUS")
+        return Access(target, idx)
+
+    # ------------------------------------------------------------------ program
+    def function(self, m: Any, path: str) -> Function:
+        lim = self.limits
+        if len(m.computations) > lim.max_computations:
+            raise ResourceLimitError(f"{path}.computations: {len(m.computations)} computations "
+                                     f"exceed the cap of {lim.max_computations}")
+        if len(m.commands) > lim.max_commands:
+            raise ResourceLimitError(f"{path}.commands: {len(m.commands)} commands exceed the "
+                                     f"cap of {lim.max_commands}")
+        fn = self.guarded(f"{path}.name", lambda: Function(m.name))
+        self.fn = fn
+        with fn:
+            for k, p in enumerate(m.params):
+                pp = f"{path}.params[{k}]"
+                self.params[p.name] = self.guarded(pp, lambda p=p: Param(
+                    p.name, p.min if p.HasField("min") else None,
+                    p.max if p.HasField("max") else None))
+            for field in ("inputs", "buffers"):
+                for k, b in enumerate(getattr(m, field)):
+                    self.buffer(b, f"{path}.{field}[{k}]", field == "inputs")
+            for k, c in enumerate(m.computations):
+                self.declare(c, f"{path}.computations[{k}]")
+            for k, c in enumerate(m.computations):
+                self.define(c, f"{path}.computations[{k}]")
+            for k, c in enumerate(m.commands):
+                self.command(c, f"{path}.commands[{k}]")
+        return fn
+
+    def buffer(self, b: Any, path: str, is_input: bool) -> None:
+        dt = self.dtype(b.type, f"{path}.type")
+        kind = KINDS.get(b.kind)
+        if is_input and kind not in (INPUT, None):
+            raise self.fail(f"{path}.kind", "an input must have kind INPUT")
+        if not is_input and kind not in (OUTPUT, TEMPORARY):
+            raise self.fail(f"{path}.kind", "a buffer must have kind OUTPUT or TEMPORARY "
+                                            "(inputs go in function.inputs)")
+        if b.memory_space not in (pb.MEMORY_SPACE_UNSPECIFIED, pb.HOST):
+            raise self.fail(f"{path}.memory_space", "only host memory exists on the cpu "
+                                                    "target")
+        if len(b.sizes) > self.limits.max_dims:
+            raise ResourceLimitError(f"{path}.sizes: more than {self.limits.max_dims} dims")
+        sizes = [self.expr(s, f"{path}.sizes[{k}]", {}) for k, s in enumerate(b.sizes)]
+        if is_input:
+            self.buffers[b.name] = self.guarded(path, lambda: Input(b.name, sizes, dt))
+        else:
+            self.buffers[b.name] = self.guarded(path, lambda: Buffer(b.name, sizes, dt, kind))
+
+    def declare(self, c: Any, path: str) -> None:
+        if len(c.domain) > self.limits.max_domain_chars:
+            raise ResourceLimitError(f"{path}.domain: {len(c.domain)} characters exceed the "
+                                     f"cap of {self.limits.max_domain_chars}")
+        names = _domain_dims(c.domain, c.name)
+        if names is None:
+            raise self.fail(f"{path}.domain", f"expected ISL set text "
+                                              f"'[params] -> {{ {c.name}[i, ...] : ... }}', "
+                                              f"got {c.domain!r}")
+        if len(names) > self.limits.max_dims:
+            raise ResourceLimitError(f"{path}.domain: {len(names)} dims exceed the cap of "
+                                     f"{self.limits.max_dims}")
+        dt = self.dtype(c.type, f"{path}.type", allow_unspecified=True)
+        iters = [self.guarded(f"{path}.domain", lambda n=n: Var(n)) for n in names]
+        self.comps[c.name] = self.guarded(path, lambda: Computation(
+            c.name, iters, dtype=dt, domain=c.domain))
+
+    def define(self, c: Any, path: str) -> None:
+        comp = self.comps[c.name]
+        iters = {v.name: v for v in comp.vars}
+        if not c.HasField("expression"):
+            raise self.fail(f"{path}.expression", "missing")
+        e = self.expr(c.expression, f"{path}.expression", iters)
+        self.guarded(f"{path}.expression", lambda: comp.set_expression(e))
+        if c.HasField("predicate"):
+            p = self.expr(c.predicate, f"{path}.predicate", iters)
+            if not p.dtype.is_bool:
+                raise self.fail(f"{path}.predicate", f"must be bool, got {p.dtype.name}")
+            comp.predicate = p
+
+    def command(self, m: Any, path: str) -> None:
+        which = m.WhichOneof("command")
+        if which is None:
+            raise self.fail(path, "empty command")
+        if m.computation not in self.comps:
+            raise self.fail(f"{path}.computation", f"unknown computation {m.computation!r}")
+        comp = self.comps[m.computation]
+        a = getattr(m, which)
+        sub = f"{path}.{which}"
+
+        def other(name: str, field: str = "other") -> Computation:
+            if name not in self.comps:
+                raise self.fail(f"{sub}.{field}", f"unknown computation {name!r}")
+            return self.comps[name]
+
+        def level(v: str) -> str:
+            return cmd.ROOT if v == cmd.ROOT else v
+
+        calls: dict[str, Callable[[], Any]] = {
+            "interchange": lambda: comp.interchange(a.a, a.b),
+            "split": lambda: comp.split(a.dim, a.factor, a.outer, a.inner),
+            "tile": lambda: comp.tile(*a.dims, *a.sizes, *a.outers, *a.inners),
+            "shift": lambda: comp.shift(a.dim, a.amount),
+            "skew": lambda: comp.skew(a.a, a.b, a.factor, a.new_a, a.new_b),
+            "reverse": lambda: comp.reverse(a.dim),
+            "after": lambda: comp.after(other(a.other), level(a.level)),
+            "before": lambda: comp.before(other(a.other), level(a.level)),
+            "then": lambda: comp.then(other(a.other), level(a.level)),
+            "compute_at": lambda: comp.compute_at(other(a.consumer, "consumer"), a.level),
+            "inline": lambda: comp.inline(),
+            "unroll": lambda: comp.unroll(a.dim, a.factor if a.HasField("factor") else None,
+                                          a.outer, a.inner),
+            "vectorize": lambda: comp.vectorize(a.dim, a.factor, a.outer, a.inner),
+            "parallelize": lambda: comp.parallelize(a.dim),
+            "set_schedule": lambda: comp.set_schedule(a.isl_map),
+            "gpu": lambda: comp.gpu(*a.blocks, *a.threads),
+            "tile_gpu": lambda: comp.tile_gpu(a.i, a.j, a.t1, a.t2, a.i0, a.j0, a.i1, a.j1),
+            "distribute": lambda: comp.distribute(a.dim),
+            "pipeline": lambda: comp.pipeline(a.dim),
+            "storage_fold": lambda: comp.storage_fold(a.dim, a.factor),
+            "allocate_at": lambda: comp.allocate_at(other(a.consumer, "consumer"),
+                                                    level(a.level)),
+            "store_in": lambda: self.store_in(comp, a, sub),
+        }
+        if which == "gpu" and len(a.blocks) != len(a.threads):
+            raise self.fail(sub, "gpu needs as many block loops as thread loops")
+        self.guarded(sub, calls[which])
+
+    def store_in(self, comp: Computation, a: Any, path: str) -> None:
+        target: Any = self.comps.get(a.buffer) or self.buffers.get(a.buffer)
+        if target is None:
+            raise self.fail(f"{path}.buffer", f"unknown buffer or computation {a.buffer!r}")
+        if a.identity and a.indices:
+            raise self.fail(path, "identity and indices are exclusive")
+        iters = {v.name: v for v in comp.vars}
+        idx = None if a.identity else [self.expr(i, f"{path}.indices[{k}]", iters)
+                                       for k, i in enumerate(a.indices)]
+        comp.store_in(target, idx)
+
+
+def _domain_dims(text: str, name: str) -> list[str] | None:
+    """The iterator names of ``{ name[i, j] : ... }`` (read without ISL, so that a
+    malformed domain is reported with its field path before ISL runs)."""
+    head = text.split("{", 1)
+    if len(head) != 2:
+        return None
+    body = head[1].lstrip()
+    if not body.startswith(name):
+        return None
+    rest = body[len(name):].lstrip()
+    if not rest.startswith("["):
+        return None
+    inner = rest[1:].split("]", 1)
+    if len(inner) != 2:
+        return None
+    # ISL prints a fixed dim as "z = 0": the name is on the left
+    return [d.split("=")[0].strip() for d in inner[0].split(",")] if inner[0].strip() else []
+
+
+def decode_function(m: Any, limits: Limits | None = None, path: str = "function") -> Function:
+    """Rebuild the Function of a ``pb.Function`` (raises InvalidProgramError with the field
+    path, or ResourceLimitError for a cap)."""
+    return _Decoder(limits or Limits()).function(m, path)
+
+
+def decode_outputs(m: Any) -> list[str] | None:
+    return list(m.outputs) or None
+
+
+def decode_request(req: Any, limits: Limits | None = None) -> tuple[Function, dict[str, Any]]:
+    """The Function of a ``pb.Request`` and its compile options (target, outputs,
+    check_legality, fp_contract, max_isl_operations)."""
+    if not req.HasField("function"):
+        raise InvalidProgramError("missing", "function")
+    fn = decode_function(req.function, limits)
+    names = {c.name for c in fn.computations} | {b.name for b in fn.buffers}
+    for k, o in enumerate(req.function.outputs):
+        if o not in names:
+            raise InvalidProgramError(f"unknown output {o!r}", f"function.outputs[{k}]")
+    target = req.target.WhichOneof("target") or "cpu"
+    opts = {
+        "target": target,
+        "outputs": decode_outputs(req.function),
+        "check_legality": not req.options.skip_legality_check,
+        "fp_contract": bool(target == "cpu" and req.target.cpu.fp_contract),
+        "max_isl_operations": int(req.options.max_isl_operations),
+    }
+    return fn, opts
