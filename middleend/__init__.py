@@ -55,6 +55,15 @@ from .types import (
 )
 
 
+def connect(target: str, token: str | None = None, tls_ca: object = None,
+            timeout: float | None = 600.0) -> object:
+    """A client of ``middleend serve`` at ``host:port``, for ``f.compile(service=...)``
+    (the token defaults to ``$MIDDLEEND_TOKEN``; ``tls_ca``: PEM bytes or path)."""
+    from .service.client import connect as _connect
+
+    return _connect(target, token, tls_ca, timeout)  # type: ignore[arg-type]
+
+
 def _intrinsic(name: str):  # type: ignore[no-untyped-def]
     def f(*args: object) -> Expr:
         return call(name, *args)
@@ -74,7 +83,7 @@ floor, ceil, round, trunc = (_intrinsic("floor"), _intrinsic("ceil"), _intrinsic
 abs, erf = _intrinsic("abs"), _intrinsic("erf")
 
 __all__ = [
-    "ROOT", "INPUT", "OUTPUT", "TEMPORARY", "Buffer", "Computation", "Function", "Input",
+    "connect", "ROOT", "INPUT", "OUTPUT", "TEMPORARY", "Buffer", "Computation", "Function", "Input",
     "Param", "Var", "Expr", "DType", "select", "cast", "clamp", "min", "max",
     "bool_", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
     "uint32", "uint64", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh",

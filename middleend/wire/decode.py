@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import islpy as isl
+
 from .. import commands as cmd
 from .. import types as t
 from ..errors import DefinitionError, InvalidProgramError, ResourceLimitError
@@ -44,6 +46,7 @@ from ..function import (
     Param,
     Var,
     _BufferOf,
+    check_name,
 )
 from .encode import BINARY, ELEM, KIND, UNARY
 from .v1 import middleend_pb2 as pb
@@ -75,6 +78,7 @@ class _Decoder:
         self.params: dict[str, Param] = {}
         self.buffers: dict[str, Buffer] = {}
         self.comps: dict[str, Computation] = {}
+        self.isl_ctx: isl.Context | None = None
 
     # ------------------------------------------------------------------ helpers
     def fail(self, path: str, msg: str) -> InvalidProgramError:
@@ -266,14 +270,11 @@ class _Decoder:
             self.buffers[b.name] = self.guarded(path, lambda: Buffer(b.name, sizes, dt, kind))
 
     def declare(self, c: Any, path: str) -> None:
+        self.guarded(f"{path}.name", lambda: check_name(c.name, "computation"))
         if len(c.domain) > self.limits.max_domain_chars:
             raise ResourceLimitError(f"{path}.domain: {len(c.domain)} characters exceed the "
                                      f"cap of {self.limits.max_domain_chars}")
-        names = _domain_dims(c.domain, c.name)
-        if names is None:
-            raise self.fail(f"{path}.domain", f"expected ISL set text "
-                                              f"'[params] -> {{ {c.name}[i, ...] : ... }}', "
-                                              f"got {c.domain!r}")
+        names = self.domain_dims(c.domain, c.name, f"{path}.domain")
         if len(names) > self.limits.max_dims:
             raise ResourceLimitError(f"{path}.domain: {len(names)} dims exceed the cap of "
                                      f"{self.limits.max_dims}")
@@ -281,6 +282,28 @@ class _Decoder:
         iters = [self.guarded(f"{path}.domain", lambda n=n: Var(n)) for n in names]
         self.comps[c.name] = self.guarded(path, lambda: Computation(
             c.name, iters, dtype=dt, domain=c.domain))
+
+    def domain_dims(self, text: str, name: str, path: str) -> list[str]:
+        """Parse the domain with ISL (bounded) to report a malformed one with its field
+        path; returns the iterator names."""
+        if self.isl_ctx is None:
+            self.isl_ctx = isl.Context()
+            self.isl_ctx.set_max_operations(1_000_000)
+        try:
+            dom = isl.Set.read_from_str(self.isl_ctx, text)
+        except isl.Error as e:
+            raise self.fail(path, f"not an ISL set: {text!r} ({e})") from None
+        sp = dom.get_space()
+        names = [sp.get_dim_name(isl.dim_type.set, k) or ""
+                 for k in range(dom.dim(isl.dim_type.set))]
+        if dom.get_tuple_name() != name or not all(names):
+            raise self.fail(path, f"expected a set {name}[i, ...] with named iterators, got "
+                                  f"{text!r}")
+        for k in range(dom.dim(isl.dim_type.param)):
+            p = sp.get_dim_name(isl.dim_type.param, k)
+            if p not in self.params:
+                raise self.fail(path, f"the domain uses {p!r}, which is not a parameter")
+        return names
 
     def define(self, c: Any, path: str) -> None:
         comp = self.comps[c.name]
@@ -353,25 +376,6 @@ class _Decoder:
         idx = None if a.identity else [self.expr(i, f"{path}.indices[{k}]", iters)
                                        for k, i in enumerate(a.indices)]
         comp.store_in(target, idx)
-
-
-def _domain_dims(text: str, name: str) -> list[str] | None:
-    """The iterator names of ``{ name[i, j] : ... }`` (read without ISL, so that a
-    malformed domain is reported with its field path before ISL runs)."""
-    head = text.split("{", 1)
-    if len(head) != 2:
-        return None
-    body = head[1].lstrip()
-    if not body.startswith(name):
-        return None
-    rest = body[len(name):].lstrip()
-    if not rest.startswith("["):
-        return None
-    inner = rest[1:].split("]", 1)
-    if len(inner) != 2:
-        return None
-    # ISL prints a fixed dim as "z = 0": the name is on the left
-    return [d.split("=")[0].strip() for d in inner[0].split(",")] if inner[0].strip() else []
 
 
 def decode_function(m: Any, limits: Limits | None = None, path: str = "function") -> Function:
