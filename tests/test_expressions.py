@@ -389,3 +389,16 @@ def test_float64_pipeline() -> None:
     # float64 really was used: the values are close to exp(x) averages, not 0
     np.testing.assert_allclose(res["c"][1:], (np.exp(X[:-2]) + np.exp(X[1:-1])
                                               + np.exp(X[2:])) / 3, rtol=1e-5)
+
+
+def test_float32_constant_out_of_range_is_infinity() -> None:
+    """A float32 literal beyond float32's range is inf (as numpy converts it), not text C
+    cannot parse."""
+    with me.Function("big") as f:
+        N = me.Param("N")
+        i = me.Var("i", 0, N)
+        x = me.Input("x", [N], me.float32)
+        me.Computation("y", [i], x[i] + 1e300)
+        me.Computation("z", [i], x[i] - 1e300, dtype=me.float32)
+    out = f.compile()(x=np.zeros(3, np.float32))
+    assert np.all(np.isposinf(out["y"])) and np.all(np.isneginf(out["z"]))

@@ -62,6 +62,9 @@ def _int_literal(v: int, dt: DType) -> str:
 
 
 def _float_literal(v: float, dt: DType) -> str:
+    if dt.bits == 32:
+        with np.errstate(over="ignore"):
+            v = float(np.float32(v))  # out of float32 range: inf, as the conversion gives
     if math.isnan(v):
         return "NAN" if dt.bits == 32 else "((double)NAN)"
     if math.isinf(v):

@@ -245,7 +245,8 @@ class _Decoder:
             for k, c in enumerate(m.computations):
                 self.declare(c, f"{path}.computations[{k}]")
             for k, c in enumerate(m.computations):
-                self.define(c, f"{path}.computations[{k}]")
+                cp = f"{path}.computations[{k}]"
+                self.guarded(cp, lambda c=c, cp=cp: self.define(c, cp))
             for k, c in enumerate(m.commands):
                 self.command(c, f"{path}.commands[{k}]")
         return fn
