@@ -438,24 +438,52 @@ def test_corrupt_request_bytes(client: RemoteClient, channel: grpc.Channel,
     assert_serving(client)
 
 
-def test_message_over_the_size_cap(client: RemoteClient, channel: grpc.Channel) -> None:
-    under = pb.Request()
-    under.CopyFrom(SMALL)
-    under.function.name = "n" * (MAX_MESSAGE_BYTES // 2)
-    code, details, diag = raw_call(channel, under.SerializeToString())
-    # under the cap: our decoder reads it (and refuses the name)
-    assert code == grpc.StatusCode.INVALID_ARGUMENT and diag is not None
-    assert diag.field_path == "function.name"
+def padded(req: pb.Request, size: int) -> bytes:
+    """``req`` serialized, plus an unknown length-delimited field 100 (which a parser skips)
+    to make the message ``size`` bytes or more."""
+    data = req.SerializeToString()
+    n = max(0, size - len(data))
+    length = bytearray()
+    while True:
+        length.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+        n >>= 7
+        if not n:
+            break
+    return data + b"\xa2\x06" + bytes(length) + b"p" * max(0, size - len(data))
 
-    over = pb.Request()
-    over.CopyFrom(SMALL)
-    over.function.name = "n" * (MAX_MESSAGE_BYTES + 1000)
-    code, details, diag = raw_call(channel, over.SerializeToString())
+
+def test_message_over_the_size_cap(client: RemoteClient, channel: grpc.Channel) -> None:
+    under = padded(SMALL, MAX_MESSAGE_BYTES - 4096)
+    assert pb.Request.FromString(under) == SMALL  # the padding is an unknown field
+    code, details, _ = raw_call(channel, under, "Check")
+    assert code == grpc.StatusCode.OK, details  # under the cap: served normally
+
+    over = padded(SMALL, MAX_MESSAGE_BYTES + 4096)
+    code, details, diag = raw_call(channel, over, "Check")
     assert code == grpc.StatusCode.RESOURCE_EXHAUSTED, details
-    assert diag is None  # refused by gRPC before our handler
-    with pytest.raises(ResourceLimitError):
-        client.compile(over)
+    assert "larger than max" in details and diag is None  # refused by gRPC itself
+    big = pb.Request()
+    big.CopyFrom(SMALL)
+    big.function.computations[0].domain += " " * (MAX_MESSAGE_BYTES + 1000)
+    with pytest.raises(ResourceLimitError, match="larger than max"):
+        client.compile(big)
     assert_serving(client)
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="middle-end bug: the status message and the diagnostic trailer "
+                          "echo the offending value unbounded; past gRPC's metadata limit "
+                          "(8 KiB soft, 16 KiB hard) the client gets RESOURCE_EXHAUSTED "
+                          "'received metadata size exceeds hard limit' and no diagnostic "
+                          "(middleend/service/server.py _handler, wire/decode.py messages)")
+def test_long_invalid_name_gets_invalid_argument(client: RemoteClient,
+                                                 channel: grpc.Channel) -> None:
+    req = pb.Request()
+    req.CopyFrom(SMALL)
+    req.function.name = "n" * 20_000  # names are capped at 64 characters
+    code, details, diag = raw_call(channel, req.SerializeToString())
+    assert code == grpc.StatusCode.INVALID_ARGUMENT, (code, details[:200])
+    assert diag is not None and diag.field_path == "function.name"
 
 
 # ---------------------------------------------------------------------------- 6. deadline

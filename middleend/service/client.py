@@ -192,8 +192,10 @@ def kernel_of(resp: pb.CompileResponse, name: str,
     art = resp.artifact
     sig = signature_of(art.entry_point, name)
     src = next((s.text for s in resp.sources if s.language == "c"), "")
-    return Kernel(sig, materialize(art), source=src, cache_key=resp.cache_key,
-                  inspect=inspect, artifact=art)
+    k = Kernel(sig, materialize(art), source=src, cache_key=resp.cache_key,
+               inspect=inspect, artifact=art)
+    k.timings = tuple(resp.timings)
+    return k
 
 
 def compile_via(fn: Any, service: Client | str | None = None, target: str = "cpu",
