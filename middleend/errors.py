@@ -8,6 +8,13 @@ class MiddleEndError(Exception):
     """Base of every error the middle-end raises on purpose."""
 
 
+def quoted(value: object, limit: int = 120) -> str:
+    """``repr(value)``, shortened: errors quote what a user (or a request) sent, and a
+    20,000-character name must not become a 20,000-character message."""
+    r = repr(value)
+    return r if len(r) <= limit else f"{r[:limit]}... ({len(r)} characters)"
+
+
 class DefinitionError(MiddleEndError):
     """Layer I or the data mapping is malformed (bad name, bad bounds, unknown reference)."""
 

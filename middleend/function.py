@@ -16,7 +16,7 @@ from typing import Any
 
 from . import commands as cmd
 from . import types as t
-from .errors import DefinitionError
+from .errors import DefinitionError, quoted
 from .expr import Access, Expr, as_index_tuple, wrap
 from .types import DType
 
@@ -40,11 +40,11 @@ def check_name(name: str, what: str) -> str:
     not start with '_' (reserved for compiler-made names)."""
     if not isinstance(name, str) or not _NAME_RE.match(name):
         raise DefinitionError(
-            f"invalid {what} name {name!r}: use a letter followed by letters, digits or '_' "
+            f"invalid {what} name {quoted(name)}: use a letter followed by letters, digits or '_' "
             "(at most 64 characters)"
         )
     if name in _C_RESERVED or keyword.iskeyword(name) or name.startswith("me_"):
-        raise DefinitionError(f"{what} name {name!r} is reserved")
+        raise DefinitionError(f"{what} name {quoted(name)} is reserved")
     return name
 
 

@@ -11,7 +11,7 @@ import islpy as isl
 
 from . import commands as cmd
 from .affine import AffineContext, NonAffine, access_map, to_pw_aff, try_set
-from .errors import DefinitionError
+from .errors import DefinitionError, quoted
 from .expr import Access, Expr, rebuild, walk
 from .function import Buffer, Computation, Function, Param, Var, _BufferOf
 
@@ -158,13 +158,13 @@ def _parse_domain(c: Computation, pspace: isl.Space) -> isl.Set:
     try:
         dom = isl.Set.read_from_str(pspace.get_ctx(), c.domain)
     except isl.Error as e:
-        raise DefinitionError(f"computation {c.name!r}: malformed ISL domain {c.domain!r} "
-                              f"({e})") from None
+        raise DefinitionError(f"computation {c.name!r}: malformed ISL domain "
+                              f"{quoted(c.domain)} ({e})") from None
     sp = dom.get_space()
     got = [sp.get_dim_name(isl.dim_type.set, k) for k in range(dom.dim(isl.dim_type.set))]
     if dom.get_tuple_name() != c.name or got != names:
         raise DefinitionError(f"computation {c.name!r}: the domain must be a set "
-                              f"{c.name}[{', '.join(names)}], got {c.domain!r}")
+                              f"{c.name}[{', '.join(names)}], got {quoted(c.domain)}")
     known = {pspace.get_dim_name(isl.dim_type.param, k)
              for k in range(pspace.dim(isl.dim_type.param))}
     extra = [sp.get_dim_name(isl.dim_type.param, k) for k in range(dom.dim(isl.dim_type.param))

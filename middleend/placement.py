@@ -76,9 +76,11 @@ def _resolve_compute_at(comps: dict[str, CompSchedule], events: list[cmd.Command
         if name in done:
             return
         if name in stack:
-            cyc = " -> ".join([*stack[stack.index(name):], name])
-            raise ScheduleError(f"cyclic compute_at: {cyc}", computations=tuple(stack),
-                                command=at[name].describe())
+            members = stack[stack.index(name):]
+            cyc = " -> ".join([*members, name])
+            closing = max((at[m] for m in members), key=events.index)  # the last one written
+            raise ScheduleError(f"cyclic compute_at: {cyc}", computations=tuple(members),
+                                command=closing.describe())
         s = comps[name]
         if name not in at:
             _identity_ext(s)

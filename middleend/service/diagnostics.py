@@ -103,6 +103,23 @@ def error_of(d: pb.Diagnostic) -> MiddleEndError:
     return ServiceError(d.message, "INTERNAL")
 
 
+MAX_FIELD = 4000  # a status and its trailer must stay under gRPC's 16 KiB metadata limit
+
+
+def bounded(d: pb.Diagnostic) -> pb.Diagnostic:
+    """A copy of ``d`` whose text fields fit in gRPC metadata (long ones are cut, with a
+    note of their length), so that the client always receives the diagnostic."""
+    out = pb.Diagnostic()
+    out.CopyFrom(d)
+    for f in ("message", "dependence", "command", "field_path", "build_log"):
+        v = getattr(out, f)
+        if len(v) > MAX_FIELD:
+            setattr(out, f, f"{v[:MAX_FIELD]}... ({len(v)} characters)")
+    del out.computations[:]
+    out.computations.extend(c[:200] for c in d.computations[:16])
+    return out
+
+
 def status_of(d: pb.Diagnostic) -> grpc.StatusCode:
     return STATUS.get(d.kind, grpc.StatusCode.INTERNAL)
 

@@ -26,7 +26,7 @@ from grpc_reflection.v1alpha import reflection
 
 from ..wire.v1 import middleend_pb2 as pb
 from .core import RequestFailed, Service, ServiceConfig
-from .diagnostics import DIAGNOSTIC_KEY, status_of, status_text
+from .diagnostics import DIAGNOSTIC_KEY, MAX_FIELD, bounded, status_of, status_text
 
 SERVICE_NAME = "middleend.v1.MiddleEnd"
 log = logging.getLogger("middleend.server")
@@ -115,9 +115,10 @@ class Server:
             try:
                 return self.service.call(kind, request, context.time_remaining())
             except RequestFailed as e:
-                d = e.diagnostic
+                d = bounded(e.diagnostic)
+                text = status_text(d)
                 context.set_trailing_metadata(((DIAGNOSTIC_KEY, d.SerializeToString()),))
-                context.abort(status_of(d), status_text(d))
+                context.abort(status_of(d), text[:2 * MAX_FIELD])
             except Exception as e:  # the server keeps answering whatever happens
                 log.exception("%s request failed", kind)
                 d = pb.Diagnostic(kind=pb.INTERNAL, message=f"internal error: {e}")

@@ -150,6 +150,9 @@ class WorkerPool:
         payload = bytes(payload)
         deadline = None if timeout is None else time.monotonic() + timeout
         worker = self._acquire(kind, deadline, timeout)
+        while not worker.process.is_alive():  # died while idle: this request never ran there
+            self._retire(worker, polite=False, grace=0.0)  # reaped; a replacement goes idle
+            worker = self._acquire(kind, deadline, timeout)
         pid = worker.process.pid
         try:
             worker.conn.send((kind, payload))

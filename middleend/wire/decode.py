@@ -20,7 +20,7 @@ import islpy as isl
 
 from .. import commands as cmd
 from .. import types as t
-from ..errors import DefinitionError, InvalidProgramError, ResourceLimitError
+from ..errors import DefinitionError, InvalidProgramError, ResourceLimitError, quoted
 from ..expr import (
     ARITH,
     COMPARE,
@@ -114,12 +114,12 @@ class _Decoder:
         d = depth + 1
         if which == "iterator":
             if m.iterator not in iters:
-                raise self.fail(sub, f"{m.iterator!r} is not an iterator here "
+                raise self.fail(sub, f"{quoted(m.iterator)} is not an iterator here "
                                      f"(iterators: {sorted(iters)})")
             return iters[m.iterator]
         if which == "param":
             if m.param not in self.params:
-                raise self.fail(sub, f"unknown parameter {m.param!r}")
+                raise self.fail(sub, f"unknown parameter {quoted(m.param)}")
             return self.params[m.param]
         if which == "constant":
             return self.constant(m.constant, sub)
@@ -189,7 +189,7 @@ class _Decoder:
 
     def call(self, c: Any, path: str, iters: dict[str, Var], d: int) -> Call:
         if c.function not in INTRINSICS:
-            raise self.fail(f"{path}.function", f"unknown intrinsic {c.function!r} (known: "
+            raise self.fail(f"{path}.function", f"unknown intrinsic {quoted(c.function)} (known: "
                                                 f"{', '.join(sorted(INTRINSICS))})")
         n, rule = INTRINSICS[c.function]
         if len(c.args) != n:
@@ -211,12 +211,12 @@ class _Decoder:
                                                         f"{i.dtype.name}")
         if a.kind in (pb.VALUE, pb.PREVIOUS):
             if a.target not in self.comps:
-                raise self.fail(f"{path}.target", f"unknown computation {a.target!r}")
+                raise self.fail(f"{path}.target", f"unknown computation {quoted(a.target)}")
             comp = self.comps[a.target]
             target: Any = comp if a.kind == pb.VALUE else _BufferOf(comp)
         elif a.kind == pb.MEMORY:
             if a.target not in self.buffers:
-                raise self.fail(f"{path}.target", f"unknown input or buffer {a.target!r}")
+                raise self.fail(f"{path}.target", f"unknown input or buffer {quoted(a.target)}")
             target = self.buffers[a.target]
         else:
             raise self.fail(f"{path}.kind", "access kind must be VALUE, MEMORY or PREVIOUS")
@@ -293,17 +293,17 @@ class _Decoder:
         try:
             dom = isl.Set.read_from_str(self.isl_ctx, text)
         except isl.Error as e:
-            raise self.fail(path, f"not an ISL set: {text!r} ({e})") from None
+            raise self.fail(path, f"not an ISL set: {quoted(text)} ({e})") from None
         sp = dom.get_space()
         names = [sp.get_dim_name(isl.dim_type.set, k) or ""
                  for k in range(dom.dim(isl.dim_type.set))]
         if dom.get_tuple_name() != name or not all(names):
             raise self.fail(path, f"expected a set {name}[i, ...] with named iterators, got "
-                                  f"{text!r}")
+                                  f"{quoted(text)}")
         for k in range(dom.dim(isl.dim_type.param)):
             p = sp.get_dim_name(isl.dim_type.param, k)
             if p not in self.params:
-                raise self.fail(path, f"the domain uses {p!r}, which is not a parameter")
+                raise self.fail(path, f"the domain uses {quoted(p)}, which is not a parameter")
         return names
 
     def define(self, c: Any, path: str) -> None:
@@ -324,14 +324,14 @@ class _Decoder:
         if which is None:
             raise self.fail(path, "empty command")
         if m.computation not in self.comps:
-            raise self.fail(f"{path}.computation", f"unknown computation {m.computation!r}")
+            raise self.fail(f"{path}.computation", f"unknown computation {quoted(m.computation)}")
         comp = self.comps[m.computation]
         a = getattr(m, which)
         sub = f"{path}.{which}"
 
         def other(name: str, field: str = "other") -> Computation:
             if name not in self.comps:
-                raise self.fail(f"{sub}.{field}", f"unknown computation {name!r}")
+                raise self.fail(f"{sub}.{field}", f"unknown computation {quoted(name)}")
             return self.comps[name]
 
         def level(v: str) -> str:
@@ -370,7 +370,7 @@ class _Decoder:
     def store_in(self, comp: Computation, a: Any, path: str) -> None:
         target: Any = self.comps.get(a.buffer) or self.buffers.get(a.buffer)
         if target is None:
-            raise self.fail(f"{path}.buffer", f"unknown buffer or computation {a.buffer!r}")
+            raise self.fail(f"{path}.buffer", f"unknown buffer or computation {quoted(a.buffer)}")
         if a.identity and a.indices:
             raise self.fail(path, "identity and indices are exclusive")
         iters = {v.name: v for v in comp.vars}
@@ -398,7 +398,7 @@ def decode_request(req: Any, limits: Limits | None = None) -> tuple[Function, di
     names = {c.name for c in fn.computations} | {b.name for b in fn.buffers}
     for k, o in enumerate(req.function.outputs):
         if o not in names:
-            raise InvalidProgramError(f"unknown output {o!r}", f"function.outputs[{k}]")
+            raise InvalidProgramError(f"unknown output {quoted(o)}", f"function.outputs[{k}]")
     target = req.target.WhichOneof("target") or "cpu"
     opts = {
         "target": target,
