@@ -614,9 +614,11 @@ def _wait_dead(pid: int, timeout: float = 10.0) -> None:
     while time.monotonic() < end:
         try:
             state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (FileNotFoundError, ProcessLookupError):
+            # a zombie leader is reapable only once its other threads (BLAS, OpenMP) exit
+            threads = len(list(Path(f"/proc/{pid}/task").iterdir()))
+        except OSError:  # gone (reaped) while we looked
             return
-        if state in ("Z", "X"):
+        if state in ("Z", "X") and threads <= 1:
             return
         time.sleep(0.01)
     raise AssertionError(f"process {pid} did not die within {timeout} s")
