@@ -608,29 +608,13 @@ def test_public_address_without_token_refused(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------- 10. crash
 
 
-def _wait_dead(pid: int, timeout: float = 10.0) -> None:
-    """Until ``pid`` has exited (a zombie waiting for its parent, or gone)."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-            # a zombie leader is reapable only once its other threads (BLAS, OpenMP) exit
-            threads = len(list(Path(f"/proc/{pid}/task").iterdir()))
-        except OSError:  # gone (reaped) while we looked
-            return
-        if state in ("Z", "X") and threads <= 1:
-            return
-        time.sleep(0.01)
-    raise AssertionError(f"process {pid} did not die within {timeout} s")
-
-
 def _checks_after_killing_a_worker(server: ServerProcess, n: int
                                    ) -> tuple[int, list[BaseException | None]]:
     workers = wait_for_workers(server, 2)
     assert len(workers) == 2, workers
     victim = workers[0]
     os.kill(victim, signal.SIGKILL)
-    _wait_dead(victim)  # killed *while idle*: dead before the next request is dispatched
+    # no waiting for it to die: a worker that has not acknowledged a request did not run it
     outcomes: list[BaseException | None] = []
     with connect(server.address, timeout=120) as c:
         for _ in range(n):

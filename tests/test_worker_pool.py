@@ -153,3 +153,16 @@ def test_close_while_busy_stops_the_request() -> None:
             busy.result(timeout=10)
         assert time.monotonic() - start < 5
     assert pool.pids() == []
+
+
+def test_a_worker_killed_while_idle_loses_no_request() -> None:
+    """A request goes to a worker that died idle (even one still dying): it did not
+    acknowledge the request, so the pool runs it on a replacement instead of failing it."""
+    import signal
+
+    with WorkerPool(HANDLER, size=1) as pool:
+        for _ in range(3):
+            victim = _pid(pool)
+            os.kill(victim, signal.SIGKILL)  # no wait: the kill races the next request
+            assert pool.run("echo", b"still here", timeout=30) == b"still here"
+            assert victim not in pool.pids()

@@ -87,6 +87,7 @@ def _worker_main(conn: Connection, handler: str, warmup: str | None) -> None:
         if message is None:
             return
         kind, payload = message
+        conn.send(("ack",))  # taken: from here on, a death is this request's doing
         if failure is not None:
             conn.send(("err", *failure))
             continue
@@ -149,15 +150,24 @@ class WorkerPool:
         covers the wait for a free worker and the warmup of a freshly started one."""
         payload = bytes(payload)
         deadline = None if timeout is None else time.monotonic() + timeout
-        worker = self._acquire(kind, deadline, timeout)
-        while not worker.process.is_alive():  # died while idle: this request never ran there
-            self._retire(worker, polite=False, grace=0.0)  # reaped; a replacement goes idle
+        for _ in range(self._size + 1):
             worker = self._acquire(kind, deadline, timeout)
-        pid = worker.process.pid
+            pid = worker.process.pid
+            try:
+                worker.conn.send((kind, payload))
+                ack = self._recv(worker, deadline)
+            except (EOFError, OSError):  # died before taking the request: try another
+                self._retire(worker, polite=False, grace=1.0)
+                continue
+            except BaseException:
+                self._retire(worker, polite=False, grace=0.0)
+                raise
+            break
+        else:
+            raise WorkerCrashed(f"no worker process took the {kind} request (each died "
+                                "before receiving it)")
         try:
-            worker.conn.send((kind, payload))
-            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            reply = worker.conn.recv() if worker.conn.poll(remaining) else None
+            reply = self._recv(worker, deadline) if ack is not None else None
         except (EOFError, OSError):
             code = self._retire(worker, polite=False, grace=1.0)
             if self._closed:
@@ -176,6 +186,12 @@ class WorkerPool:
         if reply[0] == "ok":
             return reply[1]
         raise WorkerTaskError(*reply[1:], kind=kind, pid=pid)
+
+    @staticmethod
+    def _recv(worker: _Worker, deadline: float | None) -> Any:
+        """The worker's next message, or None if the deadline passes first."""
+        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+        return worker.conn.recv() if worker.conn.poll(remaining) else None
 
     def close(self) -> None:
         """Stop every worker: a stop message, up to 2 s to exit, then terminate. A busy
