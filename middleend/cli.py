@@ -111,15 +111,18 @@ def cmd_example(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from .service.core import ServiceConfig
     from .service.server import ServerConfig, serve
+    from .wire import Limits
 
     token = os.environ.get("MIDDLEEND_TOKEN")
     if args.token_file:
         token = Path(args.token_file).read_text().strip()
     cert = Path(args.tls_cert).read_bytes() if args.tls_cert else None
     key = Path(args.tls_key).read_bytes() if args.tls_key else None
+    limits = Limits(max_computations=args.max_computations, max_dims=args.max_dims,
+                    max_commands=args.max_commands, max_expr_nodes=args.max_expr_nodes)
     sc = ServiceConfig(cache_dir=Path(args.cache_dir) if args.cache_dir else None,
                        cache_max_bytes=args.cache_max_bytes, workers=args.workers,
-                       max_isl_ops=args.max_isl_ops)
+                       max_isl_ops=args.max_isl_ops, limits=limits)
     try:
         server = serve(ServerConfig(args.host, args.port, token, cert, key,
                                     max_message_bytes=args.max_message_bytes), sc)
@@ -133,6 +136,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def parser() -> argparse.ArgumentParser:
     from .lowering import DEFAULT_MAX_OPS
+    from .wire import Limits
 
     p = argparse.ArgumentParser(prog="middleend", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -167,6 +171,11 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--cache-max-bytes", type=int, default=1 << 30)
     s.add_argument("--max-isl-ops", type=int, default=DEFAULT_MAX_OPS)
     s.add_argument("--max-message-bytes", type=int, default=16 << 20)
+    caps = Limits()
+    s.add_argument("--max-computations", type=int, default=caps.max_computations)
+    s.add_argument("--max-dims", type=int, default=caps.max_dims, help="per domain, buffer")
+    s.add_argument("--max-commands", type=int, default=caps.max_commands)
+    s.add_argument("--max-expr-nodes", type=int, default=caps.max_expr_nodes)
     s.add_argument("--token-file", help="file holding the token clients must send "
                                         "(default $MIDDLEEND_TOKEN)")
     s.add_argument("--tls-cert", help="PEM certificate (with --tls-key: serve TLS)")

@@ -12,15 +12,16 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from google.protobuf.message import DecodeError
 
 from ..lowering import DEFAULT_MAX_OPS
+from ..wire import Limits
 from ..wire.v1 import middleend_pb2 as pb
 from .cache import ArtifactCache
-from .engine import KINDS, handle_request
+from .engine import KINDS, handle_request, task_kind
 from .workers import WorkerCrashed, WorkerPool, WorkerTaskError, WorkerTimeout
 
 _ROOT = Path(__file__).resolve().parents[2]
@@ -49,6 +50,7 @@ class ServiceConfig:
     workers: int = 0
     max_isl_ops: int = DEFAULT_MAX_OPS
     default_timeout: float = 600.0
+    limits: Limits = field(default_factory=Limits)
 
 
 def build_id() -> str:
@@ -138,10 +140,10 @@ class Service:
     def _run(self, kind: str, payload: bytes, timeout: float | None) -> bytes:
         ops = self.config.max_isl_ops
         if self.pool is None:
-            return handle_request(kind, payload, max_ops=ops)
+            return handle_request(kind, payload, self.config.limits, ops)
         limit = self.config.default_timeout if timeout is None else timeout
         try:
-            return self.pool.run(f"{kind}:{ops}", payload, limit)
+            return self.pool.run(task_kind(kind, ops, self.config.limits), payload, limit)
         except WorkerTimeout:
             raise RequestFailed(pb.Diagnostic(
                 kind=pb.DEADLINE, message=f"{kind} request did not finish within its "

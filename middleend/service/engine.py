@@ -11,7 +11,9 @@ Replies are tagged: ``b"R"`` + a serialized response, or ``b"E"`` + a serialized
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import json
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -182,11 +184,17 @@ def handle_request(kind: str, payload: bytes, limits: Limits | None = None,
         return b"E" + diagnostic_of(e).SerializeToString()
 
 
+def task_kind(kind: str, max_ops: int, limits: Limits) -> str:
+    """The worker task name: the request kind with the server's caps, which travel with
+    each task so that workers need no configuration of their own."""
+    return json.dumps({"kind": kind, "max_ops": max_ops, "limits": dataclasses.asdict(limits)})
+
+
 def handle(kind: str, payload: bytes) -> bytes:
-    """Worker entry point (``middleend.service.engine:handle``): the request kind is
-    ``"<kind>:<max_ops>"`` so that the server's cap travels with each task."""
-    name, _, ops = kind.partition(":")
-    return handle_request(name, payload, max_ops=int(ops) if ops else DEFAULT_MAX_OPS)
+    """Worker entry point (``middleend.service.engine:handle``); ``kind`` comes from
+    :func:`task_kind`."""
+    task = json.loads(kind)
+    return handle_request(task["kind"], payload, Limits(**task["limits"]), task["max_ops"])
 
 
 def warmup() -> None:
