@@ -182,7 +182,8 @@ def wait_for_workers(server: ServerProcess, n: int, timeout: float = 30.0) -> li
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     base = tmp_path_factory.mktemp("service")
     s = start_server(base / "logs", base / "artifacts", "--max-message-bytes",
-                     str(MAX_MESSAGE_BYTES), workers=2, cache_root=base / "root")
+                     str(MAX_MESSAGE_BYTES), "--max-computations", "64", workers=2,
+                     cache_root=base / "root")
     try:
         yield s
     finally:
@@ -479,6 +480,22 @@ def test_long_invalid_name_gets_invalid_argument(client: RemoteClient,
     code, details, diag = raw_call(channel, req.SerializeToString())
     assert code == grpc.StatusCode.INVALID_ARGUMENT, (code, details[:200])
     assert diag is not None and diag.field_path == "function.name"
+
+
+def test_server_caps_reach_the_workers(client: RemoteClient, channel: grpc.Channel) -> None:
+    """`serve --max-computations 64`: the cap is applied where requests are decoded."""
+    req = pb.Request()
+    req.CopyFrom(SMALL)
+    base = req.function.computations[0]
+    for k in range(65):
+        c = req.function.computations.add()
+        c.CopyFrom(base)
+        c.name = f"x{k}"
+        c.domain = base.domain.replace(f"{base.name}[", f"x{k}[", 1)
+    code, details, diag = raw_call(channel, req.SerializeToString(), "Check")
+    assert code == grpc.StatusCode.RESOURCE_EXHAUSTED, details
+    assert "cap of 64" in details and diag is not None and diag.kind == pb.RESOURCE_LIMIT
+    assert_serving(client)
 
 
 # ---------------------------------------------------------------------------- 6. deadline
