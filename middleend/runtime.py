@@ -65,6 +65,7 @@ class Kernel:
         self._inspect = inspect
         self.artifact = artifact
         self.timings: tuple[Any, ...] = ()  # the compile's phases, when built by a service
+        self.diagnostics: tuple[Any, ...] = ()  # its warnings
         sig = self.signature
         path = library if isinstance(library, str | Path) else library.path
         self.library_path = Path(path)

@@ -191,3 +191,17 @@ def test_cli_compiles_json_and_binary_programs(tmp_path: Path) -> None:
     bad.write_text(prog.read_text().replace('"bx"', '"b;x"', 1))
     r = subprocess.run([*env_py, "check", str(bad)], capture_output=True, text=True)
     assert r.returncode == 1 and "InvalidProgramError" in r.stderr
+
+
+def test_skipping_the_check_is_reported_as_a_warning() -> None:
+    b = ex.blur()
+    b.by.after(b.bx, "i")  # illegal: by reads rows of bx not yet computed
+    k = b.fn.compile(check_legality=False)
+    assert [d.kind for d in k.diagnostics] == [pb.UNCHECKED_SCHEDULE]
+    assert k.diagnostics[0].severity == pb.WARNING
+    # Check always checks, whatever the request says
+    from middleend.service.client import EmbeddedClient
+
+    req = encode_request(b.fn, check_legality=False)
+    with EmbeddedClient() as client, pytest.raises(me.ScheduleError):
+        client.check(req)

@@ -195,6 +195,7 @@ def kernel_of(resp: pb.CompileResponse, name: str,
     k = Kernel(sig, materialize(art), source=src, cache_key=resp.cache_key,
                inspect=inspect, artifact=art)
     k.timings = tuple(resp.timings)
+    k.diagnostics = tuple(resp.diagnostics)  # warnings (errors were raised)
     return k
 
 

@@ -47,7 +47,7 @@ class ServiceError(MiddleEndError):
 
 def diagnostic_of(exc: BaseException) -> pb.Diagnostic:
     """The wire form of an exception raised while handling a request."""
-    d = pb.Diagnostic(message=str(exc))
+    d = pb.Diagnostic(message=str(exc), severity=pb.ERROR)
     if isinstance(exc, UnproducedReadError):
         d.kind = pb.UNPRODUCED_READ
         d.computations.extend([exc.computation, exc.target])

@@ -48,10 +48,17 @@ class _Timer:
             timings.add(phase=name, seconds=s)
 
 
-def _lower(req: pb.Request, timer: _Timer, limits: Limits, max_ops: int
-           ) -> tuple[Lowered, dict[str, Any]]:
+def _lower(req: pb.Request, timer: _Timer, limits: Limits, max_ops: int,
+           resp: Any = None, force_check: bool = False) -> tuple[Lowered, dict[str, Any]]:
     with timer.phase("decode"):
         fn, opts = decode_request(req, limits)
+    if force_check:
+        opts["check_legality"] = True
+    elif not opts["check_legality"] and resp is not None:
+        resp.diagnostics.add(
+            kind=pb.UNCHECKED_SCHEDULE, severity=pb.WARNING,
+            message=f"function {fn.name!r}: the legality check was skipped "
+                    "(skip_legality_check); the generated code may compute wrong results")
     if opts["target"] != "cpu":
         raise TargetError(f"target {opts['target']!r} is not available in this middle-end "
                           "(available: cpu)")
@@ -121,7 +128,7 @@ def run_compile(req: pb.Request, limits: Limits, max_ops: int) -> pb.CompileResp
 
     timer = _Timer()
     resp = pb.CompileResponse(middleend_version=__version__)
-    low, opts = _lower(req, timer, limits, max_ops)
+    low, opts = _lower(req, timer, limits, max_ops, resp)
     src = _sources_and_layers(low, resp, timer)
     with timer.phase("build"):
         lib = build(low.program, src, fp_contract=opts["fp_contract"])
@@ -143,7 +150,7 @@ def run_compile(req: pb.Request, limits: Limits, max_ops: int) -> pb.CompileResp
 def run_lower(req: pb.Request, limits: Limits, max_ops: int) -> pb.LowerResponse:
     timer = _Timer()
     resp = pb.LowerResponse()
-    low, _ = _lower(req, timer, limits, max_ops)
+    low, _ = _lower(req, timer, limits, max_ops, resp)
     _sources_and_layers(low, resp, timer)
     entry_point(low.program, resp.entry_point)
     timer.fill(resp.timings)
@@ -151,9 +158,10 @@ def run_lower(req: pb.Request, limits: Limits, max_ops: int) -> pb.LowerResponse
 
 
 def run_check(req: pb.Request, limits: Limits, max_ops: int) -> pb.CheckResponse:
-    """Legality only (an illegal schedule raises ScheduleError, like Compile)."""
+    """Legality only (an illegal schedule raises ScheduleError, like Compile); the check
+    runs even if the request says to skip it."""
     timer = _Timer()
-    low, _ = _lower(req, timer, limits, max_ops)
+    low, _ = _lower(req, timer, limits, max_ops, force_check=True)
     resp = pb.CheckResponse(legal=True)
     timer.fill(resp.timings)
     return resp

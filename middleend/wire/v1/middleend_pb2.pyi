@@ -91,6 +91,13 @@ class ErrorKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     BUILD_FAILED: _ClassVar[ErrorKind]
     INTERNAL: _ClassVar[ErrorKind]
     DEADLINE: _ClassVar[ErrorKind]
+    UNCHECKED_SCHEDULE: _ClassVar[ErrorKind]
+
+class Severity(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    SEVERITY_UNSPECIFIED: _ClassVar[Severity]
+    ERROR: _ClassVar[Severity]
+    WARNING: _ClassVar[Severity]
 ELEM_TYPE_UNSPECIFIED: ElemType
 INT8: ElemType
 INT16: ElemType
@@ -152,6 +159,10 @@ RESOURCE_LIMIT: ErrorKind
 BUILD_FAILED: ErrorKind
 INTERNAL: ErrorKind
 DEADLINE: ErrorKind
+UNCHECKED_SCHEDULE: ErrorKind
+SEVERITY_UNSPECIFIED: Severity
+ERROR: Severity
+WARNING: Severity
 
 class Expr(_message.Message):
     __slots__ = ("constant", "iterator", "param", "binary", "unary", "select", "cast", "call", "access")
@@ -718,7 +729,7 @@ class PhaseTiming(_message.Message):
     def __init__(self, phase: _Optional[str] = ..., seconds: _Optional[float] = ...) -> None: ...
 
 class Diagnostic(_message.Message):
-    __slots__ = ("kind", "message", "computations", "dependence", "command_index", "command", "level", "field_path", "build_log")
+    __slots__ = ("kind", "message", "computations", "dependence", "command_index", "command", "level", "field_path", "build_log", "severity")
     KIND_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     COMPUTATIONS_FIELD_NUMBER: _ClassVar[int]
@@ -728,6 +739,7 @@ class Diagnostic(_message.Message):
     LEVEL_FIELD_NUMBER: _ClassVar[int]
     FIELD_PATH_FIELD_NUMBER: _ClassVar[int]
     BUILD_LOG_FIELD_NUMBER: _ClassVar[int]
+    SEVERITY_FIELD_NUMBER: _ClassVar[int]
     kind: ErrorKind
     message: str
     computations: _containers.RepeatedScalarFieldContainer[str]
@@ -737,7 +749,8 @@ class Diagnostic(_message.Message):
     level: str
     field_path: str
     build_log: str
-    def __init__(self, kind: _Optional[_Union[ErrorKind, str]] = ..., message: _Optional[str] = ..., computations: _Optional[_Iterable[str]] = ..., dependence: _Optional[str] = ..., command_index: _Optional[int] = ..., command: _Optional[str] = ..., level: _Optional[str] = ..., field_path: _Optional[str] = ..., build_log: _Optional[str] = ...) -> None: ...
+    severity: Severity
+    def __init__(self, kind: _Optional[_Union[ErrorKind, str]] = ..., message: _Optional[str] = ..., computations: _Optional[_Iterable[str]] = ..., dependence: _Optional[str] = ..., command_index: _Optional[int] = ..., command: _Optional[str] = ..., level: _Optional[str] = ..., field_path: _Optional[str] = ..., build_log: _Optional[str] = ..., severity: _Optional[_Union[Severity, str]] = ...) -> None: ...
 
 class CompileResponse(_message.Message):
     __slots__ = ("diagnostics", "layers", "sources", "artifact", "cache_key", "cache_hit", "timings", "middleend_version")
