@@ -205,3 +205,20 @@ def test_skipping_the_check_is_reported_as_a_warning() -> None:
     req = encode_request(b.fn, check_legality=False)
     with EmbeddedClient() as client, pytest.raises(me.ScheduleError):
         client.check(req)
+
+
+def test_round_trip_harness_catches_a_lossy_wire(monkeypatch: pytest.MonkeyPatch) -> None:
+    """conftest.py checks every compile of the suite for a lossless wire trip; a decoder
+    that drops a command must trip it."""
+    from middleend.wire import decode
+
+    command = decode._Decoder.command
+
+    def lossy(self: decode._Decoder, m: pb.Command, path: str) -> None:
+        if m.WhichOneof("command") != "parallelize":
+            command(self, m, path)
+
+    monkeypatch.setattr(decode._Decoder, "command", lossy)
+    b = ex.schedule_blur(ex.blur(), ti=24, tj=72)  # a program no other test compiles
+    with pytest.raises(AssertionError, match="wire changed the C"):
+        b.fn.compile()
