@@ -35,7 +35,7 @@ import numpy as np
 from common import SummaryRow, best_of_interleaved, check_close, print_table, short_error
 
 import middleend as me
-from middleend.examples import sgemm_packed
+from middleend.examples import matmul, sgemm_packed
 
 N = 1024
 CHOSEN = "packed"
@@ -44,24 +44,18 @@ CHOSEN = "packed"
 def define_direct(n: int = N, tiles: tuple[int, int, int] = (64, 256, 64), mr: int = 4,
                   nr: int = 32) -> me.Function:
     """The papers' sgemm (init + update chain in C) with a tiled/vector/unrolled schedule."""
-    with me.Function("sgemm") as f:
-        i, j, k = me.Var("i", 0, n), me.Var("j", 0, n), me.Var("k", 0, n)
-        a = me.Input("A", [n, n], me.float32)
-        b = me.Input("B", [n, n], me.float32)
-        c0 = me.Computation("C", [i, j], 0.0)
-        c1 = me.Computation("c1", [i, j, k], dtype=me.float32)
-        c1.set_expression(c1[i, j, k - 1] + a[i, k] * b[k, j])
-        c1.store_in(c0, [i, j])
-        c0.parallelize(i)
-        c1.tile(i, j, k, *tiles, "i0", "j0", "k0", "i1", "j1", "k1")
-        c1.vectorize("j1", nr)
-        c1.unroll("i1", mr)
-        c1.interchange("i1_ui", "j1_vo")  # i0 j0 k0 i1_uo j1_vo i1_ui j1_vi k1
-        c1.interchange("i1_ui", "k1")  # ... j1_vo k1 j1_vi i1_ui
-        c1.interchange("j1_vi", "i1_ui")  # ... j1_vo k1 i1_ui j1_vi
-        c1.parallelize("i0")
-        c1.after(c0, me.ROOT)
-    return f
+    mm = matmul("sgemm", n)
+    c0, c1 = mm.init, mm.update
+    c0.parallelize("i")
+    c1.tile("i", "j", "k", *tiles, "i0", "j0", "k0", "i1", "j1", "k1")
+    c1.vectorize("j1", nr)
+    c1.unroll("i1", mr)
+    c1.interchange("i1_ui", "j1_vo")  # i0 j0 k0 i1_uo j1_vo i1_ui j1_vi k1
+    c1.interchange("i1_ui", "k1")  # ... j1_vo k1 j1_vi i1_ui
+    c1.interchange("j1_vi", "i1_ui")  # ... j1_vo k1 i1_ui j1_vi
+    c1.parallelize("i0")
+    c1.after(c0, me.ROOT)
+    return mm.fn
 
 
 def define_packed() -> me.Function:

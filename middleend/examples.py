@@ -80,6 +80,33 @@ def heat2d(name: str = "heat") -> Heat:
     return Heat(f, init, h)
 
 
+@dataclass
+class MatMul:
+    """The papers' matrix product: ``C`` (0) then the update chain ``c1`` stored in C."""
+
+    fn: Function
+    init: Computation
+    update: Computation
+
+
+def matmul(name: str = "matmul", n: int | None = None) -> MatMul:
+    """Layer I of C = A @ B: ``n`` None gives Params (A is N x K, B is K x M), else square
+    constant sizes."""
+    with Function(name) as f:
+        if n is None:
+            rows, inner, cols = Param("N"), Param("K"), Param("M")
+        else:
+            rows = inner = cols = n
+        i, j, k = Var("i", 0, rows), Var("j", 0, cols), Var("k", 0, inner)
+        a = Input("A", [rows, inner], float32)
+        b = Input("B", [inner, cols], float32)
+        init = Computation("C", [i, j], 0.0)
+        upd = Computation("c1", [i, j, k], dtype=float32)
+        upd.set_expression(upd[i, j, k - 1] + a[i, k] * b[k, j])
+        upd.store_in(init, [i, j])
+    return MatMul(f, init, upd)
+
+
 def sgemm_packed(n: int | None = None, tj: int = 128, mr: int = 4, nr: int = 16) -> Function:
     """C = A @ B the way a BLAS does it, in the scheduling language: ``Bp`` a copy of B
     packed per column panel (``compute_at`` + ``allocate_at`` at the parallel ``j0``),

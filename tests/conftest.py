@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
+import grpc
 import numpy as np
 import pytest
+from service_util import MAX_MESSAGE_BYTES, ServerProcess, start_server
 
 from middleend.loopast import Alloc, Block, For, If, Node, Stmt
+from middleend.service.client import RemoteClient, connect
 
 
 @pytest.fixture(autouse=True)
@@ -146,3 +149,34 @@ def stmt_counts() -> Callable[[object], dict[str, int]]:
         _count(kernel.program.body, out)  # type: ignore[attr-defined]
         return out
     return count
+
+
+# ---------------------------------------------------------------------------- the service
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """``middleend serve`` on loopback for one test module (2 workers, its own caches, a
+    1 MiB message cap, at most 64 computations)."""
+    base = tmp_path_factory.mktemp("service")
+    s = start_server(base / "logs", base / "artifacts", "--max-message-bytes",
+                     str(MAX_MESSAGE_BYTES), "--max-computations", "64", workers=2,
+                     cache_root=base / "root")
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+@pytest.fixture(scope="module")
+def client(server: ServerProcess) -> Iterator[RemoteClient]:
+    c = connect(server.address, timeout=120)
+    yield c
+    c.close()
+
+
+@pytest.fixture(scope="module")
+def channel(server: ServerProcess) -> Iterator[grpc.Channel]:
+    ch = grpc.insecure_channel(server.address)
+    yield ch
+    ch.close()

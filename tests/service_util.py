@@ -1,4 +1,5 @@
-"""``middleend serve`` as a subprocess on loopback, for tests/test_service.py.
+"""``middleend serve`` as a subprocess on loopback, and the programs and helpers of
+tests/test_service*.py.
 
 The server's stdout and stderr go to files (a pipe nobody reads could fill up and block
 the server); its first stdout line, ``middleend serving on HOST:PORT (N workers)``, gives
@@ -15,6 +16,17 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+import grpc
+import numpy as np
+from google.protobuf.message import Message
+
+import middleend as me
+from middleend import examples
+from middleend.service.client import RemoteClient
+from middleend.service.diagnostics import DIAGNOSTIC_KEY
+from middleend.wire.encode import encode_request
+from middleend.wire.v1 import middleend_pb2 as pb
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVING_LINE = re.compile(r"middleend serving on (\S+):(\d+) \((\d+) workers\)")
@@ -118,3 +130,135 @@ def start_server(log_dir: Path, cache_dir: Path, *args: str, workers: int = 2,
             raise RuntimeError(f"no serving line from the server within {timeout} s:\n"
                                f"{err_path.read_text(errors='replace')}")
         time.sleep(0.02)
+
+
+SERVICE = "middleend.v1.MiddleEnd"
+MAX_MESSAGE_BYTES = 1 << 20  # the module server's --max-message-bytes
+
+
+# ---------------------------------------------------------------------------- programs
+
+
+def blur_fn(ti: int = 32, tj: int = 256) -> me.Function:
+    """The papers' blurxy with the tuned schedule (tiles ti x tj, bx computed per tile row
+    into a private buffer, i0 parallel, j vectorized by 8); sizes are Params N, M."""
+    return examples.schedule_blur(examples.blur(), ti=ti, tj=tj).fn
+
+
+def blur_request(ti: int = 32, tj: int = 256) -> pb.Request:
+    return encode_request(blur_fn(ti, tj))
+
+
+def blur_ref(a: np.ndarray) -> np.ndarray:
+    three = np.float32(3)
+    bx = (a[:, :-2] + a[:, 1:-1] + a[:, 2:]) / three
+    return (bx[:-2] + bx[1:-1] + bx[2:]) / three
+
+
+def matmul_fn(t: int = 16) -> me.Function:
+    """C = A @ B (N x K times K x M) as an init plus an update over k; both tiled t x t,
+    the update's loops i0 j0 k i1 j1 with j1 vectorized, fused at j0, i0 parallel."""
+    mm = examples.matmul("mm")
+    init, upd = mm.init, mm.update
+    for c in (init, upd):
+        c.tile("i", "j", t, t, "i0", "j0", "i1", "j1")
+    upd.interchange("j1", "k")
+    upd.interchange("i1", "k")
+    upd.vectorize("j1", 8)
+    upd.after(init, "j0")
+    init.parallelize("i0")
+    upd.parallelize("i0")
+    return mm.fn
+
+
+def small_fn(name: str = "twice", scale: float = 2.0) -> me.Function:
+    """c[i] = a[i] * scale + 1: the cheapest program that still goes through a worker."""
+    with me.Function(name) as f:
+        n = me.Param("N")
+        i = me.Var("i", 0, n)
+        a = me.Input("a", [n], me.float32)
+        c = me.Computation("c", [i], a[i] * scale + 1.0)
+        c.split(i, 8, "i0", "i1")
+    return f
+
+
+SMALL = encode_request(small_fn())
+
+
+def illegal_request() -> pb.Request:
+    """A matmul update parallelized along k, the loop that carries its reduction."""
+    with me.Function("scan") as f:
+        n = me.Param("N")
+        i, j, k = me.Var("i", 0, n), me.Var("j", 0, n), me.Var("k", 0, n)
+        a = me.Input("A", [n, n], me.float32)
+        init = me.Computation("C", [i, j], 0.0)
+        upd = me.Computation("c1", [i, j, k], dtype=me.float32)
+        upd.set_expression(upd[i, j, k - 1] + a[i, k] * a[k, j])
+        upd.store_in(init, [i, j])
+        upd.after(init, "j")
+        upd.parallelize("k")
+    return encode_request(f)
+
+
+def cyclic_request() -> pb.Request:
+    """A.compute_at(B) and B.compute_at(A): each is to be computed inside the other."""
+    with me.Function("cyc") as f:
+        n = me.Param("N")
+        i = me.Var("i", 0, n)
+        x = me.Input("x", [n], me.float32)
+        a = me.Computation("A", [i], x[i] * 2.0)
+        b = me.Computation("B", [i], a[i] + 1.0)
+        a.compute_at(b, "i")
+        b.compute_at(a, "i")
+    return encode_request(f)
+
+
+def rename_everywhere(msg: Message, old: str, new: str) -> None:
+    """Replace every string field equal to ``old`` (names and references) in ``msg``."""
+    for fd, value in msg.ListFields():
+        if fd.type == fd.TYPE_MESSAGE:
+            for sub in (value if fd.is_repeated else [value]):
+                rename_everywhere(sub, old, new)
+        elif fd.type == fd.TYPE_STRING and not fd.is_repeated and value == old:
+            setattr(msg, fd.name, new)
+
+
+# ---------------------------------------------------------------------------- helpers
+
+
+def so_file(resp: pb.CompileResponse) -> pb.ArtifactFile:
+    files = [f for f in resp.artifact.files if f.role == pb.SHARED_OBJECT]
+    assert len(files) == 1, [f.name for f in resp.artifact.files]
+    return files[0]
+
+
+def raw_call(channel: grpc.Channel, payload: bytes, method: str = "Compile",
+             timeout: float = 120.0) -> tuple[grpc.StatusCode, str, pb.Diagnostic | None]:
+    """Send raw request bytes; the status code, its message and the diagnostic trailer."""
+    rpc = channel.unary_unary(f"/{SERVICE}/{method}", request_serializer=None,
+                              response_deserializer=None)
+    try:
+        rpc(payload, timeout=timeout)
+    except grpc.RpcError as e:
+        diag = None
+        for k, v in e.trailing_metadata() or ():  # type: ignore[attr-defined]
+            if k == DIAGNOSTIC_KEY:
+                diag = pb.Diagnostic.FromString(v)
+        return e.code(), e.details() or "", diag  # type: ignore[attr-defined]
+    return grpc.StatusCode.OK, "", None
+
+
+def assert_serving(client: RemoteClient) -> None:
+    """The server answers: the health check, and a Check that needs a worker process."""
+    assert client.health() == "SERVING"
+    assert client.health(SERVICE) == "SERVING"
+    assert client.check(SMALL).legal is True
+
+
+def wait_for_workers(server: ServerProcess, n: int, timeout: float = 30.0) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while True:
+        pids = server.worker_pids()
+        if len(pids) == n or time.monotonic() > deadline:
+            return pids
+        time.sleep(0.05)

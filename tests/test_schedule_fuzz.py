@@ -98,16 +98,8 @@ def check_blur(kernel: Any) -> None:
 
 
 def define_matmul() -> tuple[me.Function, Comps]:
-    with me.Function("fzmm") as f:
-        N, K, M = me.Param("N"), me.Param("K"), me.Param("M")
-        i, j, k = me.Var("i", 0, N), me.Var("j", 0, M), me.Var("k", 0, K)
-        A = me.Input("A", [N, K], me.float32)
-        B = me.Input("B", [K, M], me.float32)
-        c0 = me.Computation("C", [i, j], 0.0)
-        c1 = me.Computation("c1", [i, j, k], dtype=me.float32)
-        c1.set_expression(c1[i, j, k - 1] + A[i, k] * B[k, j])
-        c1.store_in(c0, [i, j])
-    return f, {"C": c0, "c1": c1}
+    mm = examples.matmul("fzmm")
+    return mm.fn, {"C": mm.init, "c1": mm.update}
 
 
 def check_matmul(kernel: Any) -> None:
