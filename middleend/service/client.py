@@ -8,6 +8,7 @@ the same artifact. Errors come back as the middle-end's own exception types.
 
 from __future__ import annotations
 
+import abc
 import hashlib
 import os
 import tempfile
@@ -31,7 +32,7 @@ _RESPONSES = {"compile": pb.CompileResponse, "check": pb.CheckResponse,
               "lower": pb.LowerResponse}
 
 
-class Client:
+class Client(abc.ABC):
     """The interface both clients share: ``compile``, ``check`` and ``lower`` take a
     ``pb.Request`` and return the response message, raising middle-end exceptions."""
 
@@ -44,11 +45,13 @@ class Client:
     def lower(self, req: pb.Request) -> pb.LowerResponse:
         return self._call("lower", req)
 
-    def _call(self, kind: str, req: pb.Request) -> Any:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abc.abstractmethod
+    def _call(self, kind: str, req: pb.Request) -> Any:
+        """Send one request of ``kind`` (compile, check, lower); the response message."""
 
+    @abc.abstractmethod
     def close(self) -> None:
-        """Release the connection (nothing to do for the embedded client)."""
+        """Release the connection or the in-process service's workers."""
 
     def __enter__(self) -> Client:
         return self
