@@ -234,29 +234,6 @@ def _subst_iters(e: Expr, repl: dict[str, Expr]) -> Expr:
     return rebuild(e, lambda n: repl.get(n.name) if isinstance(n, IterRef) else None)
 
 
-def compile_function(fn: Function, target: str = "cpu", outputs: Sequence[Any] | None = None,
-                     check_legality: bool = True, fp_contract: bool = False,
-                     **options: Any) -> Any:
-    """Lower, generate C, build (cached) and wrap. ``fp_contract=True`` allows fused
-    multiply-add in the C compiler (float results may differ from numpy's in the last
-    bits)."""
-    if options:
-        raise TypeError(f"unknown compile options {sorted(options)} (known: target, outputs, "
-                        "check_legality, fp_contract)")
-    if target != "cpu":
-        from .errors import TargetError
-
-        raise TargetError(f"target {target!r} is not available yet (available: cpu)")
-    low = lower(fn, outputs=outputs, check_legality=check_legality)
-    from backends.cpu import build, generate_c
-
-    from .runtime import Kernel
-
-    src = generate_c(low.program)
-    lib = build(low.program, src, fp_contract=fp_contract)
-    return Kernel(low.program, lib, lowered=low)
-
-
 def layers_sections(low: Lowered) -> tuple[str, str, str, str]:
     """Layers I, II, III and IV as text, in the ISL notation of the papers."""
     l2 = []

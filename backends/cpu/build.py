@@ -57,11 +57,16 @@ def compiler_identity(cc: list[str]) -> str:
     return lines[0].strip() if lines else " ".join(cc)
 
 
-def cache_dir() -> Path:
-    """``$MIDDLEEND_CACHE_DIR/cpu`` if the variable is set, else ``~/.cache/middleend/cpu``."""
+def cache_root() -> Path:
+    """``$MIDDLEEND_CACHE_DIR`` if the variable is set, else ``~/.cache/middleend``: the
+    root of every cache of the middle-end (builds, artifacts, loaded kernels)."""
     root = os.environ.get("MIDDLEEND_CACHE_DIR")
-    base = Path(root) if root else Path.home() / ".cache" / "middleend"
-    return base / "cpu"
+    return Path(root) if root else Path.home() / ".cache" / "middleend"
+
+
+def cache_dir() -> Path:
+    """The C build cache, ``<cache root>/cpu``."""
+    return cache_root() / "cpu"
 
 
 def cache_key(source: str, identity: str, flags: tuple[str, ...]) -> str:

@@ -10,7 +10,6 @@ same request would build now.
 from __future__ import annotations
 
 import hashlib
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,8 +35,10 @@ class RequestFailed(Exception):
 
 
 def default_cache_root() -> Path:
-    root = os.environ.get("MIDDLEEND_CACHE_DIR")
-    return (Path(root) if root else Path.home() / ".cache" / "middleend") / "artifacts"
+    """The artifact cache, ``<cache root>/artifacts``."""
+    from backends.cpu.build import cache_root
+
+    return cache_root() / "artifacts"
 
 
 @dataclass(frozen=True)
