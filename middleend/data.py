@@ -5,6 +5,14 @@ written (ISL's dim_max). ``store_in`` gives any affine mapping (transposed, modu
 shared by an update chain); ``storage_fold`` contracts a dimension. Two access maps are kept
 per computation: the *logical* one (before folding), which defines memory-based reads in
 the sequential semantics, and the *physical* one, which the legality check and the code use.
+
+A data-dependent store index (a histogram's ``hist[clamp(im[y, x], 0, 255)]``, a scatter
+``out[perm[i]]``) has no exact relation. Its dimension is left free: the logical map says
+the instance writes *some* element of the buffer's box along it (exact along the affine
+dimensions), and the computation is a *may* writer (``Layer3.may``) for the dataflow, like a
+guarded one: it never kills an older write and every later read of the box may see it. The
+buffer is sized by its affine writers (or its declaration) and the generated store checks
+the index at run time, so an out-of-range index is a kernel error, never a stray write.
 """
 
 from __future__ import annotations
@@ -16,9 +24,9 @@ from typing import Any
 import islpy as isl
 
 from . import commands as cmd
-from .affine import AffineContext, NonAffine, access_map, to_pw_aff
+from .affine import AffineContext, NonAffine, relaxed_access_map, to_pw_aff
 from .errors import DefinitionError
-from .expr import Binary, Const, Expr, wrap
+from .expr import Binary, Const, Expr
 from .function import INPUT, OUTPUT, TEMPORARY, Buffer, Computation, Function, Var
 from .layer1 import Layer1, comp_space
 from .types import DType
@@ -44,6 +52,8 @@ class Layer3:
     index: dict[str, tuple[Expr, ...]]  # computation -> logical index exprs over its vars
     logical: dict[str, isl.Map]  # computation universe -> buffer (before folding)
     outputs: list[str]
+    # computations stored at data-dependent indices -> those index positions (may writers)
+    may: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
     def phys_index(self, buf: str, idx: Sequence[Expr]) -> tuple[Expr, ...]:
         f = self.buffers[buf].fold
@@ -109,17 +119,18 @@ def build_layer3(fn: Function, l1: Layer1, outputs: Sequence[Any] | None,
             c.expr = Cast(b.dtype, c.expr)
         b.writers.append(name)
     logical: dict[str, isl.Map] = {}
+    may: dict[str, tuple[int, ...]] = {}
     for name in l1.declared:
         c = l1.comps[name]
         ac = AffineContext(comp_space(ps, name, c.vars))
-        m = access_map(index[name], ac, store[name])
-        if m is None:
-            raise DefinitionError(f"{name}.store_in({store[name]}): indices must be affine "
-                                  "in the computation's iterators")
-        logical[name] = m
-    _fold_and_alloc(commands, l1, store, buffers)
-    _size_default_buffers(l1, store, logical, buffers)
-    l3 = Layer3(buffers, store, index, logical, [])
+        logical[name], free = relaxed_access_map(index[name], ac, store[name])
+        if free:
+            may[name] = free
+    _refuse_value_reads(l1, may)
+    _fold_and_alloc(commands, l1, store, buffers, may)
+    _size_default_buffers(l1, store, logical, buffers, may)
+    _bound_may_writes(l1, store, logical, buffers, may)
+    l3 = Layer3(buffers, store, index, logical, [], may)
     l3.outputs = _outputs(l1, l3, outputs, comp_objs)
     for b in buffers.values():
         if b.role == OUTPUT and b.name not in l3.outputs:
@@ -149,12 +160,49 @@ def _resolve_target(name: str, pending: dict[str, cmd.StoreIn], l1: Layer1,
         if nxt is None:
             break
         tgt = nxt.buffer
-    idx = ident if c.indices is None else tuple(wrap(i) for i in c.indices)
-    return tgt, idx
+    # Layer I's copy of the indices: inlining has substituted into them, and their reads'
+    # nodes are the ones the dataflow analysed
+    idx = l1.comps[name].store_index
+    return tgt, ident if idx is None else idx
+
+
+def _refuse_value_reads(l1: Layer1, may: dict[str, tuple[int, ...]]) -> None:
+    """``P[y]`` names the value P computed at ``y``; when P stores at a data-dependent
+    index, which element holds it (and whether a later write replaced it) is only known at
+    run time, so such a read would be unsound: refuse it."""
+    for c in l1.comps.values():
+        for r in c.reads:
+            if r.kind == "value" and r.target in may:
+                raise DefinitionError(
+                    f"computation {c.name!r} reads {r.target!r} by value, but {r.target!r} "
+                    "is stored at a data-dependent index (where its value lands is only "
+                    f"known at run time); read its buffer's content with "
+                    f"{r.target}.memory[...] instead")
+
+
+def _bound_may_writes(l1: Layer1, store: dict[str, str], logical: dict[str, isl.Map],
+                      buffers: dict[str, BufferInfo], may: dict[str, tuple[int, ...]]
+                      ) -> None:
+    """Bound each may write by its buffer's box; its affine indices must fit the buffer
+    (checked here, exactly, as for any affine writer); the data-dependent ones are
+    checked by the generated code."""
+    for name, free in may.items():
+        b = buffers[store[name]]
+        m = logical[name]
+        space = m.range().get_space()
+        bx = box(b, space)
+        along = m.intersect_domain(l1.comps[name].domain).range().intersect(
+            box(b, space, free))
+        out = along.subtract(bx)
+        if not out.is_empty():
+            raise DefinitionError(f"{name}.store_in({b.name}): its affine indices write "
+                                  f"outside the buffer's bounds: {out.coalesce()}")
+        logical[name] = m.intersect_range(bx)
 
 
 def _fold_and_alloc(commands: list[cmd.Command], l1: Layer1, store: dict[str, str],
-                    buffers: dict[str, BufferInfo]) -> None:
+                    buffers: dict[str, BufferInfo], may: dict[str, tuple[int, ...]]
+                    ) -> None:
     for c in commands:
         if isinstance(c, (cmd.StorageFold, cmd.AllocateAt)):
             if c.comp not in store:
@@ -166,6 +214,12 @@ def _fold_and_alloc(commands: list[cmd.Command], l1: Layer1, store: dict[str, st
                                       "argument; only temporaries can be folded or allocated "
                                       "in a loop")
             if isinstance(c, cmd.StorageFold):
+                scat = [n for n in may if store[n] == b.name]
+                if scat:
+                    raise DefinitionError(
+                        f"{c.describe()}: buffer {b.name!r} is written at data-dependent "
+                        f"indices by {scat}; it cannot be folded (the run-time check needs "
+                        "the unfolded index)")
                 if not 0 <= c.dim < b.ndim:
                     raise DefinitionError(f"{c.describe()}: buffer {b.name!r} has {b.ndim} dims")
                 b.fold[c.dim] = c.factor
@@ -176,17 +230,26 @@ def _fold_and_alloc(commands: list[cmd.Command], l1: Layer1, store: dict[str, st
 
 
 def _size_default_buffers(l1: Layer1, store: dict[str, str], logical: dict[str, isl.Map],
-                          buffers: dict[str, BufferInfo]) -> None:
+                          buffers: dict[str, BufferInfo], may: dict[str, tuple[int, ...]]
+                          ) -> None:
+    """Size each buffer without a declaration by what its affine writers write (writers
+    at data-dependent indices say nothing about the size; they are checked against it)."""
     for b in buffers.values():
         written: isl.Set | None = None
         for w in b.writers:
+            if w in may:
+                continue
             s = logical[w].intersect_domain(l1.comps[w].domain).range()
             written = s if written is None else written.union(s)
         if b.declared is not None:
             if written is not None:
                 _check_inside(b, written, "writes")
             continue
-        assert written is not None
+        if written is None:
+            raise DefinitionError(
+                f"buffer {b.name!r}: its writers {b.writers} all store at data-dependent "
+                "indices, so its size is unknown; declare it (me.Buffer with sizes) or "
+                "initialise it with a computation over the whole range")
         ac = AffineContext(written.get_space())
         sizes = []
         for k in range(b.ndim):
@@ -206,11 +269,12 @@ def _size_default_buffers(l1: Layer1, store: dict[str, str], logical: dict[str, 
         b.sizes = sizes
 
 
-def box(b: BufferInfo, space: isl.Space) -> isl.Set:
-    """``{b[e] : 0 <= e_k < size_k}`` — the elements a buffer has (after folding)."""
+def box(b: BufferInfo, space: isl.Space, dims: Sequence[int] | None = None) -> isl.Set:
+    """``{b[e] : 0 <= e_k < size_k}`` — the elements a buffer has (after folding); only
+    the bounds of ``dims`` when given."""
     ac = AffineContext(space)
     s = isl.Set.universe(space)
-    for k in range(b.ndim):
+    for k in range(b.ndim) if dims is None else dims:
         x = ac.dim(k)
         size = ac.const(b.fold[k]) if k in b.fold else _lift(b.sizes[k], space)
         s = s.intersect(ac.const(0).le_set(x)).intersect(x.lt_set(size))

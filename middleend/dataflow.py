@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import islpy as isl
 
-from .data import Layer3, box, buffer_space
+from .data import Layer3, box
 from .errors import DefinitionError, UnproducedReadError
 from .function import INPUT
 from .islutil import maps_of
@@ -29,6 +29,8 @@ class Expected:
     sources: dict[int, isl.UnionMap] = field(default_factory=dict)  # ref -> {C[x] -> P[y]}
     final: dict[str, isl.UnionMap] = field(default_factory=dict)  # buffer -> {B[e] -> P[y]}
     written: dict[str, isl.Set] = field(default_factory=dict)  # buffer -> logical elements
+    # buffer -> the elements surely written (by unguarded writers at affine indices)
+    covered: dict[str, isl.Set] = field(default_factory=dict)
 
 
 def read_buffer(l3: Layer3, r: Read) -> str:
@@ -43,12 +45,18 @@ def logical_access(l1: Layer1, l3: Layer3, r: Read) -> isl.Map:
     buf = l3.buffers[read_buffer(l3, r)]
     if r.kind == "value":
         p = l1.comps[r.target]
-        acc = r.access if r.access is not None else isl.Map.from_domain_and_range(
-            c.domain, p.domain)
+        acc = r.access if r.access is not None else _bound(r).intersect_range(p.domain)
         return acc.apply_range(l3.logical[r.target]).intersect_domain(c.domain)
     if r.access is not None:
         return r.access.intersect_domain(c.domain).set_tuple_name(isl.dim_type.out, buf.name)
-    return isl.Map.from_domain_and_range(c.domain, box(buf, buffer_space(l1, buf)))
+    # a data-dependent index: exact along the affine indices, anywhere in the box otherwise
+    acc = _bound(r).intersect_domain(c.domain).set_tuple_name(isl.dim_type.out, buf.name)
+    return acc.intersect_range(box(buf, acc.range().get_space()))
+
+
+def _bound(r: Read) -> isl.Map:
+    assert r.bound is not None, f"read {r.ref} of {r.comp!r} has neither access nor bound"
+    return r.bound
 
 
 def reference_schedule(l1: Layer1) -> dict[str, isl.Map]:
@@ -90,8 +98,9 @@ def expected_dataflow(l1: Layer1, l3: Layer3) -> Expected:
         if r.kind == "value":
             p = l1.comps[r.target]
             if r.access is None:
+                # which instance is read is only known at run time: any it may name
                 exp.sources[r.ref] = isl.UnionMap.from_map(
-                    isl.Map.from_domain_and_range(c.domain, p.domain))
+                    _bound(r).intersect_domain(c.domain).intersect_range(p.domain))
                 continue
             inside = r.access.intersect_range(p.domain)
             exp.sources[r.ref] = isl.UnionMap.from_map(inside)
@@ -116,6 +125,9 @@ def expected_dataflow(l1: Layer1, l3: Layer3) -> Expected:
         for w in b.writers:
             s_ = l3.logical[w].intersect_domain(l1.comps[w].domain).range()
             written = s_ if written is None else written.union(s_)
+            if not may_write(l1, l3, w):
+                cov = exp.covered.get(bname)
+                exp.covered[bname] = s_ if cov is None else cov.union(s_)
         if written is None:
             continue
         exp.written[bname] = written
@@ -157,12 +169,19 @@ def expected_dataflow(l1: Layer1, l3: Layer3) -> Expected:
     return exp
 
 
+def may_write(l1: Layer1, l3: Layer3, comp: str) -> bool:
+    """Whether an instance of ``comp`` may leave the elements its logical access names
+    unwritten: a run-time guard, or a data-dependent index (it writes one element of the
+    over-approximated set, not all). Such writes never kill older ones in the dataflow."""
+    return l1.comps[comp].guard is not None or comp in l3.may
+
+
 def _writes(l1: Layer1, l3: Layer3) -> tuple[isl.UnionMap, isl.UnionMap]:
     must = isl.UnionMap.empty(l1.param_space)
     may = isl.UnionMap.empty(l1.param_space)
     for n in l1.declared:
         w = isl.UnionMap.from_map(l3.logical[n].intersect_domain(l1.comps[n].domain))
-        if l1.comps[n].guard is None:
+        if not may_write(l1, l3, n):
             must = must.union(w)
         else:
             may = may.union(w)

@@ -297,8 +297,12 @@ class Computation(_Indexable):
     # -- data mapping (Layer III) ------------------------------------------------------
     def store_in(self, buffer: Buffer | Computation, indices: Sequence[Any] | None = None
                  ) -> Computation:
-        """Store in ``buffer`` at ``indices`` (affine in this computation's iterators); a
-        Computation as target means that computation's buffer."""
+        """Store in ``buffer`` at ``indices``; a Computation as target means that
+        computation's buffer. Affine indices give an exact access relation. Data-dependent
+        ones (``[clamp(im[y, x], 0, 255)]``, a scatter ``[perm[i]]``) make a *may* write
+        of any element of the buffer, bounds-checked at run time; such a computation cannot
+        be read by value (read ``target.memory[...]`` instead) and the buffer is sized by
+        its affine writers or its declaration."""
         idx = None if indices is None else tuple(wrap(i) for i in indices)
         return self._log(cmd.StoreIn(self.name, buffer.name, idx))
 
@@ -308,13 +312,23 @@ class Computation(_Indexable):
     def allocate_at(self, consumer: Computation, level: Any) -> Computation:
         return self._log(cmd.AllocateAt(self.name, consumer.name, _level(level)))
 
-    def update(self, iterators: Sequence[Var], body: Any, name: str | None = None
-               ) -> Computation:
+    @property
+    def memory(self) -> _BufferOf:
+        """The buffer this computation is stored in, read with memory semantics:
+        ``hist.memory[idx]`` is the element's *current* content (whatever the last write
+        before the reading instance left there, found by dataflow), whereas ``hist[b]`` is
+        the value ``hist`` computed at instance ``b``. Updates read their buffer this way,
+        and it is the only way to read elements written at data-dependent indices."""
+        return _BufferOf(self)
+
+    def update(self, iterators: Sequence[Var], body: Any, name: str | None = None,
+               at: Sequence[Any] | None = None) -> Computation:
         """Concise ``acc += ...`` style update: a new computation over ``iterators`` stored
-        in this computation's buffer (at its iterators' positions) whose value is
-        ``body(prev)``, ``prev`` being the buffer's current element (a callable), or
-        ``prev + body`` when ``body`` is an expression."""
-        buf_idx = tuple(self.vars)
+        in this computation's buffer whose value is ``body(prev)``, ``prev`` being the
+        buffer's current element (a callable), or ``prev + body`` when ``body`` is an
+        expression. The element is ``at`` (default: this computation's iterators), which
+        may be data-dependent, e.g. a histogram ``hist.update([ry, rx], 1, at=[idx])``."""
+        buf_idx = tuple(self.vars) if at is None else tuple(wrap(i) for i in at)
         upd = Computation(name or f"{self.name}_update{self.fn._next_update(self.name)}",
                           iterators, dtype=self.dtype)
         prev = _BufferOf(self)[buf_idx]

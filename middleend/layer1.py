@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 import islpy as isl
 
 from . import commands as cmd
-from .affine import AffineContext, NonAffine, access_map, to_pw_aff, try_set
+from .affine import AffineContext, NonAffine, relaxed_access_map, to_pw_aff, try_pw_aff, try_set
 from .errors import DefinitionError, quoted
-from .expr import Access, Expr, rebuild, walk
+from .expr import Access, Expr, rebuild, walk, wrap
 from .function import Buffer, Computation, Function, Param, Var, _BufferOf
 
 
@@ -21,7 +21,8 @@ class Read:
     """One read reference of a computation. ``kind`` is 'value' (a computation's instance)
     or 'memory' (a buffer's current content; ``target`` is then a buffer name, or a
     computation name whose buffer is meant when ``of_comp``). ``access`` is None when an
-    index is not quasi-affine (the read may then touch any element)."""
+    index is not quasi-affine; ``bound`` is then the over-approximation the analyses use
+    (exact along the affine indices, any element along the data-dependent ones)."""
 
     ref: int
     comp: str
@@ -30,6 +31,7 @@ class Read:
     node: Access
     access: isl.Map | None
     of_comp: bool = False
+    bound: isl.Map | None = None
 
 
 @dataclass
@@ -44,6 +46,9 @@ class Comp:
     ctx: AffineContext
     reads: list[Read] = field(default_factory=list)
     source: Computation | None = None
+    # the indices of its store_in (None: identity). They are Layer I expressions like the
+    # body: data-dependent ones read memory, so their reads are reads of the computation.
+    store_index: tuple[Expr, ...] | None = None
 
 
 @dataclass
@@ -64,9 +69,11 @@ class Layer1:
         for r in c.reads:
             if r.kind != "value" or r.target != producer:
                 continue
-            m = r.access if r.access is not None else isl.Map.from_domain_and_range(
-                c.domain, p.domain)
-            m = m.intersect_domain(c.domain)
+            if r.access is not None:
+                m = r.access.intersect_domain(c.domain)
+            else:
+                assert r.bound is not None
+                m = r.bound.intersect_domain(c.domain).intersect_range(p.domain)
             out = m if out is None else out.union(m)
         return out
 
@@ -117,6 +124,9 @@ def build_layer1(fn: Function, ctx: isl.Context, commands: list[cmd.Command]) ->
             raise DefinitionError(f"computation {c.name!r} has no expression "
                                   "(pass one or call set_expression)")
         comps[c.name] = _domain(c, pspace, context)
+    for c in commands:
+        if isinstance(c, cmd.StoreIn) and c.comp in comps:
+            comps[c.comp].store_index = _store_index(comps[c.comp], c)
     for c in comps.values():
         c.reads = _reads(c, comps)
     for name in inline:
@@ -193,6 +203,22 @@ def _domain(c: Computation, pspace: isl.Space, context: isl.Set) -> Comp:
                 source=c)
 
 
+def _store_index(c: Comp, store: cmd.StoreIn) -> tuple[Expr, ...] | None:
+    """The (last) store_in's indices of ``c``, checked: they may only use its iterators,
+    and a data-dependent one must be an integer (it is evaluated as a subscript)."""
+    if store.indices is None:
+        return None
+    idx = tuple(wrap(i) for i in store.indices)
+    what = f"{c.name}.store_in({store.buffer})"
+    for k, e in enumerate(idx):
+        _check_names(e, c.vars, c.name, f"index {k} of {what}")
+        if try_pw_aff(e, c.ctx) is None and not e.dtype.is_int:
+            raise DefinitionError(f"{what}: index {k} is a data-dependent "
+                                  f"{e.dtype.name} expression; a subscript must be an integer "
+                                  "(use me.cast)")
+    return idx
+
+
 def _check_names(e: Expr, names: list[str], comp: str, where: str) -> None:
     for n in walk(e):
         if isinstance(n, Var) and n.name not in names:
@@ -206,6 +232,7 @@ def _check_names(e: Expr, names: list[str], comp: str, where: str) -> None:
 def _reads(c: Comp, comps: dict[str, Comp]) -> list[Read]:
     out: list[Read] = []
     roots = [c.expr] if c.guard is None else [c.expr, c.guard]
+    roots += list(c.store_index or ())
     for n in (m for root in roots for m in walk(root)):
         if not isinstance(n, Access):
             continue
@@ -227,10 +254,9 @@ def _reads(c: Comp, comps: dict[str, Comp]) -> list[Read]:
             kind, target, of_comp = "memory", t.name, False
         else:  # pragma: no cover - Access targets are built by the API only
             raise DefinitionError(f"computation {c.name!r}: cannot read {t!r}")
-        acc = access_map(n.indices, c.ctx, target)
-        if acc is not None:
-            acc = acc.intersect_domain(c.domain)
-        out.append(Read(-1, c.name, kind, target, n, acc, of_comp))
+        bound, free = relaxed_access_map(n.indices, c.ctx, target)
+        bound = bound.intersect_domain(c.domain)
+        out.append(Read(-1, c.name, kind, target, n, None if free else bound, of_comp, bound))
     return out
 
 
@@ -273,6 +299,8 @@ def _inline(comps: dict[str, Comp], inline: list[str], commands: list[cmd.Comman
             c.expr = subst(c.expr)
             if c.guard is not None:
                 c.guard = subst(c.guard)
+            if c.store_index is not None:
+                c.store_index = tuple(subst(e) for e in c.store_index)
     for n in inline:
         del comps[n]
 

@@ -171,8 +171,10 @@ def _program(fn: Function, l1: Layer1, l3: Layer3, ts: TimeSpace, ph: Physical,
                 sizes.append(iexpr(cb.expr_from_pw_aff(pa.project_domain_on_params()), pmap))
         full = True
         if b.role == "output" and b.name in exp.written:
-            elems = exp.written[b.name]
-            full = box(b, elems.get_space()).is_subset(elems)
+            # only sure writes count: a guarded or data-dependent one may skip elements,
+            # which the kernel wrapper must then hand back zeroed, not uninitialised
+            elems = exp.covered.get(b.name)
+            full = elems is not None and box(b, elems.get_space()).is_subset(elems)
         decls.append(BufferDecl(b.name, b.dtype, tuple(sizes), b.role, la is not None, full))
     stmts = {n: _stmt_info(n, l1, l3, ph) for n in ts.order}
     read_bufs: dict[str, set[str]] = {}
@@ -220,7 +222,9 @@ def _stmt_info(name: str, l1: Layer1, l3: Layer3, ph: Physical) -> StmtInfo:
 
     sbuf = l3.store[name]
     sidx = l3.phys_index(sbuf, tuple(conv(e) for e in l3.index[name]))
-    store = BufAccess(sbuf, sidx, l3.buffers[sbuf].dtype, offsets(sbuf))
+    # a data-dependent store index is checked at run time (the store is then skipped)
+    store = BufAccess(sbuf, sidx, l3.buffers[sbuf].dtype, offsets(sbuf),
+                      checked=name in l3.may)
     value = conv(c.expr)
     if value.dtype != store.dtype:
         from .expr import Cast
@@ -249,7 +253,13 @@ def layers_sections(low: Lowered) -> tuple[str, str, str, str]:
         fold = f" storage_fold {b.fold}" if b.fold else ""
         l3.append(f"buffer {b.name}[{sizes}] {b.dtype.name} {b.role}{fold}")
     for n in low.ts.order:
-        l3.append(str(low.l3.logical[n].intersect_domain(low.l1.comps[n].domain)))
+        acc = str(low.l3.logical[n].intersect_domain(low.l1.comps[n].domain))
+        if n in low.l3.may:
+            from .printing import expr_str
+
+            at = ", ".join(expr_str(e) for e in low.l3.index[n])
+            acc += f"   (may write: data-dependent index [{at}], checked at run time)"
+        l3.append(acc)
     l4 = []
     for b in low.program.buffers:
         if b.role == "temporary":

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import islpy as isl
 
 from .data import Layer3
-from .dataflow import Expected, logical_access, read_buffer
+from .dataflow import Expected, logical_access, may_write, read_buffer
 from .errors import ScheduleError
 from .layer1 import Layer1
 from .placement import TimeSpace
@@ -36,7 +36,7 @@ class Physical:
     tinv: isl.UnionMap  # T -> C[x] (Layer I instance of each time-space point)
     writes: dict[str, isl.Map]  # comp -> {T -> B[e]} (element identity incl. privatisation)
     reads: dict[int, isl.Map]  # ref -> {T -> B[e]}
-    guarded: set[str] = field(default_factory=set)
+    guarded: set[str] = field(default_factory=set)  # may writers (see dataflow.may_write)
     local: dict[str, LocalAlloc] = field(default_factory=dict)
 
 
@@ -72,7 +72,7 @@ def build_physical(l1: Layer1, l3: Layer3, ts: TimeSpace, exp: Expected) -> Phys
             continue
         reads[r.ref] = _fold(l3, to_t[r.comp].apply_range(logical_access(l1, l3, r)), buf)
     phys = Physical(tinv, writes, reads,
-                    {n for n in ts.order if l1.comps[n].guard is not None})
+                    {n for n in ts.order if may_write(l1, l3, n)})
     for b in l3.buffers.values():
         if b.alloc_at is not None:
             _localise(phys, ts, l1, l3, b.name, b.alloc_at)

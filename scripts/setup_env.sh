@@ -33,7 +33,7 @@ STAMP="$VENV/.installed-$HASH"
 # install made before that maps nothing, so the package would not import from another cwd).
 needs_install=0
 [ -f "$STAMP" ] || needs_install=1
-for pkg in middleend backends; do
+for pkg in middleend backends frontends; do
     if [ "$needs_install" -eq 0 ] && [ -f "$ROOT/$pkg/__init__.py" ] \
         && ! (cd / && "$PY" -I -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('$pkg') is None)"); then
         needs_install=1

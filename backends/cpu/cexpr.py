@@ -171,15 +171,36 @@ class ExprPrinter:
             raise TargetError(f"access to buffer {acc.buffer!r}: {len(acc.offset_names)} "
                               f"offsets for {rank} dimensions")
         buf = ident(acc.buffer, "buffer name")
-        terms = []
-        for k, idx in enumerate(acc.indices):
-            text = self.index(idx)
-            if acc.offset_names is not None:
-                text = f"({text} - {ident(acc.offset_names[k], 'offset name')})"
-            if acc.checked:
-                text = f"me_chk({text}, d_{buf}_{k}, &me_err)"
-            terms.append(text if k == rank - 1 else f"{text} * s_{buf}_{k}")
-        return f"b_{buf}[{' + '.join(terms) if terms else '0'}]"
+        subs = []
+        for k in range(rank):
+            text = self._subscript(acc, k)
+            subs.append(f"me_chk({text}, d_{buf}_{k}, &me_err)" if acc.checked else text)
+        return _linear(buf, subs)
+
+    def _subscript(self, acc: BufAccess, k: int) -> str:
+        """Subscript ``k`` of ``acc`` in int64, relative to a local buffer's offset."""
+        text = self.index(acc.indices[k])
+        if acc.offset_names is not None:
+            text = f"({text} - {ident(acc.offset_names[k], 'offset name')})"
+        return text
+
+    def store_target(self, acc: BufAccess) -> tuple[list[str], str | None, str]:
+        """What a statement needs to store into ``acc``: declarations, a bounds condition
+        and the element. A checked (data-dependent) store evaluates its subscripts once
+        into ``me_s<k>`` and stores only when they are in bounds; unlike a checked read,
+        which reads element 0 after flagging, it must not write a wrong element."""
+        target = self.element(BufAccess(acc.buffer, acc.indices, acc.type_,
+                                        acc.offset_names))  # validates the access
+        if not acc.checked:
+            return [], None, target
+        buf = ident(acc.buffer, "buffer name")
+        lets, conds, subs = [], [], []
+        for k in range(len(acc.indices)):
+            name = f"me_s{k}"
+            lets.append(f"const int64_t {name} = {self._subscript(acc, k)};")
+            conds.append(f"{name} >= 0 && {name} < d_{buf}_{k}")
+            subs.append(name)
+        return lets, " && ".join(conds) or "1", _linear(buf, subs)
 
     # ------------------------------------------------------------------ 64-bit indices
     def index(self, e: Expr) -> str:
@@ -287,6 +308,13 @@ class ExprPrinter:
             raise TargetError(f"intrinsic {fn!r} needs a float type, got {dt.name}")
         name = "nearbyint" if fn == "round" else fn
         return f"{name}{'f' if dt.bits == 32 else ''}({args})"
+
+
+def _linear(buf: str, subs: list[str]) -> str:
+    """``b_<buf>[...]`` at row-major subscripts ``subs`` (already int64 C text)."""
+    n = len(subs)
+    terms = [t if k == n - 1 else f"{t} * s_{buf}_{k}" for k, t in enumerate(subs)]
+    return f"b_{buf}[{' + '.join(terms) if terms else '0'}]"
 
 
 def store_value(printer: ExprPrinter, value: Expr, target: DType) -> str:

@@ -192,13 +192,17 @@ class CPrinter:
         for name, e in s.bindings:
             self.emit(depth + 1, f"const int64_t {ident(name, 'binding')} = {iexpr_c(e)};")
         value = store_value(self.exprs, info.value, store.type_)
-        assign = f"{self.exprs.element(store)} = {value};"
+        lets, in_bounds, target = self.exprs.store_target(store)
+        body = [*lets, f"{target} = {value};" if in_bounds is None else
+                f"if ({in_bounds}) {target} = {value}; else me_flag(&me_err);"]
+        inner = depth + 1
         if info.guard is not None:
             self.emit(depth + 1, f"if ({self.exprs.value(info.guard)}) {{")
-            self.emit(depth + 2, assign)
+            inner += 1
+        for line in body:
+            self.emit(inner, line)
+        if info.guard is not None:
             self.emit(depth + 1, "}")
-        else:
-            self.emit(depth + 1, assign)
         self.emit(depth, "}")
 
     def _alloc(self, a: Alloc, depth: int) -> None:

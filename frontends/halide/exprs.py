@@ -1,0 +1,322 @@
+"""Halide expressions (:class:`~.hir.HExpr`) to Layer I expressions, with Halide's semantics.
+
+Semantics that differ from the middle-end's defaults are spelled out here, once:
+
+* integer ``/`` and ``%`` are Euclidean (the remainder is never negative) and a division or
+  modulo by zero gives 0 (measured on Halide 21: ``7 / -2 == -3``, ``7 % -2 == 1``,
+  ``7 / 0 == 0``, ``7 % 0 == 0``); the middle-end's floor division agrees for positive
+  divisors, so only other divisors need the longer form;
+* ``abs`` of a signed integer has the unsigned type of the same width, ``absd`` too;
+* ``saturating_cast`` clamps to the target's range in a type wide enough for both, then
+  converts;
+* ``likely``, ``promise_clamped`` and ``strict_float`` are hints: their value is the first
+  argument.
+
+Anything else unknown raises :class:`~.errors.UnsupportedHalideFeature`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import middleend as me
+from middleend import types as t
+from middleend.expr import Cast, Const, Expr, binop, select
+from middleend.expr import call as intrinsic
+from middleend.types import DType
+
+from .errors import UnsupportedHalideFeature
+from .hir import HExpr, HType
+
+MAX_DEPTH = 400  # the middle-end's own passes recurse over expressions too
+
+_TYPES: dict[tuple[str, int], DType] = {
+    ("int", 8): t.int8,
+    ("int", 16): t.int16,
+    ("int", 32): t.int32,
+    ("int", 64): t.int64,
+    ("uint", 8): t.uint8,
+    ("uint", 16): t.uint16,
+    ("uint", 32): t.uint32,
+    ("uint", 64): t.uint64,
+    ("uint", 1): t.bool_,
+    ("float", 32): t.float32,
+    ("float", 64): t.float64,
+}
+
+_BINARY = {
+    "Add": "add",
+    "Sub": "sub",
+    "Mul": "mul",
+    "Min": "min",
+    "Max": "max",
+    "EQ": "eq",
+    "NE": "ne",
+    "LT": "lt",
+    "LE": "le",
+    "GT": "gt",
+    "GE": "ge",
+    "And": "and",
+    "Or": "or",
+}
+
+# PureExtern math functions: Halide name stem -> middle-end intrinsic
+_MATH = {
+    "sqrt": "sqrt",
+    "exp": "exp",
+    "log": "log",
+    "pow": "pow",
+    "sin": "sin",
+    "cos": "cos",
+    "tan": "tan",
+    "asin": "asin",
+    "acos": "acos",
+    "atan": "atan",
+    "atan2": "atan2",
+    "sinh": "sinh",
+    "cosh": "cosh",
+    "tanh": "tanh",
+    "floor": "floor",
+    "ceil": "ceil",
+    "trunc": "trunc",
+    "round": "round",
+    "abs": "abs",
+    "erf": "erf",
+}
+_HINTS = frozenset(
+    {"likely", "likely_if_innermost", "promise_clamped", "unsafe_promise_clamped", "strict_float"}
+)
+
+
+def dtype_of(ht: HType | None, func: str | None, stage: int | None) -> DType:
+    """The middle-end element type of a Halide scalar type (vectors and float16 refused)."""
+    if ht is None:
+        raise UnsupportedHalideFeature(func, stage, "an expression without a type")
+    dt = _TYPES.get((ht.code, ht.bits))
+    if dt is None or ht.lanes != 1:
+        raise UnsupportedHalideFeature(func, stage, f"the type {ht}")
+    return dt
+
+
+def type_range(dt: DType) -> tuple[int, int] | None:
+    """The values an integer type can hold (None for floats)."""
+    if dt.is_bool:
+        return (0, 1)
+    if dt.kind == "int":
+        return (-(2 ** (dt.bits - 1)), 2 ** (dt.bits - 1) - 1)
+    if dt.kind == "uint":
+        return (0, 2**dt.bits - 1)
+    return None
+
+
+@dataclass
+class Scope:
+    """What names mean while translating one stage of one Func.
+
+    ``call`` resolves a Func call (name, value index, translated args) and ``image`` an
+    image read (parameter or buffer name, args); ``variable`` resolves a Variable carrying a
+    parameter name (scalar Params, ``inp.extent.0``...)."""
+
+    func: str
+    stage: int
+    vars: dict[str, Expr]
+    call: Callable[[str, int, tuple[Expr, ...]], Expr]
+    image: Callable[[str, tuple[Expr, ...]], Expr]
+    variable: Callable[[HExpr], Expr]
+    lets: dict[str, Expr] = field(default_factory=dict)
+
+    def unsupported(self, construct: str) -> UnsupportedHalideFeature:
+        return UnsupportedHalideFeature(self.func, self.stage, construct)
+
+
+def const(value: int | float | bool, dt: DType) -> Expr:
+    if dt.is_bool:
+        return Const(bool(value), dt)
+    return Const(float(value) if dt.is_float else int(value), dt)
+
+
+def translate(e: HExpr, scope: Scope, depth: int = 0) -> Expr:
+    """The Layer I expression of ``e`` in ``scope``."""
+    if depth > MAX_DEPTH:
+        raise scope.unsupported(f"an expression nested deeper than {MAX_DEPTH} levels")
+    k = e.kind
+
+    def sub(x: HExpr) -> Expr:
+        return translate(x, scope, depth + 1)
+
+    if k in ("IntImm", "UIntImm", "FloatImm"):
+        assert e.value is not None and not isinstance(e.value, str)
+        return const(e.value, dtype_of(e.type, scope.func, scope.stage))
+    if k == "Variable":
+        return _variable(e, scope)
+    if k == "Cast":
+        dt = dtype_of(e.type, scope.func, scope.stage)
+        a = sub(e.args[0])
+        return a if a.dtype == dt else Cast(dt, a)
+    if k in _BINARY:
+        return binop(_BINARY[k], sub(e.args[0]), sub(e.args[1]))
+    if k == "Div":
+        return _div(sub(e.args[0]), sub(e.args[1]))
+    if k == "Mod":
+        return _mod(sub(e.args[0]), sub(e.args[1]))
+    if k == "Not":
+        return ~sub(e.args[0])
+    if k == "Select":
+        return select(sub(e.args[0]), sub(e.args[1]), sub(e.args[2]))
+    if k == "Let":
+        value = sub(e.args[0])
+        saved = scope.lets.get(e.name)
+        scope.lets[e.name] = value
+        try:
+            return sub(e.args[1])
+        finally:
+            if saved is None:
+                del scope.lets[e.name]
+            else:
+                scope.lets[e.name] = saved
+    if k == "Call":
+        return _call(e, scope, [sub(a) for a in e.args])
+    raise scope.unsupported(f"the expression node {k}")
+
+
+def _variable(e: HExpr, scope: Scope) -> Expr:
+    if e.name in scope.lets:
+        return scope.lets[e.name]
+    if e.param_name or e.image_name:
+        return scope.variable(e)
+    v = scope.vars.get(e.name)
+    if v is None:
+        raise scope.unsupported(
+            f"the variable {e.name!r}, which is not a Var, RVar or Param of this stage"
+        )
+    dt = dtype_of(e.type, scope.func, scope.stage)
+    return v if v.dtype == dt else Cast(dt, v)
+
+
+def _int_const(e: Expr) -> int | None:
+    while isinstance(e, Cast) and e.a.dtype.is_int:
+        e = e.a
+    if isinstance(e, Const) and isinstance(e.value, int) and not isinstance(e.value, bool):
+        return e.value
+    return None
+
+
+def _div(a: Expr, b: Expr) -> Expr:
+    """Halide's division: true division of floats, Euclidean of integers, x / 0 == 0."""
+    dt = t.promote(a.dtype, b.dtype)
+    if dt.is_float:
+        return binop("div", a, b)
+    c = _int_const(b)
+    zero = const(0, dt)
+    if c is not None:
+        if c == 0:
+            return zero
+        if c > 0 or dt.kind == "uint":
+            return binop("floordiv", a, b)
+        return -binop("floordiv", a, const(-c, dt))
+    if dt.kind == "uint":
+        return select(b == 0, zero, binop("floordiv", a, b))
+    return select(b == 0, zero, select(b < 0, -binop("floordiv", a, -b), binop("floordiv", a, b)))
+
+
+def _mod(a: Expr, b: Expr) -> Expr:
+    """Halide's modulo: ``a - b * floor(a / b)`` for floats; for integers the Euclidean
+    remainder, in [0, |b|), and x % 0 == 0."""
+    dt = t.promote(a.dtype, b.dtype)
+    if dt.is_float:
+        return binop("mod", a, b)
+    c = _int_const(b)
+    if c is not None:
+        if c == 0:
+            return const(0, dt)
+        return (
+            binop("mod", a, const(abs(c), dt)) if c < 0 and dt.kind == "int" else binop("mod", a, b)
+        )
+    if dt.kind == "uint":
+        return select(b == 0, const(0, dt), binop("mod", a, b))
+    return select(b == 0, const(0, dt), binop("mod", a, select(b < 0, -b, b)))
+
+
+def _unsigned(dt: DType) -> DType:
+    return {8: t.uint8, 16: t.uint16, 32: t.uint32, 64: t.uint64}[dt.bits]
+
+
+def saturating_cast(dt: DType, a: Expr) -> Expr:
+    """Clamp ``a`` to ``dt``'s range (computing in a type that holds both), then convert."""
+    src = a.dtype
+    if dt.is_float or src == dt:
+        return a if src == dt else Cast(dt, a)
+    lo, hi = type_range(dt)  # type: ignore[misc]
+    if src.is_float:
+        # float32 cannot hold every int32 bound exactly: compare in float64
+        wide = t.float64
+        x = Cast(wide, a) if src != wide else a
+        x = me.min(me.max(x, const(lo, wide)), const(hi, wide))
+        return Cast(dt, x)
+    slo, shi = type_range(src)  # type: ignore[misc]
+    x = a
+    if lo > slo:
+        x = me.max(x, const(lo, src))
+    if hi < shi:
+        x = me.min(x, const(hi, src))
+    return x if x.dtype == dt else Cast(dt, x)
+
+
+def _call(e: HExpr, scope: Scope, args: Sequence[Expr]) -> Expr:
+    ct, name = e.call_type, e.name
+    if ct == "Halide":
+        return scope.call(name, e.value_index, tuple(args))
+    if ct == "Image":
+        return scope.image(e.param_name or e.image_name or name, tuple(args))
+    dt = dtype_of(e.type, scope.func, scope.stage)
+    if ct == "PureIntrinsic" or ct == "Intrinsic":
+        return _intrinsic(name, dt, list(args), scope)
+    if ct == "PureExtern":
+        stem, _, suffix = name.rpartition("_")
+        if suffix in ("f32", "f64") and stem in _MATH:
+            out = intrinsic(_MATH[stem], *args)
+            return out if out.dtype == dt else Cast(dt, out)
+        if name == "is_nan_f32" or name == "is_nan_f64":
+            x = args[0]
+            return x != x
+    raise scope.unsupported(f"the call {name!r} ({ct})")
+
+
+def _intrinsic(name: str, dt: DType, args: list[Expr], scope: Scope) -> Expr:
+    if name in _HINTS:
+        return args[0]
+    if name == "abs":
+        x = args[0]
+        out = intrinsic("abs", x)
+        return out if out.dtype == dt else Cast(dt, out)
+    if name == "absd":
+        a, b = args
+        if a.dtype.is_float:
+            return intrinsic("abs", a - b)
+        # |a - b| without overflow: max - min in the unsigned type of the same width
+        u = _unsigned(a.dtype) if a.dtype.kind == "int" else a.dtype
+        return Cast(u, me.max(a, b)) - Cast(u, me.min(a, b))
+    if name == "saturating_cast":
+        return saturating_cast(dt, args[0])
+    if name == "lerp":
+        zero, one, w = args
+        if not (zero.dtype.is_float and w.dtype.is_float):
+            raise scope.unsupported("lerp of integer values (only float lerp is translated)")
+        return zero + (one - zero) * w
+    if name == "mux":
+        idx, *vals = args
+        out = vals[-1]
+        for k in range(len(vals) - 2, -1, -1):
+            out = select(idx == k, vals[k], out)
+        return out
+    if name == "round":
+        return intrinsic("round", args[0])
+    if name == "return_second":
+        return args[1]
+    if name in ("bitwise_not", "bitwise_and", "bitwise_or") and dt.is_bool:
+        # Python's ~, & and | on Halide booleans
+        if name == "bitwise_not":
+            return ~args[0]
+        return args[0] & args[1] if name == "bitwise_and" else args[0] | args[1]
+    raise scope.unsupported(f"the intrinsic {name!r}")

@@ -1,0 +1,88 @@
+"""The Funcs a realization needs and their producer-consumer order.
+
+``func_names_in_order`` in the serialized pipeline is alphabetical, so the order is rebuilt
+from the calls themselves: a Func comes after every Func it calls (its own recursive calls
+in updates excepted), and the outputs are the roots.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from .errors import UnsupportedHalideFeature
+from .hir import HDefinition, HExpr, HFunc, HPipeline
+
+
+def exprs_of(d: HDefinition) -> Iterator[HExpr]:
+    """The expression roots of a definition: values, left-hand-side args, predicate."""
+    yield from d.values
+    yield from d.args
+    if d.predicate is not None:
+        yield d.predicate
+
+
+def walk(root: HExpr) -> Iterator[HExpr]:
+    """Every node of ``root`` (iteratively: serialized trees can be deep), RDom bounds and
+    predicates of reduction variables included."""
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(n.args)
+        if n.rdom is not None:
+            for rv in n.rdom.vars:
+                stack.extend((rv.min, rv.extent))
+            if n.rdom.predicate is not None:
+                stack.append(n.rdom.predicate)
+
+
+def definitions(f: HFunc) -> list[HDefinition]:
+    """The stages of ``f``: the pure definition, then the updates in order."""
+    if f.init is None:
+        raise UnsupportedHalideFeature(f.name, None, "a Func without a definition")
+    return [f.init, *f.updates]
+
+
+def callees(f: HFunc) -> set[str]:
+    out: set[str] = set()
+    for d in definitions(f):
+        for root in exprs_of(d):
+            for n in walk(root):
+                if n.kind == "Call" and n.call_type == "Halide" and n.name != f.name:
+                    out.add(n.name)
+    return out
+
+
+def producer_order(p: HPipeline, outputs: list[str]) -> list[str]:
+    """Funcs reachable from ``outputs``, every producer before its consumers."""
+    order: list[str] = []
+    state: dict[str, int] = {}  # 1 = on the path, 2 = done
+    for root in outputs:
+        stack: list[tuple[str, list[str]]] = []
+        if state.get(root) == 2:
+            continue
+        state[root] = 1
+        stack.append((root, sorted(callees(_func(p, root)))))
+        while stack:
+            name, todo = stack[-1]
+            if not todo:
+                stack.pop()
+                state[name] = 2
+                order.append(name)
+                continue
+            nxt = todo.pop()
+            s = state.get(nxt)
+            if s == 1:
+                raise UnsupportedHalideFeature(name, None, f"a call cycle through {nxt!r}")
+            if s is None:
+                state[nxt] = 1
+                stack.append((nxt, sorted(callees(_func(p, nxt)))))
+    return order
+
+
+def _func(p: HPipeline, name: str) -> HFunc:
+    try:
+        return p.func(name)
+    except KeyError:
+        raise UnsupportedHalideFeature(name, None, "a call to a Func missing from the "
+                                       "serialized pipeline") from None

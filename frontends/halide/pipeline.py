@@ -1,0 +1,141 @@
+"""``compile_pipeline``: a Halide pipeline compiled by the middle-end, realized from numpy.
+
+The pipeline is read once (``hl.serialize_pipeline`` and our reader). A realization is
+specialized on its sizes (output extents, input shapes, and the integer Params that index
+or bound something): the first ``realize`` of each specialization translates and compiles
+(through the wire format, embedded or remote, so the artifact cache also serves later
+processes); the following ones only call the kernel.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import halide as hl
+import numpy as np
+
+from middleend.errors import KernelArgumentError
+
+from .errors import UnsupportedHalideFeature
+from .graph import producer_order
+from .hir import HPipeline
+from .reader import read_pipeline
+from .translate import Built, Spec, Translator, index_params
+
+
+class HalideKernel:
+    """A Halide pipeline compiled by the middle-end: ``k.realize(sizes, **inputs)``."""
+
+    def __init__(self, hp: HPipeline, outputs: list[str], target: str, service: Any,
+                 check_legality: bool = True,
+                 extra_schedule: Callable[[Built], None] | None = None,
+                 fp_contract: bool = True) -> None:
+        self.pipeline = hp
+        self.outputs = outputs
+        self.target = target
+        self.service = service
+        self.check_legality = check_legality
+        self.extra_schedule = extra_schedule
+        self.fp_contract = fp_contract
+        order = producer_order(hp, outputs)
+        self.index_params = index_params(hp, order)
+        self.params = {p.name: p for p in hp.external_parameters}
+        self._builds: dict[Spec, tuple[Built, Any]] = {}
+        self._lock = threading.Lock()
+        self.compiles = 0  # how many specializations were built (tests check reuse)
+
+    @property
+    def input_names(self) -> list[str]:
+        return sorted(self.params)
+
+    def _spec(self, sizes: Sequence[int], inputs: dict[str, Any]) -> Spec:
+        shapes = []
+        ints = []
+        for name, p in sorted(self.params.items()):
+            if name not in inputs:
+                raise KernelArgumentError(f"Halide pipeline {self.outputs}: missing "
+                                          f"{'ImageParam' if p.is_buffer else 'Param'} "
+                                          f"{name!r}; it needs {self.input_names}")
+            v = inputs[name]
+            if p.is_buffer:
+                shapes.append((name, tuple(reversed(np.shape(v)))))
+            elif name in self.index_params:
+                if not isinstance(v, int | np.integer) or isinstance(v, bool):
+                    raise KernelArgumentError(f"Param {name!r} must be an int, got {v!r}")
+                ints.append((name, int(v)))
+        return Spec(tuple(int(s) for s in sizes), tuple(shapes), tuple(ints))
+
+    def build(self, sizes: Sequence[int], **inputs: Any) -> tuple[Built, Any]:
+        """The translated Function and its kernel for this specialization."""
+        spec = self._spec(sizes, inputs)
+        with self._lock:
+            got = self._builds.get(spec)
+            if got is None:
+                built = Translator(self.pipeline, self.outputs, spec).build(
+                    "halide_" + self.outputs[0])
+                if self.extra_schedule is not None:
+                    with built.fn:
+                        self.extra_schedule(built)
+                kernel = built.fn.compile(self.target, outputs=built.outputs,
+                                          check_legality=self.check_legality,
+                                          service=self.service,
+                                          fp_contract=self.fp_contract)
+                got = (built, kernel)
+                self._builds[spec] = got
+                self.compiles += 1
+        return got
+
+    def realize(self, sizes: Sequence[int] | int, **inputs: Any) -> Any:
+        """Like ``Pipeline.realize(sizes)`` with the inputs set: numpy arrays (axes as in
+        ``hl.Buffer(ndarray)``), ``hl.Buffer``s, Python numbers for Params. Returns an
+        array, or a list of arrays for several outputs or a Tuple."""
+        if isinstance(sizes, int):
+            sizes = [sizes]
+        unknown = sorted(set(inputs) - set(self.params))
+        if unknown:
+            raise KernelArgumentError(f"unknown input(s) {unknown}; the pipeline takes "
+                                      f"{self.input_names}")
+        arrays = {n: (np.asarray(v) if self.params[n].is_buffer else v)
+                  for n, v in inputs.items()}
+        built, kernel = self.build(sizes, **arrays)
+        args: dict[str, Any] = dict(built.constants)
+        for name, ours in built.inputs.items():
+            args[ours] = np.ascontiguousarray(arrays[name])
+        for name, (ours, kind, dt) in built.scalars.items():
+            v = arrays[name]
+            args[ours] = int(v) if kind == "param" else np.array([v], dtype=dt.numpy)
+        res = kernel(**args)
+        outs = [res[c.name] for c in built.outputs]
+        return outs[0] if len(outs) == 1 else outs
+
+
+def compile_pipeline(outputs: Any, target: str = "cpu", service: Any = None,
+                     check_legality: bool = True,
+                     extra_schedule: Callable[[Built], None] | None = None,
+                     fp_contract: bool = True) -> HalideKernel:
+    """Compile a Halide pipeline (an ``hl.Pipeline``, an ``hl.Func`` or a list of Funcs) with
+    the middle-end. ``service``: None (embedded), a client of ``me.connect`` or
+    ``"host:port"``. ``extra_schedule(built)`` may add middle-end commands to the translated
+    Function before it is compiled (``built.comps[func_name]`` gives its computations), for
+    schedules Halide cannot express, such as fusing the loops of two outputs; the legality
+    check still applies. ``fp_contract``: Halide's float semantics let the compiler fuse
+    ``a * b + c`` into one rounding (FMA) unless ``strict_float`` is used; we do the same by
+    default so results match Halide's to the last bits more often."""
+    if isinstance(outputs, hl.Pipeline):
+        pipe = outputs
+    elif isinstance(outputs, hl.Func):
+        pipe = hl.Pipeline(outputs)
+    elif isinstance(outputs, list | tuple) and outputs and all(
+            isinstance(f, hl.Func) for f in outputs):
+        pipe = hl.Pipeline(list(outputs))
+    else:
+        raise TypeError("compile_pipeline takes an hl.Pipeline, an hl.Func or a list of Funcs")
+    hp = read_pipeline(hl.serialize_pipeline(pipe))
+    names = [f.name() for f in pipe.outputs()]
+    for n in names:
+        if n not in hp.funcs_by_name:
+            raise UnsupportedHalideFeature(n, None, "an output missing from the serialization")
+    return HalideKernel(hp, names, target, service, check_legality, extra_schedule,
+                        fp_contract)

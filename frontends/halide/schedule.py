@@ -1,0 +1,210 @@
+"""Halide schedules to middle-end commands.
+
+Per stage: the splits in order (a split whose inner loop Halide vectorizes or unrolls becomes
+the middle-end's ``vectorize``/``unroll`` with that factor, which splits the same way), then
+interchanges that put the loops in Halide's final order, then loop tags (parallel, full
+unroll, GPU). Per Func: compute_root is the middle-end's default (a loop nest of its own,
+producers first), compute_at/store_at become ``compute_at``/``allocate_at``, and Halide's
+default, inlining, is ``inline``.
+
+Tail strategies: the middle-end iterates exactly the domain (partial tiles are guarded), so
+ShiftInwards, RoundUp, GuardWithIf and the predicated strategies all give Halide's values;
+none recomputes points outside the domain.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .errors import UnsupportedHalideFeature
+from .graph import definitions
+from .hir import HLoopLevel
+from .names import Namer
+
+if TYPE_CHECKING:
+    from .translate import FuncInfo, Translator
+
+_FUNC_REFUSED = (
+    ("memoized", "memoize()"), ("async_", "async_()"),
+)
+
+
+@dataclass
+class StagePlan:
+    """Halide loop names of one stage to the computation's loop names."""
+
+    loops: dict[str, str] = field(default_factory=dict)
+    order: list[str] = field(default_factory=list)  # Halide dims, outermost first
+
+
+def plan_func_schedule(fi: FuncInfo, is_output: bool) -> None:
+    """Refuse what is not translated; decide inline vs. computed."""
+    f = fi.f
+    s = f.schedule
+    if f.extern_function_name:
+        raise UnsupportedHalideFeature(f.name, None, f"define_extern({f.extern_function_name})")
+    if f.traced:
+        raise UnsupportedHalideFeature(f.name, None, "trace_loads/trace_stores/trace_realizations")
+    for attr, what in _FUNC_REFUSED:
+        if getattr(s, attr):
+            raise UnsupportedHalideFeature(f.name, None, what)
+    if s.wrappers:
+        raise UnsupportedHalideFeature(f.name, None, "in() wrappers")
+    if s.memory_type != "Auto":
+        raise UnsupportedHalideFeature(f.name, None, f"store_in(MemoryType.{s.memory_type})")
+    if s.ring_buffer is not None:
+        raise UnsupportedHalideFeature(f.name, None, "ring_buffer()")
+    if not s.hoist_storage_level.is_inlined:
+        raise UnsupportedHalideFeature(f.name, None, "hoist_storage()")
+    for sd in s.storage_dims:
+        if sd.alignment is not None or sd.bound is not None or sd.fold_factor is not None:
+            raise UnsupportedHalideFeature(f.name, None, f"align_storage/bound_storage/"
+                                           f"fold_storage on {sd.var!r}")
+    if is_output and [sd.var for sd in s.storage_dims] not in ([], list(f.args)):
+        raise UnsupportedHalideFeature(f.name, None, "reorder_storage() of an output (realize "
+                                       "returns the output in Halide's dimension order)")
+    for k, d in enumerate(definitions(f)):
+        st = d.schedule
+        if d.specializations:
+            raise UnsupportedHalideFeature(f.name, k, "specialize()")
+        if st.prefetches:
+            raise UnsupportedHalideFeature(f.name, k, "prefetch()")
+        if st.fused_pairs or (st.fuse_level is not None and not st.fuse_level.is_inlined):
+            raise UnsupportedHalideFeature(f.name, k, "compute_with()")
+        if st.atomic or st.allow_race_conditions:
+            raise UnsupportedHalideFeature(f.name, k, "atomic()/allow_race_conditions()")
+    cl = s.compute_level
+    fi.inline = cl.is_inlined and not is_output and not f.updates
+
+
+def schedule_stage(tr: Translator, fi: FuncInfo, k: int) -> None:
+    """Loop commands of stage ``k`` of ``fi`` (applied to every Tuple element)."""
+    f = fi.f
+    d = definitions(f)[k]
+    st = d.schedule
+    comps = fi.comps[k]
+    vars_ = fi.stage_vars[k]
+    plan = StagePlan({n: v.name for n, v in vars_.items()})  # type: ignore[attr-defined]
+    order = list(vars_)  # Halide names, outermost first
+    namer = Namer(set(plan.loops.values()))
+    final = {dm.var: dm for dm in st.dims}
+    extents: dict[str, int] = {}
+
+    def run(method: str, *args: Any) -> None:
+        for c in comps:
+            getattr(c, method)(*args)
+
+    for sp in st.splits:
+        if sp.split_type == "RenameVar":
+            plan.loops[sp.outer] = plan.loops[sp.old_var]
+            order[order.index(sp.old_var)] = sp.outer
+            continue
+        if sp.split_type == "FuseVars":
+            raise UnsupportedHalideFeature(f.name, k, f"fuse({sp.inner}, {sp.outer})")
+        if sp.factor is None:
+            raise UnsupportedHalideFeature(f.name, k, f"split of {sp.old_var} without factor")
+        factor = tr._const(sp.factor, f.name)
+        old = plan.loops[sp.old_var]
+        outer, inner = namer(sp.outer), namer(sp.inner)
+        plan.loops[sp.outer], plan.loops[sp.inner] = outer, inner
+        p = order.index(sp.old_var)
+        order[p:p + 1] = [sp.outer, sp.inner]
+        extents[sp.inner] = factor
+        tag = final[sp.inner].for_type if sp.inner in final else "Serial"
+        if tag == "Vectorized":
+            run("vectorize", old, factor, outer, inner)
+        elif tag == "Unrolled":
+            run("unroll", old, factor, outer, inner)
+        else:
+            run("split", old, factor, outer, inner)
+    target = [dm.var for dm in reversed(st.dims) if dm.var != "__outermost"]
+    if sorted(target) != sorted(order):
+        raise UnsupportedHalideFeature(f.name, k, f"loops {target} that do not match the "
+                                       f"splits' result {order}")
+    for i, want in enumerate(target):
+        if order[i] != want:
+            j = order.index(want)
+            run("interchange", plan.loops[order[i]], plan.loops[want])
+            order[i], order[j] = order[j], order[i]
+    blocks, threads = [], []
+    for dm in reversed(st.dims):
+        if dm.var == "__outermost":
+            continue
+        loop = plan.loops[dm.var]
+        if dm.for_type == "Parallel":
+            run("parallelize", loop)
+        elif dm.for_type == "Vectorized" and dm.var not in extents:
+            raise UnsupportedHalideFeature(f.name, k, f"vectorize({dm.var}) without a factor "
+                                           "(give one: vectorize(x, 8))")
+        elif dm.for_type == "Unrolled" and dm.var not in extents:
+            run("unroll", loop)
+        elif dm.for_type == "GPUBlock":
+            blocks.append(loop)
+        elif dm.for_type in ("GPUThread", "GPULane"):
+            threads.append(loop)
+        elif dm.for_type not in ("Serial", "Vectorized", "Unrolled"):
+            raise UnsupportedHalideFeature(f.name, k, f"a {dm.for_type} loop ({dm.var})")
+    if blocks or threads:
+        if len(blocks) != len(threads):
+            raise UnsupportedHalideFeature(f.name, k, "GPU blocks without as many GPU threads")
+        run("gpu", *blocks, *threads)
+    plan.order = order
+    fi.plans.append(plan)
+
+
+def place(tr: Translator, fi: FuncInfo) -> None:
+    """compute_inline / compute_root / compute_at + store_at of one Func."""
+    f = fi.f
+    s = f.schedule
+    if fi.inline:
+        for c in fi.comps[0]:
+            c.inline()
+        return
+    # Tuple elements of one stage share one loop nest, as in Halide
+    for comps, plan in zip(fi.comps, fi.plans, strict=True):
+        if len(comps) > 1 and plan.order:
+            inner = plan.loops[plan.order[-1]]
+            for c in comps[1:]:
+                c.after(comps[0], inner)
+    cl = s.compute_level
+    if cl.is_root or cl.is_inlined:
+        if not s.store_level.is_inlined and not s.store_level.is_root:
+            raise UnsupportedHalideFeature(f.name, None, "store_at inside a compute_root Func")
+        return
+    if f.updates:
+        raise UnsupportedHalideFeature(f.name, None, "compute_at of a Func with update "
+                                       "definitions (use compute_root)")
+    consumer, level = _loop(tr, f.name, cl)
+    for c in fi.comps[0]:
+        c.compute_at(consumer, level)
+    sl = s.store_level
+    if sl.is_root:
+        return
+    if not sl.is_inlined:
+        consumer2, store_at = _loop(tr, f.name, sl)
+        if consumer2 is not consumer:
+            raise UnsupportedHalideFeature(f.name, None, "store_at and compute_at in "
+                                           "different Funcs")
+        level = store_at
+    for c in fi.comps[0]:
+        c.allocate_at(consumer, level)
+
+
+def _loop(tr: Translator, producer: str, lv: HLoopLevel) -> tuple[Any, str]:
+    ci = tr.info.get(lv.func_name)
+    if ci is None:
+        raise UnsupportedHalideFeature(producer, None, f"compute_at/store_at a Func "
+                                       f"{lv.func_name!r} outside the pipeline")
+    if ci.inline:
+        raise UnsupportedHalideFeature(producer, None, f"compute_at an inlined Func "
+                                       f"{lv.func_name!r}")
+    stage = len(ci.comps) - 1 if lv.stage_index < 0 else lv.stage_index
+    plan = ci.plans[stage]
+    hits = [n for n in plan.order if n == lv.var_name]
+    hits = hits or [n for n in plan.order if n.endswith("." + lv.var_name)]
+    if len(hits) != 1:
+        raise UnsupportedHalideFeature(producer, None, f"compute_at/store_at loop "
+                                       f"{lv.var_name!r} of {lv.func_name!r}: loops are "
+                                       f"{plan.order}")
+    return ci.comps[stage][0], plan.loops[hits[0]]

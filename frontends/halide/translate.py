@@ -1,0 +1,457 @@
+"""A read Halide pipeline (:mod:`.hir`) to a middle-end Function: Layer I plus commands.
+
+One Func becomes one computation per Tuple element for its pure definition and one per
+element for each update, stored into the pure computation's buffer (``store_in``), in order.
+ImageParams and constant Buffers become inputs, scalar Params become parameters (int32) or
+one-element inputs (other types). The build is specialized on the sizes (output and input
+extents, and the integer Params that index or bound something), which makes every bound a
+constant that ISL handles exactly; :mod:`.pipeline` keeps one build per specialization.
+The schedule is translated by :mod:`.schedule`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import middleend as me
+from middleend.expr import Access, Const, Expr, wrap
+from middleend.expr import walk as expr_walk
+from middleend.function import _BufferOf
+
+from . import bounds as bd
+from .errors import UnsupportedHalideFeature
+from .exprs import Scope, dtype_of, translate
+from .graph import definitions, exprs_of, producer_order, walk
+from .hir import HDefinition, HExpr, HFunc, HPipeline
+from .names import Namer
+from .schedule import StagePlan, place, plan_func_schedule, schedule_stage
+
+
+@dataclass(frozen=True)
+class Spec:
+    """What one build is specialized on (Halide dimension order throughout)."""
+
+    sizes: tuple[int, ...]
+    inputs: tuple[tuple[str, tuple[int, ...]], ...]
+    int_params: tuple[tuple[str, int], ...]
+
+
+@dataclass
+class Built:
+    """The Function and how to call its kernel for a realization."""
+
+    fn: me.Function
+    outputs: list[me.Computation]
+    inputs: dict[str, str]  # ImageParam name -> input name
+    scalars: dict[str, tuple[str, str, me.DType]]  # Param -> (our name, param|buffer, type)
+    constants: dict[str, np.ndarray]  # our input name -> data of a constant hl.Buffer
+    input_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # numpy order
+    comps: dict[str, list[list[me.Computation]]] = field(default_factory=dict)
+    loops: dict[str, list[dict[str, str]]] = field(default_factory=dict)
+    """Per Halide Func: computations ``[stage][tuple element]`` and, per stage, Halide loop
+    names to the computations' loop names, outermost loop first (for ``extra_schedule``)."""
+
+
+@dataclass
+class FuncInfo:
+    f: HFunc
+    box: list[tuple[int, int]] | None = None
+    inline: bool = False
+    comps: list[list[me.Computation]] = field(default_factory=list)  # [stage][value]
+    stage_vars: list[dict[str, Expr]] = field(default_factory=list)
+    plans: list[StagePlan] = field(default_factory=list)
+    storage: list[me.Buffer] = field(default_factory=list)  # per value, when offset
+
+
+def index_params(hp: HPipeline, order: list[str]) -> set[str]:
+    """Scalar Params used where a value decides bounds (call or store indices, RDom bounds,
+    predicates): the build is specialized on them."""
+    out: set[str] = set()
+    for name in order:
+        for d in definitions(hp.func(name)):
+            roots: list[HExpr] = list(d.args)
+            if d.predicate is not None:
+                roots.append(d.predicate)
+            for v in d.values:
+                roots.extend(a for n in walk(v) if n.kind == "Call" for a in n.args)
+            for root in roots:
+                for n in walk(root):
+                    if n.kind == "Variable" and n.param_name and n.name == n.param_name:
+                        out.add(n.param_name)
+    return out
+
+
+class Translator:
+    def __init__(self, hp: HPipeline, outputs: list[str], spec: Spec) -> None:
+        self.hp = hp
+        self.outputs = outputs
+        self.spec = spec
+        self.order = producer_order(hp, outputs)
+        self.info = {n: FuncInfo(hp.func(n)) for n in self.order}
+        self.params = {p.name: p for p in hp.external_parameters}
+        self.int_params = dict(spec.int_params)
+        self.input_shapes = dict(spec.inputs)
+        self.input_req: dict[str, list[tuple[int, int]] | None] = {}
+        self.names = Namer()
+
+    # ----------------------------------------------------------------- bounds inference
+    def infer_bounds(self) -> None:
+        for name in self.outputs:
+            fi = self.info[name]
+            if len(fi.f.args) != len(self.spec.sizes):
+                raise UnsupportedHalideFeature(
+                    name, None, f"realizing a {len(fi.f.args)}-d output with "
+                    f"{len(self.spec.sizes)} sizes")
+            fi.box = [(0, s - 1) for s in self.spec.sizes]
+        for name in reversed(self.order):
+            fi = self.info[name]
+            for b in fi.f.schedule.bounds:
+                self._apply_bound(fi, b)
+            if fi.box is None:
+                raise UnsupportedHalideFeature(name, None, "a Func no stage reads")
+            for k in range(1, len(definitions(fi.f))):
+                self._grow_by_update(fi, k)
+            for k in range(len(definitions(fi.f))):
+                self._record_calls(fi, k)
+            if name in self.outputs and fi.box != [(0, s - 1) for s in self.spec.sizes]:
+                raise UnsupportedHalideFeature(
+                    name, None, f"an output whose definitions write {fi.box}, outside the "
+                    f"realized region {[(0, s - 1) for s in self.spec.sizes]}")
+
+    def _apply_bound(self, fi: FuncInfo, b: object) -> None:
+        f = fi.f
+        if b.min is None or b.extent is None or b.modulus is not None:  # type: ignore[attr-defined]
+            raise UnsupportedHalideFeature(f.name, None, "align_bounds / align_extent")
+        k = f.args.index(b.var)  # type: ignore[attr-defined]
+        lo = self._const(b.min, f.name)  # type: ignore[attr-defined]
+        ext = self._const(b.extent, f.name)  # type: ignore[attr-defined]
+        need = None if fi.box is None else fi.box[k]
+        if need is not None and (need[0] < lo or need[1] > lo + ext - 1):
+            raise UnsupportedHalideFeature(
+                f.name, None, f"bound({b.var}, {lo}, {ext}) smaller than the region its "  # type: ignore[attr-defined]
+                f"consumers read, {need}")
+        box = fi.box or [(0, -1)] * len(f.args)
+        box[k] = (lo, lo + ext - 1)
+        fi.box = box if fi.box is not None or all(x[1] >= x[0] for x in box) else None
+
+    def _const(self, e: HExpr, func: str) -> int:
+        scope = self._scope(func, 0, {}, record=None)
+        v = translate(e, scope)
+        iv = bd.interval(v, {})
+        if iv[0] is None or iv[0] != iv[1]:
+            raise UnsupportedHalideFeature(func, None, f"a bound that is not a constant: {v!r}")
+        return int(iv[0])
+
+    def stage_ranges(self, fi: FuncInfo, k: int) -> tuple[list[str], dict[str, tuple[int, int]],
+                                                          dict[str, Expr]]:
+        """Iterator names (outermost first), their inclusive ranges, and the Vars."""
+        f, d = fi.f, definitions(fi.f)[k]
+        assert fi.box is not None
+        names: list[str] = []
+        ranges: dict[str, tuple[int, int]] = {}
+        if k == 0:
+            for pos in reversed(range(len(f.args))):
+                names.append(f.args[pos])
+                ranges[f.args[pos]] = fi.box[pos]
+        else:
+            for pos in reversed(range(len(f.args))):
+                a = d.args[pos]
+                if a.kind == "Variable" and a.name == f.args[pos] and not a.param_name:
+                    names.append(a.name)
+                    ranges[a.name] = fi.box[pos]
+            for rv in reversed(d.schedule.rvars):
+                lo = self._const(rv.min, f.name)
+                ext = self._const(rv.extent, f.name)
+                names.append(rv.var)
+                ranges[rv.var] = (lo, lo + ext - 1)
+        namer = Namer()
+        ours = [namer(n) for n in names]
+        vars_ = {n: me.Var(o) for n, o in zip(names, ours, strict=True)}
+        return names, {namer(n): r for n, r in ranges.items()}, vars_
+
+    def _grow_by_update(self, fi: FuncInfo, k: int) -> None:
+        d = definitions(fi.f)[k]
+        rec: list[tuple[str, int, tuple[Expr, ...]]] = []
+        names, ranges, vars_ = self.stage_ranges(fi, k)
+        scope = self._scope(fi.f.name, k, vars_, record=rec)
+        lhs = [translate(a, scope) for a in d.args]
+        pred = self._predicate(d, scope)
+        dom, ac, _ = bd.stage_domain([vars_[n].name for n in names], ranges, pred)  # type: ignore[attr-defined]
+        box = self._footprint(fi.f.name, k, lhs, dom, ac, ranges)
+        if box is not None:
+            fi.box = bd.hull(fi.box, box)
+
+    def _footprint(self, func: str, k: int, idx: list[Expr], dom: object, ac: object,
+                   ranges: dict[str, tuple[int, int]]) -> list[tuple[int, int]] | None:
+        out = []
+        for e in idx:
+            try:
+                r = bd.index_range(e, dom, ac, ranges)  # type: ignore[arg-type]
+            except bd.Unbounded as ex:
+                raise UnsupportedHalideFeature(func, k, f"an index whose range cannot be "
+                                               f"bounded ({ex}); clamp it") from None
+            if r is None:
+                return None
+            out.append(r)
+        return out
+
+    def _record_calls(self, fi: FuncInfo, k: int) -> None:
+        d = definitions(fi.f)[k]
+        rec: list[tuple[str, int, tuple[Expr, ...]]] = []
+        names, ranges, vars_ = self.stage_ranges(fi, k)
+        scope = self._scope(fi.f.name, k, vars_, record=rec)
+        for root in exprs_of(d):
+            translate(root, scope)
+        pred = self._predicate(d, scope)
+        dom, ac, _ = bd.stage_domain([vars_[n].name for n in names], ranges, pred)  # type: ignore[attr-defined]
+        for callee, _vi, args in rec:
+            if callee == fi.f.name:
+                continue
+            box = self._footprint(fi.f.name, k, list(reversed(args)), dom, ac, ranges)
+            if box is None:
+                continue
+            box.reverse()  # back to Halide order
+            if callee.startswith("image:"):
+                img = callee[6:]
+                self.input_req[img] = bd.hull(self.input_req.get(img), box)
+            else:
+                ci = self.info[callee]
+                ci.box = bd.hull(ci.box, box)
+
+    def _predicate(self, d: HDefinition, scope: Scope) -> Expr | None:
+        p = d.predicate
+        if p is None or (p.kind == "UIntImm" and p.value == 1):
+            return None
+        return translate(p, scope)
+
+    # ----------------------------------------------------------------- scopes
+    def _scope(self, func: str, stage: int, vars_: dict[str, Expr],
+               record: list[tuple[str, int, tuple[Expr, ...]]] | None) -> Scope:
+        def call(name: str, vi: int, args: tuple[Expr, ...]) -> Expr:
+            if record is not None:
+                record.append((name, vi, args))
+                return bd.Opaque(dtype_of(self.hp.func(name).output_types[vi], func, stage))
+            return self._func_access(func, stage, name, vi, args)
+
+        def image(name: str, args: tuple[Expr, ...]) -> Expr:
+            if record is not None:
+                record.append(("image:" + name, 0, args))
+                return bd.Opaque(self._image_type(name, func, stage))
+            return self._image_access(name, args)
+
+        return Scope(func, stage, dict(vars_), call, image,
+                     lambda e: self._param_variable(e, func, stage, record is not None))
+
+    def _image_type(self, name: str, func: str, stage: int) -> me.DType:
+        p = self.params.get(name)
+        if p is not None:
+            return dtype_of(p.type, func, stage)
+        for b in self.hp.buffers:
+            if b.name == name:
+                return dtype_of(b.type, func, stage)
+        raise UnsupportedHalideFeature(func, stage, f"a read of an unknown image {name!r}")
+
+    def _param_variable(self, e: HExpr, func: str, stage: int, bounds_pass: bool) -> Expr:
+        name = e.name
+        if "." in name:  # buffer metadata: inp.extent.0, inp.min.1, inp.stride.0
+            base, _, rest = name.partition(".")
+            what, _, dim = rest.partition(".")
+            shape = self.input_shapes.get(base)
+            if shape is None or not dim.isdigit() or int(dim) >= len(shape):
+                raise UnsupportedHalideFeature(func, stage, f"the buffer property {name!r}")
+            k = int(dim)
+            if what == "min":
+                return wrap(0)
+            if what == "extent":
+                return wrap(shape[k])
+            if what == "stride":
+                return wrap(int(np.prod(shape[:k], dtype=np.int64)))
+            raise UnsupportedHalideFeature(func, stage, f"the buffer property {name!r}")
+        if name in self.int_params:
+            return Const(self.int_params[name], dtype_of(e.type, func, stage))
+        dt = dtype_of(e.type, func, stage)
+        if bounds_pass:
+            return bd.Opaque(dt)
+        return self._scalar_value(name, dt)
+
+    # filled in by build()
+    def _func_access(self, func: str, stage: int, name: str, vi: int,
+                     args: tuple[Expr, ...]) -> Expr:
+        ci = self.info[name]
+        target = ci.comps[0][vi]
+        idx = tuple(reversed(args))
+        if len(definitions(ci.f)) == 1:
+            return target[idx]
+        if ci.storage:
+            return ci.storage[vi][tuple(self._storage_index(ci, list(idx)))]
+        return target.memory[idx]
+
+    def _needs_buffer(self, fi: FuncInfo) -> bool:
+        """A Func whose region does not start at 0, or whose storage order was changed
+        (reorder_storage), is stored in a buffer of its own, at an offset / permuted (the
+        middle-end's default buffers start at index 0, in the computation's loop order)."""
+        assert fi.box is not None
+        if fi.inline:
+            return False
+        return any(lo != 0 for lo, _ in fi.box) or _storage_order(fi) != list(
+            reversed(range(len(fi.f.args))))
+
+    def _storage_index(self, fi: FuncInfo, idx: list[Expr]) -> list[Expr]:
+        """Buffer indices of the element at Halide coordinates ``idx`` (given outermost
+        first, i.e. in reverse Halide order)."""
+        assert fi.box is not None
+        h = list(reversed(idx))
+        out = []
+        for p in _storage_order(fi):
+            lo = fi.box[p][0]
+            out.append(h[p] - lo if lo else h[p])
+        return out
+
+    def _image_access(self, name: str, args: tuple[Expr, ...]) -> Expr:
+        return self.images[name][tuple(reversed(args))]
+
+    def _scalar_value(self, name: str, dt: me.DType) -> Expr:
+        got = self.scalar_exprs.get(name)
+        if got is None:
+            ours = self.names(name)
+            if dt == me.int32:
+                got = me.Param(ours)
+                self.scalars[name] = (ours, "param", dt)
+            else:
+                got = me.Input(ours, [1], dt)[0]
+                self.scalars[name] = (ours, "buffer", dt)
+            self.scalar_exprs[name] = got
+        return got
+
+    # ----------------------------------------------------------------- Layer I
+    def build(self, fname: str) -> Built:
+        self.infer_bounds()
+        self._check_inputs()
+        self.scalars: dict[str, tuple[str, str, me.DType]] = {}
+        self.scalar_exprs: dict[str, Expr] = {}
+        self.images: dict[str, me.Input] = {}
+        inputs: dict[str, str] = {}
+        constants: dict[str, np.ndarray] = {}
+        shapes: dict[str, tuple[int, ...]] = {}
+        with me.Function(self.names(fname)) as fn:
+            for img in self.input_req:
+                ours = self.names(img)
+                p = self.params.get(img)
+                if p is not None:
+                    shape = tuple(reversed(self.input_shapes[img]))
+                    self.images[img] = me.Input(ours, list(shape), dtype_of(p.type, None, None))
+                    inputs[img] = ours
+                    shapes[img] = shape
+                    continue
+                b = next(b for b in self.hp.buffers if b.name == img)
+                arr = _buffer_array(b)
+                self.images[img] = me.Input(ours, list(arr.shape), dtype_of(b.type, None, None))
+                constants[ours] = arr
+            for name in self.order:
+                plan_func_schedule(self.info[name], name in self.outputs)
+                self._define(self.info[name])
+            for name in self.order:
+                fi = self.info[name]
+                for k, d in enumerate(definitions(fi.f)):
+                    if fi.inline and (d.schedule.splits or any(
+                            dm.for_type != "Serial" for dm in d.schedule.dims)):
+                        raise UnsupportedHalideFeature(
+                            name, k, "loop directives on a Func that is computed inline "
+                            "(schedule it with compute_root or compute_at)")
+                    if not fi.inline:
+                        schedule_stage(self, fi, k)
+            for name in self.order:
+                place(self, self.info[name])
+        outs = [c for n in self.outputs for c in self.info[n].comps[0]]
+        comps = {n: fi.comps for n, fi in self.info.items()}
+        loops = {n: [{h: p.loops[h] for h in p.order} for p in fi.plans]
+                 for n, fi in self.info.items()}
+        return Built(fn, outs, inputs, self.scalars, constants, shapes, comps, loops)
+
+    def _check_inputs(self) -> None:
+        for img, box in self.input_req.items():
+            if img not in self.params:
+                continue
+            shape = self.input_shapes.get(img)
+            if shape is None:
+                raise UnsupportedHalideFeature(None, None, f"no image given for {img!r}")
+            assert box is not None
+            for k, ((lo, hi), ext) in enumerate(zip(box, shape, strict=True)):
+                if lo < 0 or hi >= ext:
+                    raise me.DefinitionError(
+                        f"Halide pipeline reads input {img!r} at [{lo}, {hi}] in dimension "
+                        f"{k}, but the image given covers [0, {ext - 1}] (add a boundary "
+                        "condition or give a larger image)")
+
+    def _define(self, fi: FuncInfo) -> None:
+        f = fi.f
+        base = self.names(f.name)
+        for k, d in enumerate(definitions(f)):
+            names, ranges, vars_ = self.stage_ranges(fi, k)
+            fi.stage_vars.append(vars_)
+            scope = self._scope(f.name, k, vars_, record=None)
+            its = [me.Var(vars_[n].name, ranges[vars_[n].name][0],  # type: ignore[attr-defined]
+                          ranges[vars_[n].name][1] + 1) for n in names]  # type: ignore[attr-defined]
+            pred = self._predicate(d, scope)
+            comps = []
+            for vi, v in enumerate(d.values):
+                cname = base if len(d.values) == 1 else f"{base}_{vi}"
+                cname = self.names(cname if k == 0 else f"{cname}_s{k}")
+                dt = dtype_of(f.output_types[vi], f.name, k)
+                if k == 0 and self._needs_buffer(fi):
+                    assert fi.box is not None
+                    fi.storage.append(me.Buffer(self.names(f"{cname}_buf"), [
+                        fi.box[p][1] - fi.box[p][0] + 1 for p in _storage_order(fi)], dt))
+                expr = translate(v, scope)
+                c = me.Computation(cname, its, expr, predicate=pred, dtype=dt)
+                if k == 0 and fi.storage:
+                    c.store_in(fi.storage[vi], self._storage_index(fi, [
+                        vars_[n] for n in names]))
+                elif k > 0:
+                    idx = [translate(a, scope) for a in reversed(d.args)]
+                    if fi.storage:
+                        c.store_in(fi.storage[vi], self._storage_index(fi, idx))
+                    else:
+                        c.store_in(fi.comps[0][vi], idx)
+                comps.append(c)
+            fi.comps.append(comps)
+        _check_tuple_update_reads(fi)
+
+
+def _storage_order(fi: FuncInfo) -> list[int]:
+    """Halide argument positions of the storage dimensions, outermost first."""
+    dims = [sd.var for sd in fi.f.schedule.storage_dims]
+    if not dims:
+        return list(reversed(range(len(fi.f.args))))
+    return [fi.f.args.index(v) for v in reversed(dims)]
+
+
+def _check_tuple_update_reads(fi: FuncInfo) -> None:
+    """A Tuple update reads every element's *old* value at the same point; our element
+    computations are separate update chains, so an element reading a sibling is refused
+    (argmax-style updates need a snapshot of the old values, not translated yet)."""
+    if len(fi.f.output_types) < 2:
+        return
+    for k in range(1, len(fi.comps)):
+        for vi, c in enumerate(fi.comps[k]):
+            assert c.expr is not None
+            for n in expr_walk(c.expr):
+                if isinstance(n, Access) and isinstance(n.target, _BufferOf):
+                    j = [x.name for x in fi.comps[0]].index(n.target.comp.name)
+                    if j != vi:
+                        raise UnsupportedHalideFeature(
+                            fi.f.name, k, f"a Tuple update whose element {vi} reads element "
+                            f"{j} (elements are translated as separate update chains)")
+
+
+def _buffer_array(b: object) -> np.ndarray:
+    """A constant hl.Buffer's data as a C-ordered numpy array (numpy axis order)."""
+    dt = dtype_of(b.type, None, None)  # type: ignore[attr-defined]
+    dims = b.dims  # type: ignore[attr-defined]
+    flat = np.frombuffer(b.data, dtype=dt.numpy.newbyteorder("<"))  # type: ignore[attr-defined]
+    shape = [d.extent for d in dims]
+    strides = [d.stride * dt.numpy.itemsize for d in dims]
+    arr = np.lib.stride_tricks.as_strided(flat, shape=shape, strides=strides)
+    return np.ascontiguousarray(arr.transpose(tuple(reversed(range(len(dims))))))

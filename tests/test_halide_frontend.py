@@ -1,0 +1,271 @@
+"""The Halide front-end's contract around the pipelines (tests/test_halide_pipelines.py has
+the pipelines themselves): builds are reused per specialization, unsupported constructs and
+bad realizations raise errors that name the Func / input, and a pipeline compiled by a real
+``middleend serve`` gives Halide's result too."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import halide as hl
+import numpy as np
+import pytest
+from halide_util import assert_same, check, halide_realize
+from service_util import ServerProcess
+
+import middleend as me
+from frontends.halide import UnsupportedHalideFeature, compile_pipeline
+from middleend.service.client import RemoteClient
+
+
+def _blur(a: hl.ImageParam, name: str = "blur") -> hl.Func:
+    x, y = hl.Var("x"), hl.Var("y")
+    f = hl.Func(name)
+    f[x, y] = (a[x, y] + a[x + 1, y] + a[x + 2, y]) / 3
+    return f
+
+
+def _f32(rng: np.random.Generator, *shape: int) -> np.ndarray:
+    return rng.random(shape, dtype=np.float32)
+
+
+# ------------------------------------------------------------ builds are reused
+
+def test_same_sizes_reuse_the_build(rng: np.random.Generator) -> None:
+    """Realizing again with the same sizes only calls the kernel; a new size builds once."""
+    a = hl.ImageParam(hl.Float(32), 2, "a")
+    f = _blur(a)
+    av = _f32(rng, 13, 31)
+    k = compile_pipeline(f)
+    for _ in range(3):
+        assert_same(k.realize([29, 13], a=av), halide_realize([f], [29, 13], [(a, av)]))
+    assert k.compiles == 1
+    assert_same(k.realize([17, 9], a=av), halide_realize([f], [17, 9], [(a, av)]))
+    assert k.compiles == 2
+    k.realize([29, 13], a=av)
+    k.realize(np.array([17, 9]), a=av)
+    assert k.compiles == 2
+    bigger = _f32(rng, 15, 31)  # a new input shape is a new specialization too
+    assert_same(k.realize([29, 13], a=bigger), halide_realize([f], [29, 13], [(a, bigger)]))
+    assert k.compiles == 3
+
+
+# ------------------------------------------------------------ unsupported constructs
+
+# Each builder takes the input and a blur Func and returns (output, the Func refused).
+Build = Callable[[hl.ImageParam, hl.Func], tuple[hl.Func, hl.Func]]
+
+
+def _consumer(f: hl.Func) -> hl.Func:
+    x, y = f.args()
+    g = hl.Func("consumer")
+    g[x, y] = f[x, y] + 1
+    return g
+
+
+def _memoize(a: hl.ImageParam, f: hl.Func) -> tuple[hl.Func, hl.Func]:
+    f.compute_root().memoize()
+    return _consumer(f), f
+
+
+def _in_wrapper(a: hl.ImageParam, f: hl.Func) -> tuple[hl.Func, hl.Func]:
+    g = _consumer(f)
+    f.compute_root()
+    f.in_(g).compute_root()
+    return g, f
+
+
+def _specialize(a: hl.ImageParam, f: hl.Func) -> tuple[hl.Func, hl.Func]:
+    f.specialize(a.width() > 64).vectorize(f.args()[0], 8)
+    return f, f
+
+
+def _prefetch(a: hl.ImageParam, f: hl.Func) -> tuple[hl.Func, hl.Func]:
+    f.prefetch(a, f.args()[1], f.args()[1], 2)
+    return f, f
+
+
+def _fuse(a: hl.ImageParam, f: hl.Func) -> tuple[hl.Func, hl.Func]:
+    x, y = f.args()
+    f.fuse(x, y, hl.Var("xy"))
+    return f, f
+
+
+def _async(a: hl.ImageParam, f: hl.Func) -> tuple[hl.Func, hl.Func]:
+    f.compute_root().async_()
+    return _consumer(f), f
+
+
+def _value(e: Callable[[hl.Expr], hl.Expr]) -> Build:
+    """A Func whose value is ``e(i32(a[x, y] * 100))`` (the blur is not used)."""
+    def build(a: hl.ImageParam, f: hl.Func) -> tuple[hl.Func, hl.Func]:
+        x, y = f.args()
+        g = hl.Func("value")
+        g[x, y] = e(hl.i32(a[x, y] * 100))
+        return g, g
+    return build
+
+
+_REFUSED: list[tuple[str, Build, str]] = [
+    ("memoize", _memoize, "memoize()"),
+    ("async", _async, "async_()"),
+    ("in_wrapper", _in_wrapper, "in() wrappers"),
+    ("specialize", _specialize, "specialize()"),
+    ("prefetch", _prefetch, "prefetch()"),
+    ("fuse", _fuse, "fuse(x, y)"),
+    ("shift_left", _value(lambda v: v << 2), "shift_left"),
+    ("shift_right", _value(lambda v: v >> 1), "shift_right"),
+    ("bitwise_and", _value(lambda v: v & 3), "bitwise_and"),
+    ("bitwise_xor", _value(lambda v: v ^ 5), "bitwise_xor"),
+    ("float16", _value(lambda v: hl.f32(hl.cast(hl.Float(16), v))), "float16"),
+]
+
+
+@pytest.mark.parametrize(("build", "construct"), [r[1:] for r in _REFUSED],
+                         ids=[r[0] for r in _REFUSED])
+def test_unsupported_construct_names_func_and_construct(
+        build: Build, construct: str, rng: np.random.Generator) -> None:
+    """Refused instead of silently dropped (a dropped directive gives wrong code). The Func
+    is named as Halide names it (``blur$1`` for the second Func called "blur")."""
+    a = hl.ImageParam(hl.Float(32), 2, "a")
+    out, culprit = build(a, _blur(a))
+    with pytest.raises(UnsupportedHalideFeature) as info:
+        compile_pipeline(out).realize([17, 9], a=_f32(rng, 9, 19))
+    assert info.value.func == culprit.name()
+    assert construct in info.value.construct and construct in str(info.value)
+    assert repr(culprit.name()) in str(info.value)
+
+
+def test_image_param_wrapper_is_refused(rng: np.random.Generator) -> None:
+    """``a.in_(g)`` wraps the ImageParam (a Func ``a_im``); that changes ``a`` for every
+    later pipeline, so this test has an ImageParam of its own."""
+    a = hl.ImageParam(hl.Float(32), 2, "a")
+    g = _blur(a, "g")
+    a.in_(g).compute_root()
+    with pytest.raises(UnsupportedHalideFeature, match="in\\(\\) wrappers") as info:
+        compile_pipeline(g).realize([17, 9], a=_f32(rng, 9, 19))
+    assert info.value.func.startswith("a_im")
+
+
+def test_tuple_update_reading_an_updated_element_is_refused(rng: np.random.Generator) -> None:
+    """argmax: element 1 of the update reads element 0, which the update already changed
+    (our elements run one after another); refused, naming Func and update."""
+    y = hl.Var("y")
+    a = hl.ImageParam(hl.Float(32), 2, "a")
+    am = hl.Func("argmax")
+    r = hl.RDom([(0, a.width())], "r")
+    am[y] = (hl.f32(-1), 0)
+    am[y] = hl.select(a[r.x, y] > am[y][0], hl.Tuple([a[r.x, y], r.x]), am[y])
+    with pytest.raises(UnsupportedHalideFeature, match="Tuple update") as info:
+        compile_pipeline(am).realize([9], a=_f32(rng, 9, 19))
+    assert (info.value.func, info.value.stage) == (am.name(), 1)
+
+
+def test_compute_at_of_a_func_with_updates_is_refused(rng: np.random.Generator) -> None:
+    x, y = hl.Var("x"), hl.Var("y")
+    a = hl.ImageParam(hl.Float(32), 2, "a")
+    f, g = hl.Func("acc"), hl.Func("out")
+    f[x, y] = a[x, y]
+    f[x, y] += 1
+    g[x, y] = f[x, y] * 2
+    f.compute_at(g, y)
+    with pytest.raises(UnsupportedHalideFeature, match="compute_at") as info:
+        compile_pipeline(g).realize([17, 9], a=_f32(rng, 9, 19))
+    assert info.value.func == f.name()
+
+
+# ------------------------------------------------------------ Halide-legal, refused by us
+
+@pytest.mark.xfail(strict=True, raises=me.ScheduleError,
+                   reason="front-end gap: Halide accepts reordering a reduction's RVars "
+                          "(update(0).reorder(r.y, r.x)); the middle-end's dependence check "
+                          "refuses the update's self-dependence in the new order")
+def test_reordered_rvars(rng: np.random.Generator) -> None:
+    x = hl.Var("x")
+    a = hl.ImageParam(hl.Float(32), 2, "a")
+    f = hl.Func("rsum")
+    r = hl.RDom([(0, 29), (0, 17)], "r")
+    f[x] = hl.f32(0)
+    f[x] += a[r.x, r.y] * hl.f32(x + 1)
+    f.update(0).reorder(r.y, r.x)
+    check(f, [5], [(a, _f32(rng, 17, 29))])
+
+
+@pytest.mark.xfail(strict=True, raises=me.ScheduleError,
+                   reason="front-end gap: Halide accepts compute_at a vectorized loop (it "
+                          "vectorizes the producer); the middle-end refuses a buffer allocated "
+                          "inside a vector loop")
+def test_compute_at_a_vectorized_loop(rng: np.random.Generator) -> None:
+    x, y, xo, xi = (hl.Var(n) for n in ("x", "y", "xo", "xi"))
+    a = hl.ImageParam(hl.Float(32), 2, "a")
+    b, g = hl.Func("prod"), hl.Func("cons")
+    b[x, y] = a[x, y] + 1
+    g[x, y] = b[x, y] * b[x + 1, y]
+    g.split(x, xo, xi, 8).vectorize(xi)
+    b.compute_at(g, xi)
+    check(g, [28, 17], [(a, _f32(rng, 17, 29))])
+
+
+# ------------------------------------------------------------ other errors
+
+def test_gpu_schedule_on_cpu_is_a_target_error(rng: np.random.Generator) -> None:
+    x, y, xo, yo, xi, yi = (hl.Var(n) for n in ("x", "y", "xo", "yo", "xi", "yi"))
+    a = hl.ImageParam(hl.Float(32), 2, "a")
+    f = _blur(a)
+    f.gpu_tile(x, y, xo, yo, xi, yi, 8, 8)
+    with pytest.raises(me.MiddleEndError, match="(?i)gpu") as info:
+        compile_pipeline(f, target="cpu").realize([16, 8], a=_f32(rng, 8, 18))
+    assert isinstance(info.value, me.TargetError)
+
+
+def test_out_of_bounds_input_read(rng: np.random.Generator) -> None:
+    """A blur without a boundary condition realized at the input's full size reads past it;
+    Halide refuses too (at run time), we refuse when building."""
+    a = hl.ImageParam(hl.Float(32), 2, "inp")
+    with pytest.raises(me.DefinitionError, match="'inp'.*dimension 0"):
+        compile_pipeline(_blur(a)).realize([19, 9], inp=_f32(rng, 9, 19))
+
+
+def test_missing_and_unknown_inputs(rng: np.random.Generator) -> None:
+    a = hl.ImageParam(hl.Float(32), 2, "a")
+    s = hl.Param(hl.Float(32), "s")
+    x, y = hl.Var("x"), hl.Var("y")
+    f = hl.Func("scaled")
+    f[x, y] = a[x, y] * s
+    k = compile_pipeline(f)
+    with pytest.raises(me.KernelArgumentError, match="'a'"):
+        k.realize([4, 4], s=2.0)
+    with pytest.raises(me.KernelArgumentError, match="'s'"):
+        k.realize([4, 4], a=_f32(rng, 4, 4))
+    with pytest.raises(me.KernelArgumentError, match="zzz"):
+        k.realize([4, 4], a=_f32(rng, 4, 4), s=2.0, zzz=1)
+    assert k.compiles == 0
+
+
+# ------------------------------------------------------------ the remote path
+
+def test_compiled_by_a_server(server: ServerProcess, client: RemoteClient,
+                              rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same front-end with ``service=`` a real ``middleend serve`` (a client, then a
+    "host:port" string): Halide's values, and the compile did go to the server."""
+    x, y, c = hl.Var("x"), hl.Var("y"), hl.Var("c")
+    a = hl.ImageParam(hl.Float(32), 3, "a")
+    cl = hl.BoundaryConditions.repeat_edge(a)
+    bx, by = hl.Func("bx"), hl.Func("by")
+    bx[x, y, c] = (cl[x - 1, y, c] + cl[x, y, c] + cl[x + 1, y, c]) / 3
+    by[x, y, c] = (bx[x, y - 1, c] + bx[x, y, c] + bx[x, y + 1, c]) / 3
+    by.parallel(y).vectorize(x, 8)
+    bx.compute_at(by, y).vectorize(x, 8)
+    calls: list[str] = []
+    real = client._call
+
+    def spy(kind: str, req: Any) -> Any:
+        calls.append(kind)
+        return real(kind, req)
+
+    monkeypatch.setattr(client, "_call", spy)
+    inputs = [(a, _f32(rng, 3, 15, 27))]
+    k = check(by, [27, 15, 3], inputs, service=client)
+    assert k.compiles == 1 and calls.count("compile") == 1, calls
+    check(by, [27, 15, 3], inputs, service=server.address)
