@@ -85,7 +85,7 @@ def schedule_stage(tr: Translator, fi: FuncInfo, k: int) -> None:
     st = d.schedule
     comps = fi.comps[k]
     vars_ = fi.stage_vars[k]
-    plan = StagePlan({n: v.name for n, v in vars_.items()})  # type: ignore[attr-defined]
+    plan = StagePlan({n: v.name for n, v in vars_.items()})
     order = list(vars_)  # Halide names, outermost first
     namer = Namer(set(plan.loops.values()))
     final = {dm.var: dm for dm in st.dims}

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import islpy as isl
 import numpy as np
 
 import middleend as me
+from middleend.affine import AffineContext
 from middleend.expr import Access, Const, Expr, wrap
 from middleend.expr import walk as expr_walk
 from middleend.function import _BufferOf
@@ -24,7 +26,7 @@ from . import bounds as bd
 from .errors import UnsupportedHalideFeature
 from .exprs import Scope, dtype_of, translate
 from .graph import definitions, exprs_of, producer_order, walk
-from .hir import HDefinition, HExpr, HFunc, HPipeline
+from .hir import HBound, HBuffer, HDefinition, HExpr, HFunc, HPipeline
 from .names import Namer
 from .schedule import StagePlan, place, plan_func_schedule, schedule_stage
 
@@ -47,11 +49,20 @@ class Built:
     inputs: dict[str, str]  # ImageParam name -> input name
     scalars: dict[str, tuple[str, str, me.DType]]  # Param -> (our name, param|buffer, type)
     constants: dict[str, np.ndarray]  # our input name -> data of a constant hl.Buffer
-    input_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)  # numpy order
     comps: dict[str, list[list[me.Computation]]] = field(default_factory=dict)
     loops: dict[str, list[dict[str, str]]] = field(default_factory=dict)
     """Per Halide Func: computations ``[stage][tuple element]`` and, per stage, Halide loop
     names to the computations' loop names, outermost loop first (for ``extra_schedule``)."""
+
+
+@dataclass
+class Stage:
+    """The iterators of one stage: Halide names (outermost first), their Vars, and the
+    inclusive ranges keyed by the Vars' (middle-end) names."""
+
+    names: list[str]
+    vars: dict[str, me.Var]
+    ranges: dict[str, tuple[int, int]]
 
 
 @dataclass
@@ -60,7 +71,7 @@ class FuncInfo:
     box: list[tuple[int, int]] | None = None
     inline: bool = False
     comps: list[list[me.Computation]] = field(default_factory=list)  # [stage][value]
-    stage_vars: list[dict[str, Expr]] = field(default_factory=list)
+    stage_vars: list[dict[str, me.Var]] = field(default_factory=list)
     plans: list[StagePlan] = field(default_factory=list)
     storage: list[me.Buffer] = field(default_factory=list)  # per value, when offset
 
@@ -72,6 +83,7 @@ def index_params(hp: HPipeline, order: list[str]) -> set[str]:
     for name in order:
         for d in definitions(hp.func(name)):
             roots: list[HExpr] = list(d.args)
+            roots.extend(e for rv in d.schedule.rvars for e in (rv.min, rv.extent))
             if d.predicate is not None:
                 roots.append(d.predicate)
             for v in d.values:
@@ -120,21 +132,23 @@ class Translator:
                     name, None, f"an output whose definitions write {fi.box}, outside the "
                     f"realized region {[(0, s - 1) for s in self.spec.sizes]}")
 
-    def _apply_bound(self, fi: FuncInfo, b: object) -> None:
+    def _apply_bound(self, fi: FuncInfo, b: HBound) -> None:
+        """``Func.bound``: the realized region of that dimension is exactly the bound."""
         f = fi.f
-        if b.min is None or b.extent is None or b.modulus is not None:  # type: ignore[attr-defined]
+        if b.min is None or b.extent is None or b.modulus is not None:
             raise UnsupportedHalideFeature(f.name, None, "align_bounds / align_extent")
-        k = f.args.index(b.var)  # type: ignore[attr-defined]
-        lo = self._const(b.min, f.name)  # type: ignore[attr-defined]
-        ext = self._const(b.extent, f.name)  # type: ignore[attr-defined]
-        need = None if fi.box is None else fi.box[k]
-        if need is not None and (need[0] < lo or need[1] > lo + ext - 1):
+        k = f.args.index(b.var)
+        lo = self._const(b.min, f.name)
+        ext = self._const(b.extent, f.name)
+        if fi.box is None:
+            raise UnsupportedHalideFeature(f.name, None, f"bound({b.var}) on a Func no stage "
+                                           "reads")
+        need = fi.box[k]
+        if need[0] < lo or need[1] > lo + ext - 1:
             raise UnsupportedHalideFeature(
-                f.name, None, f"bound({b.var}, {lo}, {ext}) smaller than the region its "  # type: ignore[attr-defined]
+                f.name, None, f"bound({b.var}, {lo}, {ext}) smaller than the region its "
                 f"consumers read, {need}")
-        box = fi.box or [(0, -1)] * len(f.args)
-        box[k] = (lo, lo + ext - 1)
-        fi.box = box if fi.box is not None or all(x[1] >= x[0] for x in box) else None
+        fi.box[k] = (lo, lo + ext - 1)
 
     def _const(self, e: HExpr, func: str) -> int:
         scope = self._scope(func, 0, {}, record=None)
@@ -144,51 +158,54 @@ class Translator:
             raise UnsupportedHalideFeature(func, None, f"a bound that is not a constant: {v!r}")
         return int(iv[0])
 
-    def stage_ranges(self, fi: FuncInfo, k: int) -> tuple[list[str], dict[str, tuple[int, int]],
-                                                          dict[str, Expr]]:
-        """Iterator names (outermost first), their inclusive ranges, and the Vars."""
+    def stage(self, fi: FuncInfo, k: int) -> Stage:
+        """The iterators of stage ``k``: pure Vars over the Func's box (only those an update
+        names on its left-hand side), then the RVars over their RDom."""
         f, d = fi.f, definitions(fi.f)[k]
         assert fi.box is not None
         names: list[str] = []
-        ranges: dict[str, tuple[int, int]] = {}
-        if k == 0:
-            for pos in reversed(range(len(f.args))):
+        ranges: list[tuple[int, int]] = []
+        for pos in reversed(range(len(f.args))):
+            a = d.args[pos]
+            if k == 0 or (a.kind == "Variable" and a.name == f.args[pos] and not a.param_name):
                 names.append(f.args[pos])
-                ranges[f.args[pos]] = fi.box[pos]
-        else:
-            for pos in reversed(range(len(f.args))):
-                a = d.args[pos]
-                if a.kind == "Variable" and a.name == f.args[pos] and not a.param_name:
-                    names.append(a.name)
-                    ranges[a.name] = fi.box[pos]
+                ranges.append(fi.box[pos])
+        if k > 0:
             for rv in reversed(d.schedule.rvars):
                 lo = self._const(rv.min, f.name)
-                ext = self._const(rv.extent, f.name)
                 names.append(rv.var)
-                ranges[rv.var] = (lo, lo + ext - 1)
+                ranges.append((lo, lo + self._const(rv.extent, f.name) - 1))
         namer = Namer()
-        ours = [namer(n) for n in names]
-        vars_ = {n: me.Var(o) for n, o in zip(names, ours, strict=True)}
-        return names, {namer(n): r for n, r in ranges.items()}, vars_
+        vars_ = {n: me.Var(namer(n)) for n in names}
+        return Stage(names, vars_, {vars_[n].name: r for n, r in zip(names, ranges,
+                                                                      strict=True)})
+
+    def _bounds_stage(self, fi: FuncInfo, k: int
+                      ) -> tuple[Stage, Scope, list[tuple[str, int, tuple[Expr, ...]]],
+                                 isl.Set, AffineContext]:
+        """Stage ``k`` for the bounds pass: a scope that records calls, and the ISL domain."""
+        d = definitions(fi.f)[k]
+        st = self.stage(fi, k)
+        rec: list[tuple[str, int, tuple[Expr, ...]]] = []
+        scope = self._scope(fi.f.name, k, dict(st.vars), record=rec)
+        pred = self._predicate(d, scope)
+        dom, ac, _ = bd.stage_domain([st.vars[n].name for n in st.names], st.ranges, pred)
+        return st, scope, rec, dom, ac
 
     def _grow_by_update(self, fi: FuncInfo, k: int) -> None:
-        d = definitions(fi.f)[k]
-        rec: list[tuple[str, int, tuple[Expr, ...]]] = []
-        names, ranges, vars_ = self.stage_ranges(fi, k)
-        scope = self._scope(fi.f.name, k, vars_, record=rec)
-        lhs = [translate(a, scope) for a in d.args]
-        pred = self._predicate(d, scope)
-        dom, ac, _ = bd.stage_domain([vars_[n].name for n in names], ranges, pred)  # type: ignore[attr-defined]
-        box = self._footprint(fi.f.name, k, lhs, dom, ac, ranges)
+        """Halide realizes what an update writes too (a histogram's bins, say)."""
+        st, scope, _, dom, ac = self._bounds_stage(fi, k)
+        lhs = [translate(a, scope) for a in definitions(fi.f)[k].args]
+        box = self._footprint(fi.f.name, k, lhs, dom, ac, st.ranges)
         if box is not None:
             fi.box = bd.hull(fi.box, box)
 
-    def _footprint(self, func: str, k: int, idx: list[Expr], dom: object, ac: object,
+    def _footprint(self, func: str, k: int, idx: list[Expr], dom: isl.Set, ac: AffineContext,
                    ranges: dict[str, tuple[int, int]]) -> list[tuple[int, int]] | None:
         out = []
         for e in idx:
             try:
-                r = bd.index_range(e, dom, ac, ranges)  # type: ignore[arg-type]
+                r = bd.index_range(e, dom, ac, ranges)
             except bd.Unbounded as ex:
                 raise UnsupportedHalideFeature(func, k, f"an index whose range cannot be "
                                                f"bounded ({ex}); clamp it") from None
@@ -198,14 +215,11 @@ class Translator:
         return out
 
     def _record_calls(self, fi: FuncInfo, k: int) -> None:
-        d = definitions(fi.f)[k]
-        rec: list[tuple[str, int, tuple[Expr, ...]]] = []
-        names, ranges, vars_ = self.stage_ranges(fi, k)
-        scope = self._scope(fi.f.name, k, vars_, record=rec)
-        for root in exprs_of(d):
+        """Grow the boxes of the Funcs and images stage ``k`` reads."""
+        st, scope, rec, dom, ac = self._bounds_stage(fi, k)
+        for root in exprs_of(definitions(fi.f)[k]):
             translate(root, scope)
-        pred = self._predicate(d, scope)
-        dom, ac, _ = bd.stage_domain([vars_[n].name for n in names], ranges, pred)  # type: ignore[attr-defined]
+        ranges = st.ranges
         for callee, _vi, args in rec:
             if callee == fi.f.name:
                 continue
@@ -334,7 +348,6 @@ class Translator:
         self.images: dict[str, me.Input] = {}
         inputs: dict[str, str] = {}
         constants: dict[str, np.ndarray] = {}
-        shapes: dict[str, tuple[int, ...]] = {}
         with me.Function(self.names(fname)) as fn:
             for img in self.input_req:
                 ours = self.names(img)
@@ -343,7 +356,6 @@ class Translator:
                     shape = tuple(reversed(self.input_shapes[img]))
                     self.images[img] = me.Input(ours, list(shape), dtype_of(p.type, None, None))
                     inputs[img] = ours
-                    shapes[img] = shape
                     continue
                 b = next(b for b in self.hp.buffers if b.name == img)
                 arr = _buffer_array(b)
@@ -368,7 +380,7 @@ class Translator:
         comps = {n: fi.comps for n, fi in self.info.items()}
         loops = {n: [{h: p.loops[h] for h in p.order} for p in fi.plans]
                  for n, fi in self.info.items()}
-        return Built(fn, outs, inputs, self.scalars, constants, shapes, comps, loops)
+        return Built(fn, outs, inputs, self.scalars, constants, comps, loops)
 
     def _check_inputs(self) -> None:
         for img, box in self.input_req.items():
@@ -389,11 +401,12 @@ class Translator:
         f = fi.f
         base = self.names(f.name)
         for k, d in enumerate(definitions(f)):
-            names, ranges, vars_ = self.stage_ranges(fi, k)
+            st = self.stage(fi, k)
+            names, vars_ = st.names, st.vars
             fi.stage_vars.append(vars_)
-            scope = self._scope(f.name, k, vars_, record=None)
-            its = [me.Var(vars_[n].name, ranges[vars_[n].name][0],  # type: ignore[attr-defined]
-                          ranges[vars_[n].name][1] + 1) for n in names]  # type: ignore[attr-defined]
+            scope = self._scope(f.name, k, dict(vars_), record=None)
+            its = [me.Var(v.name, st.ranges[v.name][0], st.ranges[v.name][1] + 1)
+                   for v in (vars_[n] for n in names)]
             pred = self._predicate(d, scope)
             comps = []
             for vi, v in enumerate(d.values):
@@ -446,11 +459,11 @@ def _check_tuple_update_reads(fi: FuncInfo) -> None:
                             f"{j} (elements are translated as separate update chains)")
 
 
-def _buffer_array(b: object) -> np.ndarray:
+def _buffer_array(b: HBuffer) -> np.ndarray:
     """A constant hl.Buffer's data as a C-ordered numpy array (numpy axis order)."""
-    dt = dtype_of(b.type, None, None)  # type: ignore[attr-defined]
-    dims = b.dims  # type: ignore[attr-defined]
-    flat = np.frombuffer(b.data, dtype=dt.numpy.newbyteorder("<"))  # type: ignore[attr-defined]
+    dt = dtype_of(b.type, None, None)
+    dims = b.dims
+    flat = np.frombuffer(b.data, dtype=dt.numpy.newbyteorder("<"))
     shape = [d.extent for d in dims]
     strides = [d.stride * dt.numpy.itemsize for d in dims]
     arr = np.lib.stride_tricks.as_strided(flat, shape=shape, strides=strides)
