@@ -27,7 +27,7 @@ from . import commands as cmd
 from .affine import AffineContext, NonAffine, relaxed_access_map, to_pw_aff
 from .errors import DefinitionError
 from .expr import Binary, Const, Expr
-from .function import INPUT, OUTPUT, TEMPORARY, Buffer, Computation, Function, Var
+from .function import INOUT, INPUT, OUTPUT, TEMPORARY, Buffer, Computation, Function, Var
 from .layer1 import Layer1, comp_space
 from .types import DType
 
@@ -133,9 +133,9 @@ def build_layer3(fn: Function, l1: Layer1, outputs: Sequence[Any] | None,
     l3 = Layer3(buffers, store, index, logical, [], may)
     l3.outputs = _outputs(l1, l3, outputs, comp_objs)
     for b in buffers.values():
-        if b.role == OUTPUT and b.name not in l3.outputs:
+        if b.role in (OUTPUT, INOUT) and b.name not in l3.outputs:
             l3.outputs.append(b.name)
-        if b.role != INPUT:
+        if b.role not in (INPUT, INOUT):
             b.role = OUTPUT if b.name in l3.outputs else TEMPORARY
     return l3
 
@@ -209,7 +209,7 @@ def _fold_and_alloc(commands: list[cmd.Command], l1: Layer1, store: dict[str, st
                 raise DefinitionError(f"{c.describe()}: unknown or inlined computation "
                                       f"{c.comp!r}")
             b = buffers[store[c.comp]]
-            if b.role in (INPUT, OUTPUT) and b.declared is not None:
+            if b.role in (INPUT, OUTPUT, INOUT) and b.declared is not None:
                 raise DefinitionError(f"{c.describe()}: buffer {b.name!r} is a kernel "
                                       "argument; only temporaries can be folded or allocated "
                                       "in a loop")

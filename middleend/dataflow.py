@@ -6,7 +6,9 @@ memory reads of a buffer (the φ of the papers: ``c1[i, j, k-1]`` at ``k = 0`` r
 ``c0`` stored), the producer is the last write to the same logical buffer element in the
 *sequential order* — computations in declaration order, each domain in lexicographic order —
 computed exactly with ISL's dataflow analysis. A read with no producer is a compile-time error
-that prints the unproduced set.
+that prints the unproduced set, except in an in/out buffer (``kind="inout"``, an array the
+caller passes and the kernel updates in place), whose unwritten elements hold the caller's
+content; the legality check then keeps every such read before any write of its element.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import islpy as isl
 
 from .data import Layer3, box
 from .errors import DefinitionError, UnproducedReadError
-from .function import INPUT
+from .function import INOUT, INPUT
 from .islutil import maps_of
 from .layer1 import Layer1, Read
 from .schedule import _range_map
@@ -37,6 +39,10 @@ def read_buffer(l3: Layer3, r: Read) -> str:
     if r.kind == "value":
         return l3.store[r.target]
     return l3.store[r.target] if r.of_comp else r.target
+
+
+def read_role(l3: Layer3, r: Read) -> str:
+    return l3.buffers[read_buffer(l3, r)].role
 
 
 def logical_access(l1: Layer1, l3: Layer3, r: Read) -> isl.Map:
@@ -60,7 +66,13 @@ def _bound(r: Read) -> isl.Map:
 
 
 def reference_schedule(l1: Layer1) -> dict[str, isl.Map]:
-    """The sequential order: declaration order, then lexicographic order of each domain."""
+    """The sequential order: the computations' ``order`` maps when given (a memory-based
+    front-end's program order), else declaration order, then lexicographic order of each
+    domain."""
+    given = {n: c.source.order for n, c in l1.comps.items()
+             if c.source is not None and c.source.order is not None}
+    if given:
+        return _given_order(l1, given)
     depth = max([len(c.vars) for c in l1.comps.values()] or [0])
     out = {}
     for k, n in enumerate(l1.declared):
@@ -70,6 +82,56 @@ def reference_schedule(l1: Layer1) -> dict[str, isl.Map]:
         ident = isl.Map.identity(c.domain.get_space().map_from_set()).reset_tuple_id(
             isl.dim_type.out)
         out[n] = ident.apply_range(_range_map(l1.ctx, nv, outs))
+    return out
+
+
+def _end_point(l1: Layer1, sched: dict[str, isl.Map]) -> str:
+    """A time point after every computation instance of the reference order."""
+    width = max([m.dim(isl.dim_type.out) for m in sched.values()] or [1])
+    last = -1
+    for n, m in sched.items():
+        r = m.range()
+        if r.is_empty():
+            continue
+        hi = r.dim_max_val(0) if r.dim(isl.dim_type.param) == 0 else \
+            r.project_out(isl.dim_type.param, 0, r.dim(isl.dim_type.param)).dim_max_val(0)
+        if not hi.is_int():
+            raise DefinitionError(f"computation {n!r}: the first dim of its order must be "
+                                  f"bounded by a constant, got {m}")
+        last = max(last, hi.to_python())
+    return "{ [" + ", ".join([str(last + 1)] + ["0"] * (width - 1)) + "] }"
+
+
+def _given_order(l1: Layer1, given: dict[str, str]) -> dict[str, isl.Map]:
+    missing = [n for n in l1.declared if n not in given]
+    if missing:
+        raise DefinitionError(f"computations {missing} have no order while others do: give "
+                              "the program order for every computation or for none")
+    maps: dict[str, isl.Map] = {}
+    for n in l1.declared:
+        c = l1.comps[n]
+        try:
+            m = isl.Map.read_from_str(l1.ctx, given[n])
+        except isl.Error as e:
+            raise DefinitionError(f"computation {n!r}: malformed order {given[n]!r} "
+                                  f"({e})") from None
+        m = m.align_params(c.domain.get_space())
+        if m.get_tuple_name(isl.dim_type.in_) != n or m.dim(isl.dim_type.in_) != len(c.vars):
+            raise DefinitionError(f"computation {n!r}: its order must map {n}[...] with "
+                                  f"{len(c.vars)} dims, got {given[n]!r}")
+        dom = m.domain()
+        if not c.domain.is_subset(dom):
+            raise DefinitionError(f"computation {n!r}: its order does not cover its domain")
+        maps[n] = m.intersect_domain(c.domain)
+    width = max(m.dim(isl.dim_type.out) for m in maps.values())
+    out = {}
+    for n, m in maps.items():
+        extra = width - m.dim(isl.dim_type.out)
+        if extra:
+            m = m.add_dims(isl.dim_type.out, extra)
+            for k in range(width - extra, width):
+                m = m.fix_si(isl.dim_type.out, k, 0)
+        out[n] = m.reset_tuple_id(isl.dim_type.out)
     return out
 
 
@@ -117,8 +179,7 @@ def expected_dataflow(l1: Layer1, l3: Layer3) -> Expected:
         sinks = m if sinks is None else sinks.union(m)
         sink_sched = s if sink_sched is None else sink_sched.union(s)
     # final values of output buffers: a sink after everything
-    end_t = len(l1.declared)
-    depth = max([len(cc.vars) for cc in l1.comps.values()] or [0])
+    end_point = _end_point(l1, sched)
     for bname in l3.outputs:
         b = l3.buffers[bname]
         written = None
@@ -136,8 +197,7 @@ def expected_dataflow(l1: Layer1, l3: Layer3) -> Expected:
         m = isl.UnionMap.from_map(isl.Map.identity(elems.get_space().map_from_set())
                                   .intersect_domain(elems).set_tuple_name(isl.dim_type.out,
                                                                          bname))
-        st = isl.Map.from_domain_and_range(elems, isl.Set.read_from_str(
-            l1.ctx, "{ [" + ", ".join([str(end_t)] + ["0"] * depth) + "] }"))
+        st = isl.Map.from_domain_and_range(elems, isl.Set.read_from_str(l1.ctx, end_point))
         sinks = m if sinks is None else sinks.union(m)
         sink_sched = (isl.UnionMap.from_map(st) if sink_sched is None
                       else sink_sched.union(isl.UnionMap.from_map(st)))
@@ -155,6 +215,8 @@ def expected_dataflow(l1: Layer1, l3: Layer3) -> Expected:
     for r in reads:
         name = f"R{r.ref}"
         miss = _part(nosrc, name)
+        if read_role(l3, r) == INOUT:
+            miss = None  # the caller's initial content: what an in-place array held
         if miss is not None and not miss.is_empty():
             miss_src = miss.domain().set_tuple_name(r.comp)
             raise UnproducedReadError(r.comp, r.target, str(miss_src.coalesce()))

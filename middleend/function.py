@@ -32,7 +32,7 @@ _C_RESERVED = frozenset(
     min max floord abs""".split()
 )
 
-INPUT, OUTPUT, TEMPORARY = "input", "output", "temporary"
+INPUT, OUTPUT, TEMPORARY, INOUT = "input", "output", "temporary", "inout"
 
 
 def check_name(name: str, what: str) -> str:
@@ -124,8 +124,9 @@ class Buffer(_Indexable):
                  kind: str = TEMPORARY) -> None:
         self.fn = current_function("me.Buffer")
         self.name = check_name(name, "buffer")
-        if kind not in (INPUT, OUTPUT, TEMPORARY):
-            raise DefinitionError(f"buffer {name!r}: kind must be input, output or temporary")
+        if kind not in (INPUT, OUTPUT, TEMPORARY, INOUT):
+            raise DefinitionError(f"buffer {name!r}: kind must be input, output, inout or "
+                                  "temporary")
         self.sizes = tuple(wrap(s) for s in sizes)
         self.dtype = dtype
         self.kind = kind
@@ -148,15 +149,23 @@ class Computation(_Indexable):
 
     def __init__(self, name: str, iterators: Sequence[Var], expr: Any = None,
                  predicate: Any = None, dtype: DType | None = None,
-                 domain: str | None = None) -> None:
+                 domain: str | None = None, order: str | None = None) -> None:
         """``domain`` (ISL set text such as ``"[N] -> { S[i, j] : 0 <= j < i < N }"``)
-        replaces the iterators' bounds; the wire format carries domains this way."""
+        replaces the iterators' bounds; the wire format carries domains this way.
+
+        ``order`` (ISL map text such as ``"{ S[t, i] -> [0, t, 1, i, 0] }"``) is this
+        computation's place in a memory-based source program's sequential order (a Julia
+        loop nest): memory reads then see the last write before them *in that order*
+        instead of declaration order. Give it for every computation or for none."""
         self.fn = current_function("me.Computation")
         self.name = check_name(name, "computation")
         self.vars: tuple[Var, ...] = tuple(iterators)
         if domain is not None and not isinstance(domain, str):
             raise DefinitionError(f"computation {name!r}: domain must be ISL set text")
         self.domain = domain
+        if order is not None and not isinstance(order, str):
+            raise DefinitionError(f"computation {name!r}: order must be ISL map text")
+        self.order = order
         for v in self.vars:
             if not isinstance(v, Var) or (v.lo is None and domain is None):
                 raise DefinitionError(

@@ -12,7 +12,7 @@ import islpy as isl
 from . import commands as cmd
 from .affine import AffineContext, NonAffine, relaxed_access_map, to_pw_aff, try_pw_aff, try_set
 from .errors import DefinitionError, quoted
-from .expr import Access, Expr, rebuild, walk, wrap
+from .expr import Access, Binary, Expr, rebuild, walk, wrap
 from .function import Buffer, Computation, Function, Param, Var, _BufferOf
 
 
@@ -185,6 +185,19 @@ def _parse_domain(c: Computation, pspace: isl.Space) -> isl.Set:
     return dom.align_params(pspace).set_tuple_name(c.name)
 
 
+def _conjuncts(e: Expr) -> list[Expr]:
+    """The operands of a tree of ``and``s, left to right."""
+    out: list[Expr] = []
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Binary) and x.op == "and":
+            stack.extend([x.b, x.a])
+        else:
+            out.append(x)
+    return out
+
+
 def _domain(c: Computation, pspace: isl.Space, context: isl.Set) -> Comp:
     names = [v.name for v in c.vars]
     ac = AffineContext(comp_space(pspace, c.name, names))
@@ -194,11 +207,17 @@ def _domain(c: Computation, pspace: isl.Space, context: isl.Set) -> Comp:
     _check_names(c.expr, names, c.name, "expression")
     if c.predicate is not None:
         _check_names(c.predicate, names, c.name, "predicate")
-        s = try_set(c.predicate, ac)
-        if s is None:
-            guard = c.predicate
-        else:
-            dom = dom.intersect(s)
+        # each affine conjunct restricts the domain exactly; the others guard at run time
+        # (``i > 1 and A[i-1] > 0`` never evaluates A[0], and A[0] is not read at all)
+        rest: list[Expr] = []
+        for part in _conjuncts(c.predicate):
+            s = try_set(part, ac)
+            if s is None:
+                rest.append(part)
+            else:
+                dom = dom.intersect(s)
+        for part in rest:
+            guard = part if guard is None else Binary("and", guard, part, part.dtype)
     return Comp(c.name, names, dom.intersect_params(context).coalesce(), c.expr, guard, ac,
                 source=c)
 

@@ -210,7 +210,8 @@ class Alloc(Node):
 
 @dataclass(frozen=True)
 class BufferDecl:
-    """``role``: 'input' / 'output' (kernel arguments) or 'temporary' (allocated by the
+    """``role``: 'input' / 'output' / 'inout' (kernel arguments; an inout one is read and
+    written in place and must be passed by the caller) or 'temporary' (allocated by the
     kernel, at function entry if ``local`` is False, else by an Alloc node)."""
 
     name: str
@@ -235,7 +236,7 @@ class Program:
 
     @property
     def arguments(self) -> tuple[BufferDecl, ...]:
-        return tuple(b for b in self.buffers if b.role in ("input", "output"))
+        return tuple(b for b in self.buffers if b.role in ("input", "output", "inout"))
 
 
 @dataclass(frozen=True)

@@ -158,7 +158,7 @@ def _program(fn: Function, l1: Layer1, l3: Layer3, ts: TimeSpace, ph: Physical,
     cb = _ctx_build(l1)
     decls = []
     inputs = [b for b in l3.buffers.values() if b.role == "input"]
-    outs = [l3.buffers[n] for n in l3.outputs]
+    outs = [l3.buffers[n] for n in l3.outputs]  # outputs and inouts
     temps = [b for b in l3.buffers.values() if b.role == "temporary"]
     for b in [*inputs, *outs, *temps]:
         la = ph.local.get(b.name)

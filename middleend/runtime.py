@@ -184,7 +184,7 @@ class Kernel:
                                       f"{arr.strides} (use np.ascontiguousarray)")
         if not arr.flags.aligned:
             raise KernelArgumentError(f"{where}: the array is not aligned for {want}")
-        if b.role == "output" and not arr.flags.writeable:
+        if b.role in ("output", "inout") and not arr.flags.writeable:
             raise KernelArgumentError(f"{where}: output array is read-only")
         return arr
 
@@ -196,8 +196,9 @@ class Kernel:
             raise KernelArgumentError(f"kernel {name}: unknown argument(s) {', '.join(unknown)}"
                                       f"; valid names: {', '.join(self.valid_names)}")
         for b in self._arguments:
-            if b.role == "input" and b.name not in kwargs:
-                raise KernelArgumentError(f"kernel {name}: missing input buffer {b.name}")
+            if b.role in ("input", "inout") and b.name not in kwargs:
+                what = "input" if b.role == "input" else "in/out (read and written in place)"
+                raise KernelArgumentError(f"kernel {name}: missing {what} buffer {b.name}")
         params = self._params(kwargs)
         env = {f"p_{p}": v for p, v in params.items()}
         arrays: dict[str, np.ndarray] = {}
@@ -223,7 +224,8 @@ class Kernel:
         if rc != 0:
             msg = _RC_MESSAGES.get(rc, "kernel {name} failed with status " + str(rc))
             raise KernelRuntimeError(msg.format(name=name))
-        return {b.name: arrays[b.name] for b in self._arguments if b.role == "output"}
+        return {b.name: arrays[b.name] for b in self._arguments
+                if b.role in ("output", "inout")}
 
     def _check_overlap(self, arrays: dict[str, np.ndarray]) -> None:
         """Outputs are ``restrict`` pointers: they must not overlap any other argument."""
@@ -231,7 +233,7 @@ class Kernel:
         roles = {b.name: b.role for b in self._arguments}
         for i, a in enumerate(names):
             for other in names[i + 1:]:
-                if "output" not in (roles[a], roles[other]):
+                if not {"output", "inout"} & {roles[a], roles[other]}:
                     continue
                 if arrays[a].size and arrays[other].size and \
                         np.may_share_memory(arrays[a], arrays[other]):

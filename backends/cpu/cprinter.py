@@ -36,7 +36,7 @@ _PRAGMAS = {
     "unroll": "#pragma GCC unroll 64",
 }
 _FOREIGN_TAGS = frozenset({"gpu_block", "gpu_thread", "distribute", "pipeline"})
-_ROLES = frozenset({"input", "output", "temporary"})
+_ROLES = frozenset({"input", "output", "inout", "temporary"})
 _CANONICAL = {"lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
 

@@ -17,10 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..names import Namer
 from .errors import UnsupportedHalideFeature
 from .graph import definitions
 from .hir import HLoopLevel
-from .names import Namer
 
 if TYPE_CHECKING:
     from .translate import FuncInfo, Translator

@@ -22,12 +22,12 @@ from middleend.expr import Access, Const, Expr, wrap
 from middleend.expr import walk as expr_walk
 from middleend.function import _BufferOf
 
+from ..names import Namer
 from . import bounds as bd
 from .errors import UnsupportedHalideFeature
 from .exprs import Scope, dtype_of, translate
 from .graph import definitions, exprs_of, producer_order, walk
 from .hir import HBound, HBuffer, HDefinition, HExpr, HFunc, HPipeline
-from .names import Namer
 from .schedule import StagePlan, place, plan_func_schedule, schedule_stage
 
 

@@ -148,7 +148,7 @@ def signature_of(ep: pb.EntryPoint, name: str) -> Signature:
               for p in ep.params if p.HasField("min") or p.HasField("max")}
     args = []
     for b in ep.buffers:
-        if b.type not in TYPES or KINDS.get(b.kind) not in ("input", "output"):
+        if b.type not in TYPES or KINDS.get(b.kind) not in ("input", "output", "inout"):
             raise DefinitionError(f"artifact entry point: bad buffer {b.name!r}")
         args.append(BufferDecl(b.name, TYPES[b.type],
                                tuple(_iexpr(s) for s in b.sizes), KINDS[b.kind],

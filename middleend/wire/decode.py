@@ -36,6 +36,7 @@ from ..expr import (
     Unary,
 )
 from ..function import (
+    INOUT,
     INPUT,
     OUTPUT,
     TEMPORARY,
@@ -256,8 +257,8 @@ class _Decoder:
         kind = KINDS.get(b.kind)
         if is_input and kind not in (INPUT, None):
             raise self.fail(f"{path}.kind", "an input must have kind INPUT")
-        if not is_input and kind not in (OUTPUT, TEMPORARY):
-            raise self.fail(f"{path}.kind", "a buffer must have kind OUTPUT or TEMPORARY "
+        if not is_input and kind not in (OUTPUT, TEMPORARY, INOUT):
+            raise self.fail(f"{path}.kind", "a buffer must have kind OUTPUT, INOUT or TEMPORARY "
                                             "(inputs go in function.inputs)")
         if b.memory_space not in (pb.MEMORY_SPACE_UNSPECIFIED, pb.HOST):
             raise self.fail(f"{path}.memory_space", "only host memory exists on the cpu "
@@ -281,8 +282,11 @@ class _Decoder:
                                      f"{self.limits.max_dims}")
         dt = self.dtype(c.type, f"{path}.type", allow_unspecified=True)
         iters = [self.guarded(f"{path}.domain", lambda n=n: Var(n)) for n in names]
+        if len(c.order) > self.limits.max_domain_chars:
+            raise ResourceLimitError(f"{path}.order: {len(c.order)} characters exceed the "
+                                     f"cap of {self.limits.max_domain_chars}")
         self.comps[c.name] = self.guarded(path, lambda: Computation(
-            c.name, iters, dtype=dt, domain=c.domain))
+            c.name, iters, dtype=dt, domain=c.domain, order=c.order or None))
 
     def domain_dims(self, text: str, name: str, path: str) -> list[str]:
         """Parse the domain with ISL (bounded) to report a malformed one with its field

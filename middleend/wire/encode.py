@@ -29,7 +29,7 @@ BINARY = {"add": pb.ADD, "sub": pb.SUB, "mul": pb.MUL, "div": pb.DIV, "floordiv"
           "mod": pb.MOD, "min": pb.MIN, "max": pb.MAX, "lt": pb.LT, "le": pb.LE, "gt": pb.GT,
           "ge": pb.GE, "eq": pb.EQ, "ne": pb.NE, "and": pb.AND, "or": pb.OR}
 UNARY = {"neg": pb.NEG, "not": pb.NOT}
-KIND = {"input": pb.INPUT, "output": pb.OUTPUT, "temporary": pb.TEMPORARY}
+KIND = {"input": pb.INPUT, "output": pb.OUTPUT, "temporary": pb.TEMPORARY, "inout": pb.INOUT}
 
 
 def elem(dt: DType) -> int:
@@ -146,6 +146,8 @@ def encode_function(fn: Function, outputs: Sequence[Any] | None = None) -> Any:
             encode_expr(c.predicate, m.predicate)
         if c._dtype is not None:
             m.type = elem(c._dtype)
+        if c.order is not None:
+            m.order = c.order
     for c in fn.commands.items:
         encode_command(c, out.commands.add())
     for o in outputs or ():

@@ -61,6 +61,7 @@ class BufferKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     INPUT: _ClassVar[BufferKind]
     OUTPUT: _ClassVar[BufferKind]
     TEMPORARY: _ClassVar[BufferKind]
+    INOUT: _ClassVar[BufferKind]
 
 class MemorySpace(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -138,6 +139,7 @@ BUFFER_KIND_UNSPECIFIED: BufferKind
 INPUT: BufferKind
 OUTPUT: BufferKind
 TEMPORARY: BufferKind
+INOUT: BufferKind
 MEMORY_SPACE_UNSPECIFIED: MemorySpace
 HOST: MemorySpace
 GPU_GLOBAL: MemorySpace
@@ -283,18 +285,20 @@ class Buffer(_message.Message):
     def __init__(self, name: _Optional[str] = ..., sizes: _Optional[_Iterable[_Union[Expr, _Mapping]]] = ..., type: _Optional[_Union[ElemType, str]] = ..., kind: _Optional[_Union[BufferKind, str]] = ..., memory_space: _Optional[_Union[MemorySpace, str]] = ...) -> None: ...
 
 class Computation(_message.Message):
-    __slots__ = ("name", "domain", "expression", "predicate", "type")
+    __slots__ = ("name", "domain", "expression", "predicate", "type", "order")
     NAME_FIELD_NUMBER: _ClassVar[int]
     DOMAIN_FIELD_NUMBER: _ClassVar[int]
     EXPRESSION_FIELD_NUMBER: _ClassVar[int]
     PREDICATE_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
+    ORDER_FIELD_NUMBER: _ClassVar[int]
     name: str
     domain: str
     expression: Expr
     predicate: Expr
     type: ElemType
-    def __init__(self, name: _Optional[str] = ..., domain: _Optional[str] = ..., expression: _Optional[_Union[Expr, _Mapping]] = ..., predicate: _Optional[_Union[Expr, _Mapping]] = ..., type: _Optional[_Union[ElemType, str]] = ...) -> None: ...
+    order: str
+    def __init__(self, name: _Optional[str] = ..., domain: _Optional[str] = ..., expression: _Optional[_Union[Expr, _Mapping]] = ..., predicate: _Optional[_Union[Expr, _Mapping]] = ..., type: _Optional[_Union[ElemType, str]] = ..., order: _Optional[str] = ...) -> None: ...
 
 class Interchange(_message.Message):
     __slots__ = ("a", "b")

@@ -1,9 +1,10 @@
-"""Halide names to middle-end names.
+"""Source-language names to middle-end names (shared by the front-ends).
 
 Halide names carry dots, dollars and leading underscores (``x.xi.v0``, ``r$x``, ``_0``,
-``f$1``); the middle-end accepts only plain identifiers that are not C keywords (they reach
-generated code). A :class:`Namer` makes a valid, unique name for each Halide name in one
-scope and remembers the mapping, so error messages can show both.
+``f$1``) and Julia names may carry ``!`` or Unicode; the middle-end accepts only plain
+identifiers that are not C keywords (they reach generated code). A :class:`Namer` makes a
+valid, unique name for each source name in one scope and remembers the mapping, so error
+messages can show both.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ def _valid(name: str) -> bool:
 
 
 class Namer:
-    """Valid, unique identifiers for the Halide names of one scope."""
+    """Valid, unique identifiers for the source names of one scope."""
 
     def __init__(self, taken: set[str] | None = None) -> None:
         self.map: dict[str, str] = {}

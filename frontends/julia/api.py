@@ -1,0 +1,135 @@
+"""Compiling ``@acc`` functions from Python: ``compile_source`` (the tree-sitter path, no
+Julia runtime needed) and the kernel object both paths share.
+
+    k = compile_source(text, "bicg!")     # parse once
+    k(s, q, A, p, r)                      # numpy arrays in Fortran order, updated in place
+
+Like Julia, which compiles a method per argument types, a kernel is specialized on its
+arguments: element types, array sizes and the values of Int arguments. Each new
+specialization compiles once (through the wire format, embedded or remote); later calls
+with the same shapes reuse it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import middleend as me
+from middleend.errors import KernelArgumentError
+
+from . import jast as J
+from .directives import Dim, Scheduler
+from .errors import JuliaFrontendError
+from .jtypes import ELEMENT, ArgType, arg_type
+from .translate import Built, Spec, Translator
+
+
+def translate(fn: J.Function, spec: Spec, use_schedule: bool = True) -> Built:
+    """The middle-end Function of ``fn`` specialized on ``spec``, with its directives (if
+    ``use_schedule``) and the ordering commands applied."""
+    b = Translator(fn, spec).build()
+    dims = {c.name: [Dim(n, f"L{lid}") for n, lid in zip(
+        b.loop_names[k], b.loop_ids[k], strict=True)] for k, c in b.comps.items()}
+    comps = [b.comps[k] for k in sorted(b.comps)]
+    sch = Scheduler(fn.name, comps, b.names, dims)
+    if use_schedule:
+        for d in fn.schedule:
+            sch.apply(d)
+    sch.order()
+    return b
+
+
+def _numpy_elem(dt: np.dtype, what: str) -> me.DType:
+    for t in ELEMENT.values():
+        if t.numpy == dt:
+            return t
+    raise KernelArgumentError(f"{what}: unsupported element type {dt}")
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    built: Built
+    kernel: Any
+
+
+class JuliaKernel:
+    """A compiled ``@acc`` function; call it with the Julia arguments in order."""
+
+    def __init__(self, fn: J.Function, target: str = "cpu", use_schedule: bool = True,
+                 service: Any = None, fp_contract: bool = False) -> None:
+        self.function = fn
+        self.target, self.use_schedule = target, use_schedule
+        self.service, self.fp_contract = service, fp_contract
+        self._cache: dict[Spec, _Compiled] = {}
+        self.compiles = 0  # how many specializations were built
+
+    def spec_of(self, args: tuple[Any, ...]) -> Spec:
+        fn = self.function
+        if len(args) != len(fn.args):
+            raise KernelArgumentError(f"{fn.name}: {len(args)} arguments given, "
+                                      f"{len(fn.args)} expected")
+        types, sizes, ints = [], [], []
+        for a, x in zip(fn.args, args, strict=True):
+            what = f"{fn.name}: argument {a.name!r}"
+            if isinstance(x, np.ndarray):
+                got = ArgType(_numpy_elem(x.dtype, what), x.ndim)
+            elif isinstance(x, (bool, np.bool_)):
+                got = ArgType(me.bool_, 0)
+            elif isinstance(x, (int, np.integer)):
+                got = ArgType(_numpy_elem(np.asarray(x).dtype, what) if
+                              isinstance(x, np.integer) else me.int64, 0)
+            elif isinstance(x, (float, np.floating)):
+                got = ArgType(_numpy_elem(np.asarray(x).dtype, what) if
+                              isinstance(x, np.floating) else me.float64, 0)
+            else:
+                raise KernelArgumentError(f"{what}: expected a numpy array or a number, "
+                                          f"got {type(x).__name__}")
+            if a.type is not None:
+                want = arg_type(a.type, a.line, f"argument {a.name!r}")
+                if want != got:
+                    raise KernelArgumentError(f"{what}: expected {want.julia}, got "
+                                              f"{got.julia}")
+            if got.ndim:
+                if x.ndim > 1 and not x.flags.f_contiguous:
+                    raise KernelArgumentError(f"{what}: expected a Fortran-order (column-"
+                                              "major, like Julia) array; use np.asfortranarray")
+                if not (x.flags.f_contiguous or x.flags.c_contiguous):
+                    raise KernelArgumentError(f"{what}: the array is not contiguous")
+            types.append(got)
+            sizes.append(tuple(int(s) for s in x.shape) if got.ndim else None)
+            ints.append(int(x) if got.ndim == 0 and got.elem.is_int else None)
+        return Spec(tuple(types), tuple(sizes), tuple(ints))
+
+    def compiled(self, spec: Spec) -> _Compiled:
+        got = self._cache.get(spec)
+        if got is None:
+            built = translate(self.function, spec, self.use_schedule)
+            kernel = built.fn.compile(target=self.target, outputs=built.outputs,
+                                      service=self.service, fp_contract=self.fp_contract)
+            got = self._cache[spec] = _Compiled(built, kernel)
+            self.compiles += 1
+        return got
+
+    def __call__(self, *args: Any) -> None:
+        spec = self.spec_of(args)
+        c = self.compiled(spec)
+        kw: dict[str, np.ndarray] = {}
+        for k, name in c.built.buffer_of_arg.items():
+            x, t = args[k], spec.types[k]
+            kw[name] = x.T if t.ndim else np.array([x], dtype=t.elem.numpy)
+        c.kernel(**kw)
+
+
+def compile_source(text: str, name: str, target: str = "cpu", schedule: bool = True,
+                   service: Any = None, fp_contract: bool = False) -> JuliaKernel:
+    """The function ``name`` of Julia source ``text`` as a callable kernel. ``schedule``
+    False ignores its ``@schedule`` directives (the same code, unscheduled)."""
+    from .parse import parse_function
+
+    fn = parse_function(text, name)
+    if not isinstance(fn, J.Function):
+        raise JuliaFrontendError(f"{name}: the parser returned {type(fn).__name__}")
+    return JuliaKernel(fn, target, schedule, service, fp_contract)

@@ -1,0 +1,176 @@
+"""The front-end's own AST of a Julia ``@acc`` function: what both ways in produce.
+
+The tree-sitter path (:mod:`.parse`, no Julia runtime) builds it from source text; the
+juliacall path builds it from the JSON that ``Acc.jl`` makes of the macro's ``Expr``
+(:mod:`.fromjson`). The translator (:mod:`.translate`) only ever sees this form, so the two
+paths cannot disagree on what a construct means. Every node carries its 1-based source line
+for error messages. Nodes are frozen: the translator never edits what it was given.
+
+Conventions, matching Julia's own ``Expr`` so that the JSON path is a direct mapping:
+
+- operators are calls: ``a + b`` is ``Call("+", (a, b))``, ``-a`` is ``Call("-", (a,))``,
+  ``!c`` is ``Call("!", (c,))``; ``a ÷ b`` is ``Call("÷", ...)``, ``a % b`` ``Call("%", ...)``;
+- comparisons, chained or not, are ``Compare(("<", "<="), (a, b, c))``;
+- ``&&`` / ``||`` are ``Logic``; ``c ? a : b`` (and ``ifelse(c, a, b)``) is ``Ternary``;
+- ``a:b`` is ``Range(a, None, b)`` and ``a:s:b`` is ``Range(a, s, b)``;
+- ``x op= e`` keeps its operator: ``Assign(target, "+=", e)``;
+- ``for i in r, j in s`` is two nested ``For``; ``@inbounds``/``@simd``/``@fastmath``-free
+  wrappers (``@inbounds``, ``@simd``) are dropped by the parsers (they only promise what the
+  compiler checks anyway); ``elseif`` is an ``If`` in the ``orelse`` of its parent;
+- ``@name S stmt`` sets ``label="S"`` on the statement; ``@schedule begin ... end`` (or one
+  ``@schedule cmd(...)``) becomes ``Function.schedule``: each directive a ``Call``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Num:
+    """A literal. ``type`` is Julia's: Int64, Float64, Float32 (``1f0``) or Bool."""
+
+    value: int | float | bool
+    type: str
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Name:
+    id: str
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Ref:
+    """``A[i, j]``: ``array`` is the array's name."""
+
+    array: str
+    indices: tuple[Expr, ...]
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Call:
+    """An operator or a function call (``sqrt(x)``, ``size(A, 1)``, ``Float32(x)``)."""
+
+    fn: str
+    args: tuple[Expr, ...]
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Compare:
+    ops: tuple[str, ...]
+    operands: tuple[Expr, ...]
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Logic:
+    op: str  # "&&" or "||"
+    a: Expr
+    b: Expr
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Ternary:
+    cond: Expr
+    a: Expr
+    b: Expr
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Range:
+    start: Expr
+    step: Expr | None
+    stop: Expr
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class TupleExpr:
+    """``(a, b)`` or a bare ``a, b`` (only as an assignment target or a size tuple)."""
+
+    items: tuple[Expr, ...]
+    line: int = 0
+
+
+Expr = Num | Name | Ref | Call | Compare | Logic | Ternary | Range | TupleExpr
+
+
+@dataclass(frozen=True)
+class Assign:
+    """``target op value``; ``op`` is "=" or an update operator ("+=", "-=", "*=", "/=")."""
+
+    target: Name | Ref | TupleExpr
+    op: str
+    value: Expr
+    line: int = 0
+    label: str | None = None
+
+
+@dataclass(frozen=True)
+class For:
+    var: str
+    iter: Expr  # a Range, or a call such as axes(A, 1) / eachindex(x)
+    body: tuple[Stmt, ...]
+    line: int = 0
+    label: str | None = None
+
+
+@dataclass(frozen=True)
+class If:
+    cond: Expr
+    then: tuple[Stmt, ...]
+    orelse: tuple[Stmt, ...]
+    line: int = 0
+    label: str | None = None
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    """A statement the parser recognised but the front-end does not translate (``while``,
+    ``break``, ``try``, a nested function, ...). Kept in the tree rather than raised at
+    parse time so that the error comes from one place (the translator) with the function's
+    name; ``construct`` says what it is."""
+
+    construct: str
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Return:
+    """``return`` / ``return nothing`` (a value other than ``nothing`` is Unsupported)."""
+
+    line: int = 0
+
+
+Stmt = Assign | For | If | Unsupported | Return
+
+
+@dataclass(frozen=True)
+class TypeRef:
+    """A type annotation: ``Matrix{Float64}`` is ``TypeRef("Matrix", (TypeRef("Float64"),))``;
+    integer parameters (``Array{Float32, 3}``) are ints."""
+
+    name: str
+    params: tuple[TypeRef | int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Arg:
+    name: str
+    type: TypeRef | None = None
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Function:
+    name: str
+    args: tuple[Arg, ...]
+    body: tuple[Stmt, ...]
+    schedule: tuple[Call, ...] = field(default=())
+    line: int = 0

@@ -1,0 +1,191 @@
+# The Julia kernels of the paper's section 5.2 and a few more PolyBench ones, written as
+# ordinary Julia loops (column-major: the first index is the contiguous one) with `@acc`
+# and a tuned `@schedule`. Loaded by the tests and benchmarks through
+# `frontends.julia.compile_source` and, where Julia exists, by the Acc.jl package tests.
+using Acc
+
+@acc function bicg!(s::Vector{Float64}, q::Vector{Float64}, A::Matrix{Float64},
+                    p::Vector{Float64}, r::Vector{Float64})
+    n, m = size(A)
+    @schedule begin
+        interchange(S, i, j)
+        interchange(Q, i, j)
+        vectorize(Q, i, 8)
+        after(Q, S, j)
+    end
+    for j in 1:m
+        s[j] = 0.0
+    end
+    for i in 1:n
+        q[i] = 0.0
+    end
+    for i in 1:n
+        for j in 1:m
+            @name S s[j] += r[i] * A[i, j]
+            @name Q q[i] += A[i, j] * p[j]
+        end
+    end
+end
+
+@acc function gesummv!(y::Vector{Float64}, tmp::Vector{Float64}, A::Matrix{Float64},
+                       B::Matrix{Float64}, x::Vector{Float64}, alpha::Float64, beta::Float64)
+    n = size(A, 1)
+    @schedule begin
+        interchange(T, i, j)
+        interchange(Y, i, j)
+        vectorize(T, i, 8)
+        vectorize(Y, i, 8)
+        after(Y, T, j)
+    end
+    for i in 1:n
+        tmp[i] = 0.0
+        y[i] = 0.0
+    end
+    for i in 1:n
+        for j in 1:n
+            @name T tmp[i] += A[i, j] * x[j]
+            @name Y y[i] += B[i, j] * x[j]
+        end
+    end
+    for i in 1:n
+        y[i] = alpha * tmp[i] + beta * y[i]
+    end
+end
+
+@acc function atax!(y::Vector{Float64}, tmp::Vector{Float64}, A::Matrix{Float64},
+                    x::Vector{Float64})
+    m, n = size(A)
+    @schedule begin
+        interchange(T, i, j)
+        vectorize(T, i, 8)
+    end
+    for j in 1:n
+        y[j] = 0.0
+    end
+    for i in 1:m
+        tmp[i] = 0.0
+    end
+    for i in 1:m
+        for j in 1:n
+            @name T tmp[i] += A[i, j] * x[j]
+        end
+    end
+    for i in 1:m
+        for j in 1:n
+            @name Y y[j] += A[i, j] * tmp[i]
+        end
+    end
+end
+
+@acc function doitgen!(A::Array{Float64, 3}, C4::Matrix{Float64}, sum::Vector{Float64})
+    np, nq, nr = size(A)
+    @schedule begin
+        split(U, p, 4, p0, p1)
+        interchange(U, p1, s)
+        unroll(U, p1)
+    end
+    for r in 1:nr, q in 1:nq
+        for p in 1:np
+            @name Z sum[p] = 0.0
+            for s in 1:np
+                @name U sum[p] += A[s, q, r] * C4[s, p]
+            end
+        end
+        for p in 1:np
+            @name W A[p, q, r] = sum[p]
+        end
+    end
+end
+
+@acc function mttkrp!(A::Matrix{Float64}, B::Array{Float64, 3}, C::Matrix{Float64},
+                      D::Matrix{Float64})
+    ni, nj = size(A)
+    nk, nl = size(B, 2), size(B, 3)
+    @schedule begin
+        interchange(M, i, j)
+        interchange(M, i, k)
+        interchange(M, i, l)
+        vectorize(M, i, 8)
+    end
+    for j in 1:nj, i in 1:ni
+        A[i, j] = 0.0
+    end
+    for i in 1:ni, j in 1:nj, k in 1:nk, l in 1:nl
+        @name M A[i, j] += B[i, k, l] * C[k, j] * D[l, j]
+    end
+end
+
+@acc function covariance!(cov::Matrix{Float64}, mean::Vector{Float64},
+                          data::Matrix{Float64})
+    n, m = size(data)
+    @schedule begin
+        parallelize(C, i)
+    end
+    for j in 1:m
+        mean[j] = 0.0
+        for i in 1:n
+            mean[j] += data[i, j]
+        end
+        mean[j] /= n
+    end
+    for j in 1:m, i in 1:n
+        data[i, j] -= mean[j]
+    end
+    for i in 1:m
+        for j in i:m
+            cov[i, j] = 0.0
+        end
+        for j in i:m
+            for k in 1:n
+                @name C cov[i, j] += data[k, i] * data[k, j]
+            end
+        end
+        for j in i:m
+            cov[i, j] /= (n - 1)
+            cov[j, i] = cov[i, j]
+        end
+    end
+end
+
+@acc function mm2!(D::Matrix{Float64}, tmp::Matrix{Float64}, A::Matrix{Float64},
+                   B::Matrix{Float64}, C::Matrix{Float64}, alpha::Float64, beta::Float64)
+    ni, nk = size(A)
+    nj = size(B, 2)
+    nl = size(C, 2)
+    @schedule begin
+        interchange(T, i, j)
+        interchange(T, i, k)
+        vectorize(T, i, 8)
+        interchange(E, i, j)
+        interchange(E, i, k)
+        vectorize(E, i, 8)
+    end
+    for j in 1:nj, i in 1:ni
+        tmp[i, j] = 0.0
+    end
+    for i in 1:ni, j in 1:nj, k in 1:nk
+        @name T tmp[i, j] += alpha * A[i, k] * B[k, j]
+    end
+    for j in 1:nl, i in 1:ni
+        D[i, j] *= beta
+    end
+    for i in 1:ni, j in 1:nl, k in 1:nj
+        @name E D[i, j] += tmp[i, k] * C[k, j]
+    end
+end
+
+@acc function jacobi1d!(A::Vector{Float64}, B::Vector{Float64}, tsteps::Int)
+    n = length(A)
+    @schedule begin
+        vectorize(SB, i, 8)
+        vectorize(SA, i, 8)
+    end
+    for t in 1:tsteps
+        for i in 2:n-1
+            @name SB B[i] = 0.33333 * (A[i-1] + A[i] + A[i+1])
+        end
+        for i in 2:n-1
+            @name SA A[i] = 0.33333 * (B[i-1] + B[i] + B[i+1])
+        end
+    end
+end

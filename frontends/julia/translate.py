@@ -1,0 +1,367 @@
+"""A flattened ``@acc`` function (:mod:`.program`) to a middle-end Function: Layer I
+computations, the data mapping onto the user's arrays, and the commands that reproduce the
+source's loop structure (plus the function's ``@schedule`` directives).
+
+- Each assignment is a computation over its loops' counters. A unit-step loop's counter is
+  the Julia index itself (``for i in 2:n`` is ``2 <= i <= n``); a loop ``a:s:b`` counts
+  ``k = 0, 1, ...`` with ``i = a + s*k``, so every index stays exact for ISL.
+- Arrays keep Julia's layout: ``A::Matrix`` of size (m, n) is the row-major buffer
+  ``A[n][m]`` and ``A[i, j]`` its element ``[j-1][i-1]``, so the kernel works on the
+  caller's memory. An array the function writes is an in/out buffer (updated in place;
+  elements it does not write keep their values); the others are inputs.
+- Reads of arrays are memory reads: the middle-end's exact dataflow finds the producing
+  instance. Scalars follow :mod:`.scalars`.
+- ``if`` conditions become predicates: the affine ones restrict the domain (exactly), the
+  others guard the statement at run time.
+- Statements sharing loops in the source share them in the generated code: consecutive
+  computations are ordered with ``after`` at their deepest common loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import islpy as isl
+
+import middleend as me
+from middleend.affine import AffineContext, try_set
+from middleend.expr import Cast, Const, Expr
+
+from ..names import Namer
+from . import jast as J
+from .errors import UnsupportedJulia
+from .exprs import Array, Exprs
+from .jtypes import ArgType, promote
+from .program import Flattener, Program, Stmt, reads_of
+from .scalars import ScalarPlan, plan_scalars
+
+
+@dataclass(frozen=True)
+class Spec:
+    """What a compiled kernel is specialized on: each argument's type, and the sizes of the
+    arrays and values of the Int arguments (so every bound is a constant, as in Julia's
+    ``@inbounds`` loops over known arrays, and ISL works on exact constants)."""
+
+    types: tuple[ArgType, ...]
+    sizes: tuple[tuple[int, ...] | None, ...]  # per argument: array sizes (Julia order)
+    ints: tuple[int | None, ...]  # per argument: the value of an Int scalar
+
+
+@dataclass
+class Built:
+    """The middle-end Function and how its kernel arguments map to the Julia arguments."""
+
+    fn: me.Function
+    outputs: list[str]
+    buffer_of_arg: dict[int, str]  # Julia argument position (0-based) -> buffer name
+    comps: dict[int, me.Computation] = field(default_factory=dict)  # stmt index -> comp
+    names: dict[str, list[me.Computation]] = field(default_factory=dict)  # label -> comps
+    loop_names: dict[int, list[str]] = field(default_factory=dict)  # stmt -> loop names
+    loop_ids: dict[int, list[int]] = field(default_factory=dict)  # stmt -> source loop ids
+
+
+class Translator:
+    def __init__(self, fn: J.Function, spec: Spec) -> None:
+        self.jf, self.spec = fn, spec
+        self.names = Namer()
+        self.loop_names = Namer()  # loops keep their Julia names, which directives use
+
+    def fail(self, line: int, what: str) -> UnsupportedJulia:
+        return UnsupportedJulia(line, what, self.jf.name)
+
+    # ------------------------------------------------------------------ entry
+    def build(self) -> Built:
+        jf, spec = self.jf, self.spec
+        if len(jf.args) != len(spec.types):
+            raise self.fail(jf.line, f"{len(spec.types)} argument types for "
+                            f"{len(jf.args)} arguments")
+        written = set()
+        for n in _all_targets(jf.body):
+            written.add(n)
+        with me.Function(self.names(jf.name.rstrip("!") or "f")) as fn:
+            arrays: dict[str, Array] = {}
+            fscalars: dict[str, me.Buffer] = {}
+            consts: dict[str, int] = {}
+            buffer_of_arg: dict[int, str] = {}
+            for k, (a, t) in enumerate(zip(jf.args, spec.types, strict=True)):
+                if t.ndim:
+                    sizes = spec.sizes[k]
+                    assert sizes is not None
+                    bname = self.names(a.name)
+                    dims = list(reversed(sizes))
+                    buf = (me.Buffer(bname, dims, t.elem, kind="inout") if a.name in written
+                           else me.Input(bname, dims, t.elem))
+                    arrays[a.name] = Array(a.name, buf, tuple(sizes), t.elem)
+                    buffer_of_arg[k] = bname
+                elif t.elem.is_int and spec.ints[k] is not None:
+                    consts[a.name] = int(spec.ints[k])  # type: ignore[arg-type]
+                else:
+                    bname = self.names(a.name)
+                    fscalars[a.name] = me.Input(bname, [1], t.elem)
+                    buffer_of_arg[k] = bname
+            self.scalar_plan: dict[str, ScalarPlan] = {}
+            ex = Exprs({}, consts, arrays, fscalars, self._no_scalar, set(), jf.name)
+            prog = Flattener(jf, ex, {a.name for a in jf.args}).run()
+            ex.scalars = prog.scalars
+            self.ex, self.prog = ex, prog
+            outputs = [arrays[n].buffer.name for n in arrays if n in written]
+            if not outputs:
+                raise self.fail(jf.line, "the function writes no array (its results must "
+                                "land in an array argument)")
+            built = Built(fn, outputs, buffer_of_arg)
+            self.built = built
+            self._loops(prog)
+            self._analyse(prog)
+            self._computations(prog)
+        return built
+
+    def _no_scalar(self, name: str, line: int) -> Expr:
+        raise self.fail(line, f"local {name!r} read where it cannot be (a loop bound?)")
+
+    # ------------------------------------------------------------------ loops
+    def _loops(self, prog: Program) -> None:
+        """One me.Var per source loop (``self.var[id]``) and the value of its index."""
+        self.var: dict[int, me.Var] = {}
+        self.value: dict[int, Expr] = {}
+        for s in prog.stmts:
+            scope: dict[str, Expr] = {}
+            for lp in s.loops:
+                if lp.id not in self.var:
+                    self.ex.loops = dict(scope)
+                    lo = _ex(self.ex.index(lp.start))
+                    hi = _ex(self.ex.index(lp.stop))
+                    vname = self.loop_names(lp.var)
+                    if lp.step == 1:
+                        v = me.Var(vname, lo, hi + 1)
+                        val: Expr = v
+                    else:
+                        trip = ((hi - lo) // lp.step + 1 if lp.step > 0
+                                else (lo - hi) // (-lp.step) + 1)
+                        v = me.Var(vname, 0, trip)
+                        val = lo + v * lp.step
+                    self.var[lp.id], self.value[lp.id] = v, _ex(val)
+                scope[lp.var] = self.value[lp.id]
+
+    def _scope(self, s: Stmt) -> dict[str, Expr]:
+        return {lp.var: self.value[lp.id] for lp in s.loops}
+
+    # ------------------------------------------------------------------ analysis
+    def _analyse(self, prog: Program) -> None:
+        """Each statement's exact domain (affine conditions included) for the scalar
+        dataflow, and which statements run under a run-time condition."""
+        ctx = isl.Context()
+        domains: dict[int, isl.Set] = {}
+        guarded: set[int] = set()
+        reads: dict[int, set[str]] = {}
+        counters: dict[int, list[str]] = {}
+        for s in prog.stmts:
+            vs = [self.var[lp.id] for lp in s.loops]
+            counters[s.index] = [f"c{k}" for k in range(len(vs))]
+            space = isl.Space.create_from_names(ctx, set=[v.name for v in vs]).set_tuple_name(
+                isl.dim_type.set, f"S{s.index}")
+            ac = AffineContext(space)
+            dom = isl.Set.universe(space)
+            for v in vs:
+                lo, hi = try_set(v >= v.lo, ac), try_set(v < v.hi, ac)  # type: ignore[operator]
+                if lo is None or hi is None:
+                    raise self.fail(s.node.line, f"loop {v.name!r}: bounds not affine")
+                dom = dom.intersect(lo).intersect(hi)
+            self.ex.loops = self._scope(s)
+            names = set()
+            for c in s.conds:
+                rd = reads_of(c.expr)
+                names |= rd
+                cs = None
+                if not rd & (prog.scalars | set(self.ex.arrays) | set(self.ex.fscalars)):
+                    cs = try_set(self.ex.cond(c.expr), ac)
+                if cs is None:
+                    guarded.add(s.index)
+                else:
+                    dom = dom.intersect(cs) if c.positive else dom.subtract(cs)
+            domains[s.index] = _rename_dims(dom.coalesce(), counters[s.index])
+            rd = reads_of(s.node.value) | names
+            if isinstance(s.node.target, J.Ref):
+                for i in s.node.target.indices:
+                    rd |= reads_of(i)
+            if s.node.op != "=" and isinstance(s.node.target, J.Name):
+                rd.add(s.node.target.id)
+            reads[s.index] = rd & prog.scalars
+        self.domains, self.guarded = domains, guarded
+        self.scalar_plan = plan_scalars(prog, domains, guarded, reads, counters)
+        self.reads = reads
+
+    # ------------------------------------------------------------------ computations
+    def _computations(self, prog: Program) -> None:
+        self.sbuf: dict[str, me.Buffer] = {}
+        self._scalar_types(prog)
+        for var, plan in self.scalar_plan.items():
+            if plan.mode == "buffer":
+                sizes = [hi - lo + 1 for lo, hi in plan.extents] or [1]
+                self.sbuf[var] = me.Buffer(self.names(f"{var}"), sizes, self.stype[var])
+        used_by_value = {p for plan in self.scalar_plan.values() if plan.mode == "value"
+                         for p in plan.producer.values()}
+        for s in prog.stmts:
+            t = s.node.target
+            if isinstance(t, J.Name) and self.scalar_plan[t.id].mode == "value" and \
+                    s.index not in used_by_value:
+                # a dead assignment: nothing reads it, but what it says must still be
+                # something we translate (a refused construct is never silently dropped)
+                self.ex.loops, self.ex.scalar = self._scope(s), self._read_scalar(s)
+                self._rhs(s, None)
+                continue
+            self._computation(s)
+
+    def _scalar_types(self, prog: Program) -> None:
+        """The type each buffered scalar is stored as: Julia's promotion of every value
+        assigned to it (``s = 0`` then ``s += x::Float64`` stores a Float64). Types of
+        scalars feed each other, so this iterates to a fixpoint."""
+        guess: dict[str, me.DType] = {}
+        memo: dict[int, me.DType] = {}
+
+        def read_type(name: str, s: Stmt) -> me.DType:
+            plan = self.scalar_plan[name]
+            if plan.mode == "value":
+                return stmt_type(plan.producer[s.index])
+            return guess.get(name, me.int64)
+
+        def stmt_type(k: int) -> me.DType:
+            if k not in memo:
+                s = prog.stmts[k]
+                saved = self.ex.loops, self.ex.scalar
+                self.ex.loops = self._scope(s)
+                self.ex.scalar = lambda n, line: Const(0, read_type(n, s))
+                try:
+                    memo[k] = self._rhs(s, None).dtype
+                finally:
+                    self.ex.loops, self.ex.scalar = saved
+            return memo[k]
+
+        buffered = [v for v, p in self.scalar_plan.items() if p.mode == "buffer"]
+        for _ in range(4):
+            memo.clear()
+            new: dict[str, me.DType] = {}
+            for var in buffered:
+                t: me.DType | None = None
+                for s in prog.stmts:
+                    if getattr(s.node.target, "id", None) == var:
+                        v = stmt_type(s.index)
+                        t = v if t is None else promote(t, v)
+                assert t is not None
+                new[var] = t
+            if new == guess:
+                break
+            guess = new
+        self.stype = guess
+
+    def _read_scalar(self, s: Stmt):  # type: ignore[no-untyped-def]
+        def read(name: str, line: int) -> Expr:
+            plan = self.scalar_plan[name]
+            if plan.mode == "value":
+                prod = self.prog.stmts[plan.producer[s.index]]
+                comp = self.built.comps[prod.index]
+                return comp[tuple(self.var[lp.id] for lp in prod.loops)]
+            return self.sbuf[name][self._sindex(name, s)]
+        return read
+
+    def _sindex(self, name: str, s: Stmt) -> tuple[Expr, ...]:
+        plan = self.scalar_plan[name]
+        if not plan.loops:
+            return (Const(0, me.int32),)
+        by_id = {lp.id: self.var[lp.id] for lp in s.loops}
+        return tuple(by_id[i] - lo for i, (lo, _) in zip(plan.loops, plan.extents,
+                                                         strict=True))
+
+    def _rhs(self, s: Stmt, current: Expr | None) -> Expr:
+        """The value the statement stores: ``e`` or ``current op e``."""
+        n = s.node
+        v = self.ex.value(n.value)
+        if n.op == "=":
+            return v
+        if current is None:
+            t = n.target
+            current = (self.ex.read(t) if isinstance(t, J.Ref)
+                       else self.ex.scalar(t.id, n.line))  # type: ignore[union-attr]
+        return _arith({"+=": "+", "-=": "-", "*=": "*", "/=": "/"}[n.op], current, v)
+
+    def _order(self, cname: str, s: Stmt, vs: list[me.Var]) -> str:
+        """The statement's place in Julia's execution order (the 2d+1 schedule: its
+        position in each loop body, then that loop's counter), so memory reads see the
+        write Julia's loops would have made last."""
+        depth = max(len(x.loops) for x in self.prog.stmts)
+        outs: list[str] = []
+        for d in range(depth + 1):
+            outs.append(str(s.pos[d]) if d < len(s.pos) else "0")
+            if d < depth:
+                outs.append(vs[d].name if d < len(vs) else "0")
+        return f"{{ {cname}[{', '.join(v.name for v in vs)}] -> [{', '.join(outs)}] }}"
+
+    def _computation(self, s: Stmt) -> None:
+        n = s.node
+        self.ex.loops = self._scope(s)
+        self.ex.scalar = self._read_scalar(s)
+        vs = [self.var[lp.id] for lp in s.loops]
+        pred: Expr | None = None
+        for c in s.conds:
+            ce = self.ex.cond(c.expr)
+            ce = ce if c.positive else ~ce
+            pred = ce if pred is None else pred & ce
+        val = self._rhs(s, None)
+        t = n.target
+        if isinstance(t, J.Ref):
+            arr = self.ex.arrays[t.array]
+            dt = arr.elem
+            idx = self.ex.subscript(arr, t)
+        else:
+            plan = self.scalar_plan[t.id]
+            dt = self.stype.get(t.id, val.dtype)
+            idx = self._sindex(t.id, s) if plan.mode == "buffer" else None
+        if dt.is_int and val.dtype.is_float:
+            raise self.fail(n.line, f"storing a {val.dtype.name} value in an integer "
+                            f"{'array' if isinstance(t, J.Ref) else 'local'} (Julia raises "
+                            "InexactError unless it is integral; convert explicitly)")
+        if val.dtype != dt:
+            val = Cast(dt, val)
+        label = s.labels[0] if s.labels and n.label else None
+        cname = self.names(label or f"S{s.index + 1}")
+        comp = me.Computation(cname, vs, val, predicate=pred, dtype=dt,
+                              order=self._order(cname, s, vs))
+        if isinstance(t, J.Ref):
+            comp.store_in(self.ex.arrays[t.array].buffer, idx)
+        elif idx is not None:
+            comp.store_in(self.sbuf[t.id], idx)
+        self.built.comps[s.index] = comp
+        self.built.loop_names[s.index] = [v.name for v in vs]
+        self.built.loop_ids[s.index] = [lp.id for lp in s.loops]
+        for lab in s.labels:
+            self.built.names.setdefault(lab, []).append(comp)
+
+
+def _arith(op: str, a: Expr, b: Expr) -> Expr:
+    t = promote(a.dtype, b.dtype)
+    if op == "/" and not t.is_float:
+        t = me.float64
+    a = a if a.dtype == t else Cast(t, a)
+    b = b if b.dtype == t else Cast(t, b)
+    return a + b if op == "+" else a - b if op == "-" else a * b if op == "*" else a / b
+
+
+def _ex(v: Expr | int) -> Expr:
+    return v if isinstance(v, Expr) else Const(v, me.int32)
+
+
+def _rename_dims(dom: isl.Set, names: list[str]) -> isl.Set:
+    for k, n in enumerate(names):
+        dom = dom.set_dim_name(isl.dim_type.set, k, n)
+    return dom
+
+
+def _all_targets(body: tuple[J.Stmt, ...]) -> set[str]:
+    out: set[str] = set()
+    for s in body:
+        if isinstance(s, J.Assign) and isinstance(s.target, J.Ref):
+            out.add(s.target.array)
+        elif isinstance(s, J.For):
+            out |= _all_targets(s.body)
+        elif isinstance(s, J.If):
+            out |= _all_targets(s.then) | _all_targets(s.orelse)
+    return out
