@@ -454,6 +454,9 @@ def test_schedule_arguments() -> None:
     (ex("=", sym("y"), ex("call", sym("g"), ex("parameters", ex("kw", sym("k"), i64(1))),
                           sym("x"))), "keyword arguments in a call to g"),
     (ex("=", sym("y"), call(".+", sym("x"), i64(1))), "broadcast operator .+"),
+    (ex("=", sym("y"), call("===", sym("x"), i64(1))), "operator ==="),
+    (ex("=", sym("y"), call("√", sym("x"))), "operator √"),
+    (ex("=", sym("y"), call("-", sym("x"), i64(1), i64(2))), "operator -"),
     (ex("=", sym("y"), ex(".", sym("g"), ex("tuple", sym("x")))), "broadcast call f.(...)"),
     (ex("=", sym("y"), ex(".", sym("A"), {"quote": sym("b")})), "field access"),
     (ex(".=", sym("A"), i64(0)), "broadcast assignment .="),
@@ -496,15 +499,17 @@ def test_refused_signatures(sig: Any, construct: str) -> None:
     assert info.value.line == 1 and construct in info.value.construct
 
 
-def test_short_form_definition_is_refused() -> None:
+def test_definitions_without_a_kernel_are_refused() -> None:
     short = ex("=", call("f", sym("A")), ex("block", ln(1), ex("=", ref("A", i64(1)), i64(0))))
     with pytest.raises(UnsupportedJulia, match="short-form function definition"):
         function_from_json(short)
+    with pytest.raises(UnsupportedJulia, match="function without methods: function f end"):
+        function_from_json(ex("function", sym("f")))
 
 
 @pytest.mark.parametrize("bad", [
     "{not json", "[1, 2]", ex("call", sym("f")), {"weird": 1},
-    ex("function", call("f", sym("a"))),
+    ex("function", call("f", sym("a")), ex("block"), ex("block")),
     _fn(ex("for", ex("=", _I, call(":", i64(1), i64(2))))),
     _fn(ex("=", sym("y"), {"float": "lots", "type": "Float64"})),
     _fn(ex("=", sym("y"), {"int": 1.5})),
@@ -519,6 +524,72 @@ def test_malformed_json_raises(bad: Any) -> None:
     with pytest.raises(JuliaFrontendError) as info:
         function_from_json(bad)
     assert not isinstance(info.value, UnsupportedJulia)
+
+
+# ------------------------------------------- the bridge's reply, used as Acc.jl uses it
+
+
+def _call_like_acc_jl(reply: dict[str, Any], args: list[Any]) -> int:
+    """``Acc._launch`` in Python: the Int64 params (``size(args[k], d)`` or ``args[k]``),
+    then one pointer per buffer (the array's column-major data, or a one-element copy of a
+    scalar), in the listed order."""
+    import ctypes
+
+    import numpy as np
+
+    cargs: list[Any] = []
+    for p in reply["params"]:
+        kind, k, *dim = p["from"]
+        cargs.append(ctypes.c_int64(args[k - 1].shape[dim[0] - 1] if kind == "size"
+                                    else args[k - 1]))
+    keep = []
+    for b in reply["buffers"]:
+        a = args[b["arg"] - 1]
+        dtype = {"Float64": np.float64, "Float32": np.float32}[b["eltype"]]
+        a = np.array([a], dtype=dtype) if b.get("scalar") else a
+        assert a.dtype == dtype and (a.ndim < 2 or a.flags.f_contiguous)
+        keep.append(a)
+        cargs.append(ctypes.c_void_p(a.ctypes.data))
+    fn = getattr(ctypes.CDLL(reply["library"]), reply["symbol"])
+    fn.restype = ctypes.c_int
+    return int(fn(*cargs))
+
+
+def test_bridge_reply_is_what_acc_jl_calls() -> None:
+    """The contract Acc.jl relies on, played from Python (no Julia here): the JSON of an
+    Expr, the argument type strings and ``_argvalues`` in; a reply whose entry point,
+    called with the listed params and buffers, computes what the Julia code does."""
+    bridge = pytest.importorskip("frontends.julia.bridge",
+                                 reason="frontends/julia/bridge.py missing")
+    import numpy as np
+
+    n = 7
+    types = ["Vector{Float64}", "Vector{Float64}", "Matrix{Float64}", "Vector{Float64}",
+             "Int64"]
+    reply = json.loads(bridge.compile_for_julia(
+        json.dumps(GESUMMV_JSON), types, "cpu", True, json.dumps([[n], [n], [n, n], [n], n])))
+    assert {"library", "symbol", "params", "buffers", "messages"} <= set(reply)
+    assert reply["messages"]["1"].startswith("data-dependent index out of bounds")
+    rng = np.random.default_rng(7)
+    tmp, y, a, x = np.zeros(n), rng.random(n), np.asfortranarray(rng.random((n, n))), \
+        rng.random(n)
+    want_tmp, want_y = a @ x, 1.5 * (a @ x) + 1.2 * y + 0.5
+    assert _call_like_acc_jl(reply, [tmp, y, a, x, n]) == 0
+    np.testing.assert_allclose(tmp, want_tmp)
+    np.testing.assert_allclose(y, want_y)
+
+    scale = ex("function", call("scale!", typed("v", curly("Vector", sym("Float32"))),
+                                typed("s", sym("Float32"))),
+               ex("block", ln(1), ln(2), ex("for", ex("=", _I, call(":", i64(1), call(
+                   "size", sym("v"), i64(1)))), ex("block", ln(3), ex(
+                       "*=", ref("v", _I), sym("s"))))))
+    reply = json.loads(bridge.compile_for_julia(
+        json.dumps(scale), ["Vector{Float32}", "Float32"], "cpu", True, json.dumps([[5], None])))
+    assert sorted((b["arg"], b["eltype"], b.get("scalar")) for b in reply["buffers"]) == [
+        (1, "Float32", False), (2, "Float32", True)]
+    v = np.arange(5, dtype=np.float32)
+    assert _call_like_acc_jl(reply, [v, np.float32(2.5)]) == 0
+    np.testing.assert_array_equal(v, np.arange(5, dtype=np.float32) * np.float32(2.5))
 
 
 # -------------------------------------------------------------- the Julia package itself

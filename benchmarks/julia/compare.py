@@ -16,11 +16,11 @@ from frontends.julia import compile_source
 from frontends.julia.paper import KERNELS, source
 
 
-def best(f, reps: int) -> float:  # type: ignore[no-untyped-def]
+def best(f, args: tuple, reps: int) -> float:  # type: ignore[no-untyped-def]
     out = []
     for _ in range(reps):
         t = time.perf_counter()
-        f()
+        f(*args)
         out.append(time.perf_counter() - t)
     return min(out)
 
@@ -45,9 +45,9 @@ def main() -> None:
         ku(*fresh[1])
         for pos in kd.reference(args):  # same results, scheduled or not
             np.testing.assert_allclose(fresh[0][pos], fresh[1][pos], rtol=1e-9, atol=1e-9)
-        t_u = best(lambda: ku(*fresh[1]), a.reps)
-        t_s = best(lambda: ks(*fresh[0]), a.reps)
-        t_n = best(lambda: kd.numpy(args), a.reps) if kd.numpy else float("nan")
+        t_u = best(ku, fresh[1], a.reps)
+        t_s = best(ks, fresh[0], a.reps)
+        t_n = best(kd.numpy, (args,), a.reps) if kd.numpy else float("nan")
         print(f"{n:12} {t_u * 1e3:11.2f} {t_s * 1e3:9.2f} {t_n * 1e3:9.2f} "
               f"{t_u / t_s:7.2f}x {t_n / t_s:8.2f}x", flush=True)
 

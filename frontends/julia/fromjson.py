@@ -44,6 +44,11 @@ _UPDATE = frozenset({"+=", "-=", "*=", "/="})
 _NARY = frozenset({"+", "*"})
 """Julia's parser flattens ``a+b+c`` into ``+(a, b, c)``; Base evaluates it left to right,
 so it becomes left-nested binary calls (what the tree-sitter path gives)."""
+_BINOPS = frozenset({"+", "-", "*", "/", "÷", "%", "^", "\\", "&", "|", "<<", ">>", ">>>",
+                     "⊻"})
+_UNOPS = frozenset({"-", "+", "!"})
+"""The operators :mod:`.parse` accepts; in an Expr an operator is a call like any other, so
+a call of any other operator symbol (``===``, ``√``, ``=>``) is refused the same way."""
 
 _LITERAL_TYPES = frozenset({"Int64", "Float64", "Float32", "Bool"})
 _SPECIAL_FLOATS = {"Inf": float("inf"), "-Inf": float("-inf"), "NaN": float("nan")}
@@ -58,10 +63,10 @@ _STATEMENT_HEADS = {
 """Statement kinds recognised but not translated, named as :mod:`.parse` names them."""
 
 _EXPR_HEADS = {
-    "vect": "array literal", "hcat": "array literal", "vcat": "array literal",
-    "typed_vcat": "array literal", "typed_hcat": "array literal", "ncat": "array literal",
-    "row": "array literal", "nrow": "array literal", "comprehension": "comprehension",
-    "typed_comprehension": "comprehension", "generator": "generator", "flatten": "generator",
+    **dict.fromkeys(("vect", "hcat", "vcat", "typed_vcat", "typed_hcat", "ncat", "typed_ncat",
+                     "row", "nrow"), "array literal"),
+    "comprehension": "comprehension", "typed_comprehension": "comprehension",
+    "generator": "generator", "flatten": "generator",
     "::": "type assertion x::T", "string": "string interpolation", "'": "adjoint (')",
     "curly": "parametric type used as a value", "...": "splat expression",
     "=": "assignment used as an expression", "kw": "keyword argument",
@@ -177,6 +182,8 @@ class _Reader:
 
     def function(self, node: Node) -> jast.Function:
         node = self.unwrap(node)
+        if len(self.args(node, 0)) == 1:
+            self.refuse(0, f"function without methods: function {_brief(node['args'][0])} end")
         sig, body = self.args(node, 0, 2)
         if _head(body) != "block":
             raise _malformed(body, 0, "the function body (a block)")
@@ -294,7 +301,7 @@ class _Reader:
         lhs, rhs = args
         if op == "=" and _head(lhs) in ("call", "where"):
             return jast.Unsupported("nested function definition", line)
-        if _head(rhs) == "=" or (_head(rhs) or "").endswith("="):
+        if (_head(rhs) or "").endswith("="):  # a = b = c, a = b += c
             self.refuse(line, "chained assignment")
         target: jast.Name | jast.Ref | jast.TupleExpr
         if op == "=" and _head(lhs) == "tuple":
@@ -533,6 +540,10 @@ class _Reader:
             return jast.Compare((_COMPARE[fn],), tuple(self.expr(a, line) for a in rest), line)
         if len(fn) > 1 and fn.startswith(".") and fn != "..":
             self.refuse(line, f"broadcast operator {fn}")
+        if not (fn[0].isalpha() or fn[0] == "_") and not (
+                (fn in _UNOPS and len(rest) == 1) or (fn in _BINOPS and len(rest) == 2)
+                or (fn in _NARY and len(rest) > 2)):
+            self.refuse(line, f"operator {fn}")
         operands = [self.expr(a, line) for a in rest]
         if fn == "ifelse" and len(operands) == 3:
             return jast.Ternary(operands[0], operands[1], operands[2], line)

@@ -282,12 +282,13 @@ macro acc(args...)
     fdef = args[end]
     name, sigargs, argnames = _signature(fdef)
     json = tojson(fdef)
-    refdef = Expr(:function, Expr(:call, Symbol(name, "_julia"), sigargs...),
+    fresh() = map(a -> a isa Expr ? copy(a) : a, sigargs)  # no Expr shared by two methods
+    refdef = Expr(:function, Expr(:call, Symbol(name, "_julia"), fresh()...),
                   _strip_directives(fdef.args[2]))
     cache = gensym(Symbol(name, "_kernels"))
     run = Expr(:call, GlobalRef(Acc, :_run), cache, json, target, use_schedule,
                string(name), Expr(:tuple, argnames...))
-    wrapper = Expr(:function, Expr(:call, name, sigargs...),
+    wrapper = Expr(:function, Expr(:call, name, fresh()...),
                    Expr(:block, __source__, run, :(return nothing)))
     return esc(Expr(:block,
         Expr(:const, Expr(:(=), cache, Expr(:call, GlobalRef(Acc, :KernelCache)))),
@@ -437,8 +438,9 @@ function _compile(json::String, typestrs::Vector{String}, values::String, target
         push!(buffers, BufferSpec(k, _eltype(pyconvert(String, b["eltype"]))))
     end
     messages = Dict{String,String}()
-    if haskey(entry, "messages")
-        for (code, text) in entry["messages"].items()
+    texts = entry.get("messages")  # optional: None when absent
+    if !pyis(texts, pybuiltins.None)
+        for (code, text) in texts.items()
             messages[pyconvert(String, code)] = pyconvert(String, text)
         end
     end
