@@ -30,9 +30,9 @@ from middleend.expr import Cast, Const, Expr
 from ..names import Namer
 from . import jast as J
 from .errors import UnsupportedJulia
-from .exprs import Array, Exprs
+from .exprs import Array, Exprs, _ex
 from .jtypes import ArgType, promote
-from .program import Flattener, Program, Stmt, reads_of
+from .program import Flattener, Program, Stmt, reads_of, written_names
 from .scalars import ScalarPlan, plan_scalars
 
 
@@ -75,9 +75,7 @@ class Translator:
         if len(jf.args) != len(spec.types):
             raise self.fail(jf.line, f"{len(spec.types)} argument types for "
                             f"{len(jf.args)} arguments")
-        written = set()
-        for n in _all_targets(jf.body):
-            written.add(n)
+        written = written_names(jf.body)  # arrays among them become in/out buffers
         with me.Function(self.names(jf.name.rstrip("!") or "f")) as fn:
             arrays: dict[str, Array] = {}
             fscalars: dict[str, me.Buffer] = {}
@@ -345,23 +343,7 @@ def _arith(op: str, a: Expr, b: Expr) -> Expr:
     return a + b if op == "+" else a - b if op == "-" else a * b if op == "*" else a / b
 
 
-def _ex(v: Expr | int) -> Expr:
-    return v if isinstance(v, Expr) else Const(v, me.int32)
-
-
 def _rename_dims(dom: isl.Set, names: list[str]) -> isl.Set:
     for k, n in enumerate(names):
         dom = dom.set_dim_name(isl.dim_type.set, k, n)
     return dom
-
-
-def _all_targets(body: tuple[J.Stmt, ...]) -> set[str]:
-    out: set[str] = set()
-    for s in body:
-        if isinstance(s, J.Assign) and isinstance(s.target, J.Ref):
-            out.add(s.target.array)
-        elif isinstance(s, J.For):
-            out |= _all_targets(s.body)
-        elif isinstance(s, J.If):
-            out |= _all_targets(s.then) | _all_targets(s.orelse)
-    return out
