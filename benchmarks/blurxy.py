@@ -32,7 +32,7 @@ import numpy as np
 from common import SummaryRow, best_of_interleaved, check_close, print_table, short_error
 
 import middleend as me
-from middleend.examples import Blur, blur, schedule_blur
+from middleend.api.examples import Blur, blur, schedule_blur
 
 SHAPE = (2112, 3520, 3)
 CHOSEN = "c_inner"

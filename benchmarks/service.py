@@ -34,7 +34,7 @@ import common
 import numpy as np
 from common import check_close, print_table
 
-from middleend.examples import blur, schedule_blur
+from middleend.api.examples import blur, schedule_blur
 from middleend.service.client import Client, EmbeddedClient, connect, kernel_of
 from middleend.service.core import ServiceConfig
 from middleend.wire.encode import encode_request
@@ -50,7 +50,7 @@ def start_server(tmp: Path, workers: int, timeout: float = 60.0
     env = dict(os.environ, MIDDLEEND_CACHE_DIR=str(tmp / "root"))
     env.pop("MIDDLEEND_TOKEN", None)
     out_path, err_path = tmp / "server.out", tmp / "server.err"
-    cmd = [sys.executable, "-m", "middleend.cli", "serve", "--host", "127.0.0.1", "--port",
+    cmd = [sys.executable, "-m", "middleend", "serve", "--host", "127.0.0.1", "--port",
            "0", "--workers", str(workers), "--cache-dir", str(tmp / "artifacts")]
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         proc = subprocess.Popen(cmd, cwd=common.ROOT, env=env, stdin=subprocess.DEVNULL,

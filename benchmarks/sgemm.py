@@ -35,7 +35,7 @@ import numpy as np
 from common import SummaryRow, best_of_interleaved, check_close, print_table, short_error
 
 import middleend as me
-from middleend.examples import matmul, sgemm_packed
+from middleend.api.examples import matmul, sgemm_packed
 
 N = 1024
 CHOSEN = "packed"
@@ -59,7 +59,7 @@ def define_direct(n: int = N, tiles: tuple[int, int, int] = (64, 256, 64), mr: i
 
 
 def define_packed() -> me.Function:
-    """The BLAS-like schedule of :func:`middleend.examples.sgemm_packed` at N = 1024."""
+    """The BLAS-like schedule of :func:`middleend.api.examples.sgemm_packed` at N = 1024."""
     return sgemm_packed(N)
 
 

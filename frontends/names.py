@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 
-from middleend.errors import DefinitionError
-from middleend.function import check_name
+from middleend.ir.errors import DefinitionError
+from middleend.ir.names import check_name
 
 _BAD = re.compile(r"[^A-Za-z0-9_]")
 

@@ -11,10 +11,9 @@ Public API (Layer I and the scheduling language)::
     kernel = f.compile(target="cpu")
 """
 
-__version__ = "0.2.0"
-
-from .commands import ROOT
-from .errors import (
+from .api.function import Function
+from .ir.commands import ROOT
+from .ir.errors import (
     BuildError,
     DefinitionError,
     KernelArgumentError,
@@ -23,23 +22,25 @@ from .errors import (
     ResourceLimitError,
     ScheduleError,
     TargetError,
+    TargetUnavailable,
     UnproducedReadError,
 )
-from .expr import Expr, call, cast, clamp, select
-from .expr import maximum as max
-from .expr import minimum as min
-from .function import (
+from .ir.expr import Expr, call, cast, clamp, select
+from .ir.expr import maximum as max
+from .ir.expr import minimum as min
+from .ir.function import (
+    INOUT,
     INPUT,
     OUTPUT,
     TEMPORARY,
     Buffer,
     Computation,
-    Function,
     Input,
     Param,
     Var,
 )
-from .types import (
+from .ir.operations import Operation, barrier_at, copy_at, receive, send
+from .ir.types import (
     DType,
     bool_,
     float32,
@@ -53,6 +54,7 @@ from .types import (
     uint32,
     uint64,
 )
+from .version import __version__
 
 
 def connect(target: str, token: str | None = None, tls_ca: object = None,
@@ -62,6 +64,14 @@ def connect(target: str, token: str | None = None, tls_ca: object = None,
     from .service.client import connect as _connect
 
     return _connect(target, token, tls_ca, timeout)  # type: ignore[arg-type]
+
+
+def targets() -> list[tuple[str, bool, str]]:
+    """Every registered target as ``(name, available here, detail)``: the toolchain found,
+    or what is missing and how to install it."""
+    from .driver.targets import TargetRegistry
+
+    return [(s.name, s.available, s.detail) for s in TargetRegistry.discover().statuses()]
 
 
 def _intrinsic(name: str):  # type: ignore[no-untyped-def]
@@ -83,12 +93,15 @@ floor, ceil, round, trunc = (_intrinsic("floor"), _intrinsic("ceil"), _intrinsic
 abs, erf = _intrinsic("abs"), _intrinsic("erf")
 
 __all__ = [
-    "connect", "ROOT", "INPUT", "OUTPUT", "TEMPORARY", "Buffer", "Computation", "Function", "Input",
+    "__version__", "connect", "targets", "ROOT", "INPUT", "OUTPUT", "TEMPORARY", "INOUT",
+    "Buffer", "Computation", "Function", "Input", "Operation", "copy_at", "barrier_at", "send",
+    "receive",
     "Param", "Var", "Expr", "DType", "select", "cast", "clamp", "min", "max",
     "bool_", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
     "uint32", "uint64", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh",
     "tanh", "exp", "log", "sqrt", "pow", "floor", "ceil", "round", "trunc", "abs", "erf",
     "MiddleEndError", "DefinitionError", "UnproducedReadError", "ScheduleError",
-    "TargetError", "ResourceLimitError", "BuildError", "KernelArgumentError",
+    "TargetError", "TargetUnavailable", "ResourceLimitError", "BuildError",
+    "KernelArgumentError",
     "KernelRuntimeError",
 ]

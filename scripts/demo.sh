@@ -6,4 +6,4 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 bash "$ROOT/scripts/setup_env.sh"
-exec "$ROOT/.venv/bin/python" -m middleend.demo "$@"
+exec "$ROOT/.venv/bin/python" -m middleend.api.demo "$@"

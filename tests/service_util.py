@@ -22,7 +22,7 @@ import numpy as np
 from google.protobuf.message import Message
 
 import middleend as me
-from middleend import examples
+from middleend.api import examples
 from middleend.service.client import RemoteClient
 from middleend.service.diagnostics import DIAGNOSTIC_KEY
 from middleend.wire.encode import encode_request
@@ -42,7 +42,7 @@ def server_env(cache_root: Path) -> dict[str, str]:
 
 
 def serve_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "middleend.cli", "serve", *args]
+    return [sys.executable, "-m", "middleend", "serve", *args]
 
 
 @dataclass

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import middleend as me
-from middleend.examples import sgemm_packed
-from middleend.loopast import Alloc, Block, For, If, Node, Stmt
+from middleend.api.examples import sgemm_packed
+from middleend.ir.loopast import Alloc, Block, For, If, Node, Stmt
 
 
 def _stmt_paths(node: Node, path: tuple[Node, ...] = ()) -> list[tuple[str, tuple]]:

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import middleend as me
-from middleend import examples_beyond as eb
+from middleend.api import examples_beyond as eb
 
 
 def _pragmas(kernel: object) -> str:

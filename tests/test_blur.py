@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import middleend as me
-from middleend.loopast import ieval
+from middleend.ir.loopast import ieval
 
 SHAPES = [(37, 29), (9, 10)]
 

@@ -11,9 +11,9 @@ import pytest
 
 from backends.cpu import build, compile_kernel, compile_shared, generate_c
 from backends.cpu.cprinter import STACK_LIMIT
-from middleend.errors import BuildError, KernelArgumentError, KernelRuntimeError, TargetError
-from middleend.expr import Binary, Call, Cast, Const, Expr, Select, Unary
-from middleend.loopast import (
+from middleend.ir.errors import BuildError, KernelArgumentError, KernelRuntimeError, TargetError
+from middleend.ir.expr import Binary, Call, Cast, Const, Expr, Select, Unary
+from middleend.ir.loopast import (
     Alloc,
     Block,
     BufAccess,
@@ -30,7 +30,7 @@ from middleend.loopast import (
     Stmt,
     StmtInfo,
 )
-from middleend.types import DType, bool_, float32, float64, int8, int32, int64, uint8
+from middleend.ir.types import DType, bool_, float32, float64, int8, int32, int64, uint8
 
 
 @pytest.fixture(autouse=True)

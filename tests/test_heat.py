@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import middleend as me
-from middleend import examples
+from middleend.api import examples
 
 Sched = Callable[[me.Computation], object]
 
@@ -26,7 +26,7 @@ def _has_parallel_for(k: object) -> bool:
 
 
 def heat2d(sched: Sched) -> me.Function:
-    """middleend.examples.heat2d with ``sched(h)`` applied."""
+    """middleend.api.examples.heat2d with ``sched(h)`` applied."""
     b = examples.heat2d()
     with b.fn:
         sched(b.h)

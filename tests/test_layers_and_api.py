@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 import middleend as me
-from middleend import examples
+from middleend.api import examples
 
 
 def blur(schedule=None) -> me.Function:
-    """The papers' blur (middleend.examples), optionally scheduled by ``schedule(bx, by)``."""
+    """The papers' blur (middleend.api.examples), optionally scheduled by ``schedule(bx, by)``."""
     b = examples.blur()
     if schedule is not None:
         with b.fn:  # a schedule may declare buffers, which needs the function's scope

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import middleend as me
-from middleend.lowering import lower
+from middleend.driver.lowering import lower
 
 S2 = Callable[[me.Computation, me.Computation], object]
 

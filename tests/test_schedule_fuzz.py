@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 
 import middleend as me
-from middleend import examples
+from middleend.api import examples
 
 NSEEDS = 30
 MIN_ACCEPTED = 0.25  # of the schedules of each program

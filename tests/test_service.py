@@ -38,7 +38,7 @@ from service_util import (
     so_file,
 )
 
-from middleend.errors import InvalidProgramError, ResourceLimitError, ScheduleError
+from middleend.ir.errors import InvalidProgramError, ResourceLimitError, ScheduleError
 from middleend.service.client import EmbeddedClient, RemoteClient, connect, kernel_of
 from middleend.service.core import ServiceConfig
 from middleend.service.diagnostics import ServiceError

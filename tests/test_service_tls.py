@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import middleend as me
-from middleend import examples as ex
+from middleend.api import examples as ex
 from middleend.service.core import ServiceConfig
 from middleend.service.diagnostics import ServiceError
 from middleend.service.server import Server, ServerConfig

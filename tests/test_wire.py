@@ -13,9 +13,9 @@ from google.protobuf import json_format
 
 import middleend as me
 from backends.cpu import generate_c
-from middleend import examples as ex
-from middleend.errors import InvalidProgramError
-from middleend.lowering import lower
+from middleend.api import examples as ex
+from middleend.driver.lowering import lower
+from middleend.ir.errors import InvalidProgramError
 from middleend.wire import Limits, decode_request, encode_request, pb
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,6 +69,15 @@ def _every_command_program() -> me.Function:
         b.allocate_at(c, "si")
         b.compute_at(c, "si")
         b.inline()
+        # Layer IV operations, scheduled like computations
+        cp = me.copy_at(c, "si", a, "a_tile")
+        cp.vectorize("a_tile_1", 4)
+        me.barrier_at(c, "si").after(cp, "si")
+        tmp.host_to_device().before(b, me.ROOT)
+        d.device_to_host(name="d_back")
+        r = me.Var("r", 1, 4)
+        s = me.send([r], a[r, 0], [1, N], r - 1, ["async", "nonblocking"])
+        me.receive([r], tmp[r - 1, 0], [1, N], r, "sync", matching=s, name="recv")
     return f
 
 
@@ -105,7 +114,7 @@ def test_wire_program_compiles_and_matches_numpy(rng: np.random.Generator) -> No
     req = encode_request(f)
     # on the wire, multiply by 5 instead of 3
     req.function.computations[0].expression.binary.b.constant.float_value = 5.0
-    fn, _ = decode_request(req)
+    fn, _ = me.Function.from_request(req)
     k = fn.compile()
     xs = rng.random(37, dtype=np.float32)
     np.testing.assert_allclose(k(x=xs)["y"], xs * 5.0, rtol=1e-6)
@@ -171,7 +180,7 @@ def test_limits_cap_the_expression_size() -> None:
 
 
 def test_cli_compiles_json_and_binary_programs(tmp_path: Path) -> None:
-    env_py = [sys.executable, "-m", "middleend.cli"]
+    env_py = [sys.executable, "-m", "middleend"]
     prog = tmp_path / "blur.json"
     subprocess.run([*env_py, "example", "blur", "-o", str(prog)], check=True)
     binary = tmp_path / "blur.bin"

@@ -13,8 +13,8 @@ import pytest
 from google.protobuf.descriptor import FieldDescriptor as FD
 
 import middleend as me
-from middleend import examples as ex
-from middleend.errors import InvalidProgramError, MiddleEndError
+from middleend.api import examples as ex
+from middleend.ir.errors import InvalidProgramError, MiddleEndError
 from middleend.service.engine import handle_request
 from middleend.wire import decode_request, encode_request, pb
 

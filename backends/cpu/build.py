@@ -16,7 +16,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from middleend.errors import BuildError
+from middleend.ir.errors import BuildError
+from middleend.target.paths import cache_root
 
 # -ffp-contract=off: no fused multiply-add, so float results equal numpy's.
 # -fwrapv: signed overflow wraps (as numpy does) instead of being undefined behaviour.
@@ -57,15 +58,32 @@ def compiler_identity(cc: list[str]) -> str:
     return lines[0].strip() if lines else " ".join(cc)
 
 
-def cache_root() -> Path:
-    """``$MIDDLEEND_CACHE_DIR`` if the variable is set, else ``~/.cache/middleend``: the
-    root of every cache of the middle-end (builds, artifacts, loaded kernels)."""
-    root = os.environ.get("MIDDLEEND_CACHE_DIR")
-    return Path(root) if root else Path.home() / ".cache" / "middleend"
+def host_isa(cc: list[str]) -> tuple[str, str]:
+    """What ``-march=native`` means on this machine, as the compiler sees it: a short
+    summary of the vector extensions (for people) and a digest of every predefined macro
+    (for cache keys: a library built for AVX-512 must never be served to an AVX2 host)."""
+    cmd = [*cc, "-march=native", "-E", "-dM", "-x", "c", os.devnull]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise BuildError(f"cannot run the C compiler: {exc}", cmd, "") from exc
+    if proc.returncode != 0:
+        raise BuildError("the C compiler does not accept -march=native", cmd,
+                         proc.stdout + proc.stderr)
+    macros = sorted(line for line in proc.stdout.splitlines() if line.startswith("#define"))
+    names = {line.split()[1] for line in macros if len(line.split()) > 1}
+    isa = [x for x, m in (("avx512f", "__AVX512F__"), ("avx2", "__AVX2__"), ("fma", "__FMA__"),
+                          ("avx", "__AVX__"), ("sse4.2", "__SSE4_2__"), ("neon", "__ARM_NEON"),
+                          ("sve", "__ARM_FEATURE_SVE")) if m in names]
+    arch = "x86-64" if "__x86_64__" in names else ("aarch64" if "__aarch64__" in names
+                                                   else "other")
+    digest = hashlib.sha256("\n".join(macros).encode()).hexdigest()
+    return f"{arch} {' '.join(isa) or 'baseline'}", digest
 
 
 def cache_dir() -> Path:
-    """The C build cache, ``<cache root>/cpu``."""
+    """The C build cache, ``<cache root>/cpu`` (keyed by source, compiler, flags and
+    the host's instruction set)."""
     return cache_root() / "cpu"
 
 
@@ -103,7 +121,7 @@ def compile_shared(source: str, directory: Path | None = None,
     Raises BuildError (with the command and the compiler log) when the compiler fails."""
     cc = compiler()
     flags = flags_for(fp_contract)
-    key = cache_key(source, compiler_identity(cc), flags)
+    key = cache_key(source, compiler_identity(cc) + "\0" + host_isa(cc)[1], flags)
     out_dir = directory if directory is not None else cache_dir()
     out_dir.mkdir(parents=True, exist_ok=True)
     so, log_path = out_dir / f"{key}.so", out_dir / f"{key}.log"

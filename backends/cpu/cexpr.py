@@ -13,12 +13,11 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from middleend.errors import TargetError
-from middleend.expr import Access, Binary, Call, Cast, Const, Expr, Select, Unary
-from middleend.loopast import BufAccess, BufferDecl, IExpr, IInt, IOp, IterRef, IVar, ParamRef
-from middleend.types import DType, int64
-
-from .cruntime import suffix
+from backends.cpu.cruntime import suffix
+from middleend.ir.errors import TargetError
+from middleend.ir.expr import Access, Binary, Call, Cast, Const, Expr, Select, Unary
+from middleend.ir.loopast import BufAccess, BufferDecl, IExpr, IInt, IOp, IterRef, IVar, ParamRef
+from middleend.ir.types import DType, int64
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 

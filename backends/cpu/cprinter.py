@@ -9,8 +9,10 @@ lowering owns the naming scheme (see :mod:`middleend.loopast`).
 
 from __future__ import annotations
 
-from middleend.errors import TargetError
-from middleend.loopast import (
+from backends.cpu.cexpr import ExprPrinter, ident, iexpr_c, store_value
+from backends.cpu.cruntime import runtime_text
+from middleend.ir.errors import TargetError
+from middleend.ir.loopast import (
     Alloc,
     Block,
     BufferDecl,
@@ -23,9 +25,6 @@ from middleend.loopast import (
     Stmt,
     ieval,
 )
-
-from .cexpr import ExprPrinter, ident, iexpr_c, store_value
-from .cruntime import runtime_text
 
 # Local buffers up to this many elements with constant sizes live on the stack.
 STACK_LIMIT = 16384

@@ -9,7 +9,7 @@ so that every element type gets the same, reviewed template.
 
 from __future__ import annotations
 
-from middleend.types import ALL_TYPES, DType
+from middleend.ir.types import ALL_TYPES, DType
 
 # Short per-type suffix used in helper names (``me_fdiv_i32``).
 SUFFIX: dict[str, str] = {

@@ -32,7 +32,7 @@ import common  # noqa: E402  (also puts the repository root on sys.path)
 import numpy as np  # noqa: E402
 from common import best_of_interleaved, check_close, print_table  # noqa: E402
 
-from middleend import examples_beyond as eb  # noqa: E402
+from middleend.api import examples_beyond as eb  # noqa: E402
 
 ROWS, COLS = 2112, 3520
 HEAT_SHAPE = (128, 256, 256)

@@ -4,8 +4,8 @@
     img = k.realize([W, H], inp=array)   # equals np.asarray(out.realize([W, H]))
 """
 
-from .errors import HalideFormatError, HalideFrontendError, UnsupportedHalideFeature
-from .pipeline import HalideKernel, compile_pipeline
+from frontends.halide.errors import HalideFormatError, HalideFrontendError, UnsupportedHalideFeature
+from frontends.halide.pipeline import HalideKernel, compile_pipeline
 
 __all__ = ["compile_pipeline", "HalideKernel", "UnsupportedHalideFeature",
            "HalideFormatError", "HalideFrontendError"]

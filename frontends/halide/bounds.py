@@ -14,12 +14,11 @@ from dataclasses import dataclass
 
 import islpy as isl
 
-from middleend.affine import AffineContext, NonAffine, to_pw_aff, to_set
-from middleend.expr import Access, Binary, Call, Cast, Const, Expr, Select, Unary
-from middleend.function import Var
-from middleend.types import DType
-
-from .exprs import type_range
+from frontends.halide.exprs import type_range
+from middleend.ir.affine import AffineContext, NonAffine, to_pw_aff, to_set
+from middleend.ir.expr import Access, Binary, Call, Cast, Const, Expr, Select, Unary
+from middleend.ir.function import Var
+from middleend.ir.types import DType
 
 Interval = tuple[float | None, float | None]
 Box = list[tuple[int, int]]

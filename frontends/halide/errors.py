@@ -3,7 +3,7 @@ user can find the Func, the stage and the construct without reading our code."""
 
 from __future__ import annotations
 
-from middleend.errors import MiddleEndError
+from middleend.ir.errors import MiddleEndError
 
 
 class HalideFrontendError(MiddleEndError):

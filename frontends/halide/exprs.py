@@ -21,13 +21,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import middleend as me
-from middleend import types as t
-from middleend.expr import Cast, Const, Expr, binop, select
-from middleend.expr import call as intrinsic
-from middleend.types import DType
-
-from .errors import UnsupportedHalideFeature
-from .hir import HExpr, HType
+from frontends.halide.errors import UnsupportedHalideFeature
+from frontends.halide.hir import HExpr, HType
+from middleend.ir import types as t
+from middleend.ir.expr import Cast, Const, Expr, binop, select
+from middleend.ir.expr import call as intrinsic
+from middleend.ir.types import DType
 
 MAX_DEPTH = 400  # the middle-end's own passes recurse over expressions too
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .errors import UnsupportedHalideFeature
-from .hir import HDefinition, HExpr, HFunc, HPipeline
+from frontends.halide.errors import UnsupportedHalideFeature
+from frontends.halide.hir import HDefinition, HExpr, HFunc, HPipeline
 
 
 def exprs_of(d: HDefinition) -> Iterator[HExpr]:

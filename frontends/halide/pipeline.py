@@ -16,13 +16,12 @@ from typing import Any
 import halide as hl
 import numpy as np
 
-from middleend.errors import KernelArgumentError
-
-from .errors import UnsupportedHalideFeature
-from .graph import producer_order
-from .hir import HPipeline
-from .reader import read_pipeline
-from .translate import Built, Spec, Translator, index_params
+from frontends.halide.errors import UnsupportedHalideFeature
+from frontends.halide.graph import producer_order
+from frontends.halide.hir import HPipeline
+from frontends.halide.reader import read_pipeline
+from frontends.halide.translate import Built, Spec, Translator, index_params
+from middleend.ir.errors import KernelArgumentError
 
 
 class HalideKernel:

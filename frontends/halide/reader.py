@@ -14,9 +14,9 @@ import struct
 from collections.abc import Callable
 from typing import TypeVar
 
-from .errors import HalideFormatError
-from .fbs import FbTable, FlatBufferError, root
-from .hir import (
+from frontends.halide.errors import HalideFormatError
+from frontends.halide.fbs import FbTable, FlatBufferError, root
+from frontends.halide.hir import (
     HBound,
     HBuffer,
     HBufferConstraint,

@@ -17,13 +17,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..names import Namer
-from .errors import UnsupportedHalideFeature
-from .graph import definitions
-from .hir import HLoopLevel
+from frontends.halide.errors import UnsupportedHalideFeature
+from frontends.halide.graph import definitions
+from frontends.halide.hir import HLoopLevel
+from frontends.names import Namer
 
 if TYPE_CHECKING:
-    from .translate import FuncInfo, Translator
+    from frontends.halide.translate import FuncInfo, Translator
 
 _FUNC_REFUSED = (
     ("memoized", "memoize()"), ("async_", "async_()"),

@@ -17,18 +17,17 @@ import islpy as isl
 import numpy as np
 
 import middleend as me
-from middleend.affine import AffineContext
-from middleend.expr import Access, Const, Expr, wrap
-from middleend.expr import walk as expr_walk
-from middleend.function import _BufferOf
-
-from ..names import Namer
-from . import bounds as bd
-from .errors import UnsupportedHalideFeature
-from .exprs import Scope, dtype_of, translate
-from .graph import definitions, exprs_of, producer_order, walk
-from .hir import HBound, HBuffer, HDefinition, HExpr, HFunc, HPipeline
-from .schedule import StagePlan, place, plan_func_schedule, schedule_stage
+from frontends.halide import bounds as bd
+from frontends.halide.errors import UnsupportedHalideFeature
+from frontends.halide.exprs import Scope, dtype_of, translate
+from frontends.halide.graph import definitions, exprs_of, producer_order, walk
+from frontends.halide.hir import HBound, HBuffer, HDefinition, HExpr, HFunc, HPipeline
+from frontends.halide.schedule import StagePlan, place, plan_func_schedule, schedule_stage
+from frontends.names import Namer
+from middleend.ir.affine import AffineContext
+from middleend.ir.expr import Access, Const, Expr, wrap
+from middleend.ir.expr import walk as expr_walk
+from middleend.ir.function import _BufferOf
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ Two ways in, both through the wire format (section 5.2 of the paper):
   (:mod:`.bridge`) and calls the built kernel with ``ccall`` on the Julia arrays.
 """
 
-from .api import JuliaKernel, compile_source, translate
-from .errors import JuliaFrontendError, JuliaSyntaxError, UnsupportedJulia
+from frontends.julia.api import JuliaKernel, compile_source, translate
+from frontends.julia.errors import JuliaFrontendError, JuliaSyntaxError, UnsupportedJulia
 
 __all__ = ["compile_source", "translate", "JuliaKernel", "JuliaFrontendError",
            "JuliaSyntaxError", "UnsupportedJulia"]

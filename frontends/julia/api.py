@@ -18,13 +18,12 @@ from typing import Any
 import numpy as np
 
 import middleend as me
-from middleend.errors import KernelArgumentError
-
-from . import jast as J
-from .directives import Dim, Scheduler
-from .errors import JuliaFrontendError
-from .jtypes import ELEMENT, ArgType, arg_type
-from .translate import Built, Spec, Translator
+from frontends.julia import jast as J
+from frontends.julia.directives import Dim, Scheduler
+from frontends.julia.errors import JuliaFrontendError
+from frontends.julia.jtypes import ELEMENT, ArgType, arg_type
+from frontends.julia.translate import Built, Spec, Translator
+from middleend.ir.errors import KernelArgumentError
 
 
 def translate(fn: J.Function, spec: Spec, use_schedule: bool = True) -> Built:
@@ -127,7 +126,7 @@ def compile_source(text: str, name: str, target: str = "cpu", schedule: bool = T
                    service: Any = None, fp_contract: bool = False) -> JuliaKernel:
     """The function ``name`` of Julia source ``text`` as a callable kernel. ``schedule``
     False ignores its ``@schedule`` directives (the same code, unscheduled)."""
-    from .parse import parse_function
+    from frontends.julia.parse import parse_function
 
     fn = parse_function(text, name)
     if not isinstance(fn, J.Function):

@@ -10,13 +10,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from middleend.runtime import _RC_MESSAGES
-
-from .api import JuliaKernel
-from .errors import JuliaFrontendError
-from .fromjson import function_from_json
-from .jtypes import JULIA_NAME, arg_type, parse_type_text
-from .translate import Spec
+from frontends.julia.api import JuliaKernel
+from frontends.julia.errors import JuliaFrontendError
+from frontends.julia.fromjson import function_from_json
+from frontends.julia.jtypes import JULIA_NAME, arg_type, parse_type_text
+from frontends.julia.translate import Spec
+from middleend.target.kernel import RC_MESSAGES
 
 
 def spec_of(fn_args: int, arg_types: list[str], arg_values: list[Any]) -> Spec:
@@ -76,5 +75,5 @@ def compile_for_julia(expr_json: str, arg_types: list[str], target: str = "cpu",
         "library": str(c.kernel.library_path), "symbol": sig.symbol,
         "params": [{"name": p, "from": None} for p in sig.params],
         "buffers": bufs,
-        "messages": {str(rc): m.format(name=name) for rc, m in _RC_MESSAGES.items()},
+        "messages": {str(rc): m.format(name=name) for rc, m in RC_MESSAGES.items()},
     })

@@ -24,9 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import middleend as me
-
-from . import jast as J
-from .errors import UnsupportedJulia
+from frontends.julia import jast as J
+from frontends.julia.errors import UnsupportedJulia
 
 
 @dataclass

@@ -3,7 +3,7 @@ can find what was refused without reading our code."""
 
 from __future__ import annotations
 
-from middleend.errors import MiddleEndError
+from middleend.ir.errors import MiddleEndError
 
 
 class JuliaFrontendError(MiddleEndError):

@@ -15,12 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import middleend as me
-from middleend.expr import Cast, Const, Expr
-from middleend.types import DType
-
-from . import jast as J
-from .errors import UnsupportedJulia
-from .jtypes import ELEMENT, promote
+from frontends.julia import jast as J
+from frontends.julia.errors import UnsupportedJulia
+from frontends.julia.jtypes import ELEMENT, promote
+from middleend.ir.expr import Cast, Const, Expr
+from middleend.ir.types import DType
 
 
 @dataclass

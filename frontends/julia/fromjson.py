@@ -28,10 +28,9 @@ import dataclasses
 import json
 from typing import Any, NoReturn
 
-from middleend.errors import quoted
-
-from . import jast
-from .errors import JuliaFrontendError, UnsupportedJulia
+from frontends.julia import jast
+from frontends.julia.errors import JuliaFrontendError, UnsupportedJulia
+from middleend.ir.errors import quoted
 
 Node = Any  # one decoded JSON value of the format above
 

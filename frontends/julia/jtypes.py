@@ -12,10 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import middleend as me
-from middleend.types import DType
-
-from .errors import UnsupportedJulia
-from .jast import TypeRef
+from frontends.julia.errors import UnsupportedJulia
+from frontends.julia.jast import TypeRef
+from middleend.ir.types import DType
 
 ELEMENT: dict[str, DType] = {
     "Float64": me.float64, "Float32": me.float32,

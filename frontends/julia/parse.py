@@ -21,8 +21,8 @@ from typing import cast
 import tree_sitter
 import tree_sitter_julia
 
-from . import jast
-from .errors import JuliaFrontendError, JuliaSyntaxError, UnsupportedJulia
+from frontends.julia import jast
+from frontends.julia.errors import JuliaFrontendError, JuliaSyntaxError, UnsupportedJulia
 
 Node = tree_sitter.Node
 

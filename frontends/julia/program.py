@@ -18,9 +18,9 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
-from . import jast as J
-from .errors import UnsupportedJulia
-from .exprs import Exprs
+from frontends.julia import jast as J
+from frontends.julia.errors import UnsupportedJulia
+from frontends.julia.exprs import Exprs
 
 
 @dataclass(frozen=True)

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 
 import islpy as isl
 
-from .errors import UnsupportedJulia
-from .program import Program, Stmt
+from frontends.julia.errors import UnsupportedJulia
+from frontends.julia.program import Program, Stmt
 
 
 @dataclass

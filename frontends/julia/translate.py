@@ -24,16 +24,15 @@ from dataclasses import dataclass, field
 import islpy as isl
 
 import middleend as me
-from middleend.affine import AffineContext, try_set
-from middleend.expr import Cast, Const, Expr
-
-from ..names import Namer
-from . import jast as J
-from .errors import UnsupportedJulia
-from .exprs import Array, Exprs, _ex
-from .jtypes import ArgType, promote
-from .program import Flattener, Program, Stmt, reads_of, written_names
-from .scalars import ScalarPlan, plan_scalars
+from frontends.julia import jast as J
+from frontends.julia.errors import UnsupportedJulia
+from frontends.julia.exprs import Array, Exprs, _ex
+from frontends.julia.jtypes import ArgType, promote
+from frontends.julia.program import Flattener, Program, Stmt, reads_of, written_names
+from frontends.julia.scalars import ScalarPlan, plan_scalars
+from frontends.names import Namer
+from middleend.ir.affine import AffineContext, try_set
+from middleend.ir.expr import Cast, Const, Expr
 
 
 @dataclass(frozen=True)

@@ -11,21 +11,22 @@ from __future__ import annotations
 import abc
 import hashlib
 import os
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import grpc
 
-from ..errors import DefinitionError, ResourceLimitError
-from ..loopast import BufferDecl, IExpr, IInt, IOp, IVar, Signature
-from ..runtime import Kernel
+from ..driver.lowering import lower
+from ..driver.targets import TargetRegistry
+from ..ir.errors import DefinitionError, ResourceLimitError
+from ..ir.loopast import BufferDecl, IExpr, IInt, IOp, IVar, Signature
+from ..target import Artifact, ArtifactFile, Kernel
 from ..wire.decode import KINDS, TYPES
-from ..wire.encode import encode_request
+from ..wire.encode import FILE_ROLE, encode_request
 from ..wire.v1 import middleend_pb2 as pb
 from ..wire.v1 import middleend_pb2_grpc as pb_grpc
-from .core import RequestFailed, Service, ServiceConfig, default_cache_root
+from .core import RequestFailed, Service, ServiceConfig
 from .diagnostics import DIAGNOSTIC_KEY, ServiceError, error_of
 
 _RESPONSES = {"compile": pb.CompileResponse, "check": pb.CheckResponse,
@@ -167,36 +168,32 @@ def _iexpr(m: pb.IndexExpr) -> IExpr:
     raise DefinitionError("artifact entry point: empty index expression")
 
 
-def materialize(art: pb.Artifact, directory: Path | None = None) -> Path:
-    """Write the artifact's shared object (verified against its digest) under
-    ``<cache>/kernels/<digest>/`` and return its path; existing files are reused."""
-    so = [f for f in art.files if f.role == pb.SHARED_OBJECT]
-    if len(so) != 1:
-        raise DefinitionError("artifact has no shared object")
-    f = so[0]
-    digest = hashlib.sha256(f.content).hexdigest()
-    if digest != f.sha256:
-        raise DefinitionError(f"artifact file {f.name}: digest mismatch (corrupted)")
-    root = directory or default_cache_root().parent / "kernels"
-    d = root / digest
-    path = d / "kernel.so"
-    if not path.exists():
-        d.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=".so")
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(f.content)
-        os.replace(tmp, path)
-    return path
+_ROLES = {v: k for k, v in FILE_ROLE.items()}
+
+
+def artifact_of(art: pb.Artifact, name: str) -> Artifact:
+    """The target's Artifact from the wire's, every file checked against its digest (an
+    artifact that travelled, or came from a cache, must arrive intact)."""
+    files = []
+    for f in art.files:
+        if f.role not in _ROLES:
+            raise DefinitionError(f"artifact file {f.name!r}: unknown role {f.role}")
+        if hashlib.sha256(f.content).hexdigest() != f.sha256:
+            raise DefinitionError(f"artifact file {f.name}: digest mismatch (corrupted)")
+        files.append(ArtifactFile(f.name, _ROLES[f.role], f.content))
+    return Artifact(art.target, tuple(files), signature_of(art.entry_point, name),
+                    art.entry_point.c_declaration, art.build_command, dict(art.options),
+                    dict(art.launch))
 
 
 def kernel_of(resp: pb.CompileResponse, name: str,
-              inspect: Callable[[], Any] | None = None) -> Kernel:
-    """A callable Kernel from a Compile response."""
-    art = resp.artifact
-    sig = signature_of(art.entry_point, name)
-    src = next((s.text for s in resp.sources if s.language == "c"), "")
-    k = Kernel(sig, materialize(art), source=src, cache_key=resp.cache_key,
-               inspect=inspect, artifact=art)
+              inspect: Callable[[], Any] | None = None,
+              registry: TargetRegistry | None = None) -> Kernel:
+    """A callable Kernel from a Compile response, loaded by the target that built it."""
+    art = artifact_of(resp.artifact, name)
+    target = (registry or TargetRegistry.discover()).lookup(art.target)
+    src = resp.sources[0].text if resp.sources else ""
+    k = target.load(art, source=src, cache_key=resp.cache_key, inspect=inspect)
     k.timings = tuple(resp.timings)
     k.diagnostics = tuple(resp.diagnostics)  # warnings (errors were raised)
     return k
@@ -204,10 +201,10 @@ def kernel_of(resp: pb.CompileResponse, name: str,
 
 def compile_via(fn: Any, service: Client | str | None = None, target: str = "cpu",
                 outputs: Sequence[Any] | None = None, check_legality: bool = True,
-                fp_contract: bool = False) -> Kernel:
-    """Compile ``fn`` through ``service`` (a Client, a ``host:port``, or None for the
-    embedded middle-end) and load the result."""
-    req = encode_request(fn, target, outputs, check_legality, fp_contract)
+                **options: Any) -> Kernel:
+    """Compile ``fn`` for ``target`` (with the target's ``options``) through ``service`` (a
+    Client, a ``host:port``, or None for the embedded middle-end) and load the result."""
+    req = encode_request(fn, target, outputs, check_legality, **options)
     if isinstance(service, Client):
         client, own = service, False
     elif isinstance(service, str):
@@ -224,8 +221,6 @@ def compile_via(fn: Any, service: Client | str | None = None, target: str = "cpu
             client.close()
 
     def inspect() -> Any:
-        from ..lowering import lower
-
         return lower(fn, outputs=outputs, check_legality=check_legality)
 
     return kernel_of(resp, fn.name, inspect)

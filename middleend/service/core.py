@@ -16,8 +16,12 @@ from pathlib import Path
 
 from google.protobuf.message import DecodeError
 
-from ..lowering import DEFAULT_MAX_OPS
+from ..driver.lowering import DEFAULT_MAX_OPS
+from ..driver.targets import TargetRegistry
+from ..ir.errors import MiddleEndError
+from ..target.paths import cache_root
 from ..wire import Limits
+from ..wire.decode import decode_target
 from ..wire.v1 import middleend_pb2 as pb
 from .cache import ArtifactCache
 from .engine import KINDS, handle_request, task_kind
@@ -36,8 +40,6 @@ class RequestFailed(Exception):
 
 def default_cache_root() -> Path:
     """The artifact cache, ``<cache root>/artifacts``."""
-    from backends.cpu.build import cache_root
-
     return cache_root() / "artifacts"
 
 
@@ -66,14 +68,6 @@ def build_id() -> str:
     return h.hexdigest()
 
 
-def toolchain_identity() -> str:
-    from backends.cpu.build import compiler, compiler_identity, flags_for
-
-    cc = compiler()
-    return "\0".join([compiler_identity(cc), " ".join(cc), " ".join(flags_for(False)),
-                      " ".join(flags_for(True))])
-
-
 class Service:
     """Handles serialized requests; thread-safe (the server calls it from many threads)."""
 
@@ -81,7 +75,9 @@ class Service:
         self.config = config or ServiceConfig()
         self.cache = ArtifactCache(self.config.cache_dir or default_cache_root(),
                                    self.config.cache_max_bytes)
-        self._identity = build_id() + "\0" + toolchain_identity()
+        self._build_id = build_id()
+        self.registry = TargetRegistry.discover()
+        self._identities: dict[str, str] = {}  # target name -> its toolchain's identity
         self.pool: WorkerPool | None = None
         if self.config.workers > 0:
             self.pool = WorkerPool("middleend.service.engine:handle", self.config.workers,
@@ -98,11 +94,20 @@ class Service:
         self.close()
 
     # ------------------------------------------------------------------ requests
-    def cache_key(self, req: pb.Request) -> str:
+    def cache_key(self, req: pb.Request) -> str | None:
+        """The artifact cache's key of a Compile request: the normalized request, the
+        middle-end's sources and the target's toolchain (compiler, host ISA). None when
+        the target is unknown or unavailable here: the request then fails uncached."""
+        name, _ = decode_target(req.target)
+        if name not in self._identities:
+            try:
+                self._identities[name] = self.registry.get(name).identity()
+            except MiddleEndError:
+                return None
         norm = pb.Request()
         norm.CopyFrom(req)
         norm.options.max_isl_operations = 0  # bounds the work, not the result
-        return ArtifactCache.key_for(b"compile", self._identity,
+        return ArtifactCache.key_for(b"compile", self._build_id + "\0" + self._identities[name],
                                      norm.SerializeToString(deterministic=True))
 
     def call(self, kind: str, payload: bytes, timeout: float | None = None) -> bytes:
@@ -120,7 +125,7 @@ class Service:
                     kind=pb.INVALID_PROGRAM, field_path="request",
                     message=f"not a middleend.v1.Request message ({e})")) from None
             key = self.cache_key(req)
-            hit = self.cache.get(key)
+            hit = self.cache.get(key) if key is not None else None
             if hit is not None:
                 resp = pb.CompileResponse.FromString(hit)
                 resp.cache_hit = True
@@ -141,7 +146,7 @@ class Service:
     def _run(self, kind: str, payload: bytes, timeout: float | None) -> bytes:
         ops = self.config.max_isl_ops
         if self.pool is None:
-            return handle_request(kind, payload, self.config.limits, ops)
+            return handle_request(kind, payload, self.config.limits, ops, self.registry)
         limit = self.config.default_timeout if timeout is None else timeout
         try:
             return self.pool.run(task_kind(kind, ops, self.config.limits), payload, limit)

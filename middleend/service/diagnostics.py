@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import grpc
 
-from ..errors import (
+from ..ir.errors import (
     BuildError,
     DefinitionError,
     InvalidProgramError,
@@ -18,6 +18,7 @@ from ..errors import (
     ResourceLimitError,
     ScheduleError,
     TargetError,
+    TargetUnavailable,
     UnproducedReadError,
 )
 from ..wire.v1 import middleend_pb2 as pb
@@ -29,6 +30,7 @@ STATUS = {
     pb.UNPRODUCED_READ: grpc.StatusCode.INVALID_ARGUMENT,
     pb.ILLEGAL_SCHEDULE: grpc.StatusCode.FAILED_PRECONDITION,
     pb.UNSUPPORTED_TARGET: grpc.StatusCode.UNIMPLEMENTED,
+    pb.TARGET_UNAVAILABLE: grpc.StatusCode.UNIMPLEMENTED,
     pb.RESOURCE_LIMIT: grpc.StatusCode.RESOURCE_EXHAUSTED,
     pb.BUILD_FAILED: grpc.StatusCode.INTERNAL,
     pb.INTERNAL: grpc.StatusCode.INTERNAL,
@@ -65,8 +67,13 @@ def diagnostic_of(exc: BaseException) -> pb.Diagnostic:
             d.command_index = exc.command_index
     elif isinstance(exc, DefinitionError):
         d.kind = pb.INVALID_PROGRAM
+    elif isinstance(exc, TargetUnavailable):
+        d.kind = pb.TARGET_UNAVAILABLE
     elif isinstance(exc, TargetError):
         d.kind = pb.UNSUPPORTED_TARGET
+        d.computations.extend(exc.computations)
+        d.level = exc.loop or ""
+        d.command = exc.command or ""
     elif isinstance(exc, ResourceLimitError):
         d.kind = pb.RESOURCE_LIMIT
     elif isinstance(exc, BuildError):
@@ -92,8 +99,11 @@ def error_of(d: pb.Diagnostic) -> MiddleEndError:
                              dependence=d.dependence or None, command=d.command or None,
                              command_index=d.command_index if d.HasField("command_index")
                              else None, level=d.level or None)
+    if k == pb.TARGET_UNAVAILABLE:
+        return TargetUnavailable(d.message)
     if k == pb.UNSUPPORTED_TARGET:
-        return TargetError(d.message)
+        return TargetError(d.message, computations=tuple(d.computations),
+                           loop=d.level or None, command=d.command or None)
     if k == pb.RESOURCE_LIMIT:
         return ResourceLimitError(d.message)
     if k == pb.BUILD_FAILED:

@@ -12,19 +12,20 @@ Replies are tagged: ``b"R"`` + a serialized response, or ``b"E"`` + a serialized
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from .. import __version__
-from ..errors import MiddleEndError, TargetError
-from ..loopast import IExpr, IInt, IOp, IVar, Program, Signature
-from ..lowering import DEFAULT_MAX_OPS, Lowered, layers_sections, lower
+from ..driver.lowering import DEFAULT_MAX_OPS, Lowered, layers_sections, lower
+from ..driver.targets import TargetRegistry
+from ..ir.errors import MiddleEndError, TargetError
+from ..ir.loopast import IExpr, IInt, IOp, IVar, Signature
+from ..target import Artifact, SourceText, Target
+from ..version import __version__
 from ..wire import Limits, decode_request
-from ..wire.encode import ELEM, KIND
+from ..wire.encode import ELEM, FILE_ROLE, KIND
 from ..wire.v1 import middleend_pb2 as pb
 from .diagnostics import diagnostic_of
 
@@ -49,7 +50,10 @@ class _Timer:
 
 
 def _lower(req: pb.Request, timer: _Timer, limits: Limits, max_ops: int,
-           resp: Any = None, force_check: bool = False) -> tuple[Lowered, dict[str, Any]]:
+           registry: TargetRegistry, resp: Any = None, force_check: bool = False
+           ) -> tuple[Lowered, Target | None, dict[str, Any]]:
+    """Decode, find the target, lower and check; the target is None only for a Check of
+    a target this middle-end does not have (legality does not depend on it)."""
     with timer.phase("decode"):
         fn, opts = decode_request(req, limits)
     if force_check:
@@ -59,15 +63,24 @@ def _lower(req: pb.Request, timer: _Timer, limits: Limits, max_ops: int,
             kind=pb.UNCHECKED_SCHEDULE, severity=pb.WARNING,
             message=f"function {fn.name!r}: the legality check was skipped "
                     "(skip_legality_check); the generated code may compute wrong results")
-    if opts["target"] != "cpu":
-        raise TargetError(f"target {opts['target']!r} is not available in this middle-end "
-                          "(available: cpu)")
+    target: Target | None
+    if force_check:
+        try:
+            target = registry.lookup(opts["target"])
+        except TargetError:
+            target = None
+    else:
+        target = registry.get(opts["target"])
+    if target is not None:
+        opts["target_options"] = target.resolve_options(opts["target_options"])
     ops = opts["max_isl_operations"]
     ops = max_ops if ops <= 0 else min(ops, max_ops)
     with timer.phase("lower"):
         low = lower(fn, outputs=opts["outputs"], check_legality=opts["check_legality"],
                     max_isl_ops=ops)
-    return low, opts
+    if target is not None:
+        target.check(low.program)
+    return low, target, opts
 
 
 def index_expr(e: IExpr, out: Any) -> Any:
@@ -83,12 +96,10 @@ def index_expr(e: IExpr, out: Any) -> Any:
     return out
 
 
-def entry_point(program: Program, out: Any) -> Any:
-    from backends.cpu.cprinter import c_declaration
-
-    sig = Signature.of(program)
+def entry_point(sig: Signature, declaration: str, out: Any) -> Any:
+    """The wire's EntryPoint of a kernel's signature."""
     out.symbol = sig.symbol
-    out.c_declaration = c_declaration(program) + ";"
+    out.c_declaration = declaration
     for p in sig.params:
         q = out.params.add(name=p)
         lo, hi = sig.param_bounds.get(p, (None, None))
@@ -104,75 +115,79 @@ def entry_point(program: Program, out: Any) -> Any:
     return out
 
 
-def _sources_and_layers(low: Lowered, resp: Any, timer: _Timer) -> str:
-    from backends.cpu import generate_c
-
+def _sources_and_layers(low: Lowered, target: Target, options: dict[str, Any], resp: Any,
+                        timer: _Timer) -> list[SourceText]:
     with timer.phase("codegen"):
-        src = generate_c(low.program)
-    resp.sources.add(name=f"{low.fn_name}.c", language="c", text=src)
+        sources = target.generate(low.program, options)
+    for src in sources:
+        resp.sources.add(name=src.name, language=src.language, text=src.text)
     sec = layers_sections(low)
     resp.layers.layer1, resp.layers.layer2 = sec[0], sec[1]
     resp.layers.layer3, resp.layers.layer4 = sec[2], sec[3]
-    return src
+    return sources
 
 
-def _file(art: Any, name: str, role: int, content: bytes) -> None:
-    art.files.add(name=name, role=role, content=content,
-                  sha256=hashlib.sha256(content).hexdigest())
+def artifact_message(art: Artifact, out: Any) -> Any:
+    """A target's Artifact as the wire's (each file with its digest)."""
+    out.target = art.target
+    for f in art.files:
+        out.files.add(name=f.name, role=FILE_ROLE[f.role], content=f.content,
+                      sha256=f.sha256)
+    out.build_command = art.build_command
+    for k, v in art.launch.items():
+        out.launch[k] = v
+    for k, v in art.options.items():
+        out.options[k] = str(v)
+    entry_point(art.signature, art.declaration, out.entry_point)
+    return out
 
 
-def run_compile(req: pb.Request, limits: Limits, max_ops: int) -> pb.CompileResponse:
-    from backends.cpu import build
-    from backends.cpu.build import compiler, flags_for
-    from backends.cpu.cprinter import generate_header
-
+def run_compile(req: pb.Request, limits: Limits, max_ops: int,
+                registry: TargetRegistry) -> pb.CompileResponse:
     timer = _Timer()
     resp = pb.CompileResponse(middleend_version=__version__)
-    low, opts = _lower(req, timer, limits, max_ops, resp)
-    src = _sources_and_layers(low, resp, timer)
+    low, target, opts = _lower(req, timer, limits, max_ops, registry, resp)
+    assert target is not None
+    options = opts["target_options"]
+    sources = _sources_and_layers(low, target, options, resp, timer)
     with timer.phase("build"):
-        lib = build(low.program, src, fp_contract=opts["fp_contract"])
+        art, _log = target.build(low.program, sources, options)
     with timer.phase("package"):
-        art = resp.artifact
-        art.target = "cpu"
-        name = low.fn_name
-        _file(art, f"lib{name}.so", pb.SHARED_OBJECT, lib.path.read_bytes())
-        _file(art, f"{name}.h", pb.HEADER, generate_header(low.program).encode())
-        _file(art, f"{name}.c", pb.SOURCE, src.encode())
-        _file(art, f"{name}.log", pb.BUILD_LOG, lib.log.encode())
-        art.build_command = " ".join([*compiler(), *flags_for(opts["fp_contract"]),
-                                      f"{name}.c", "-o", f"lib{name}.so", "-lm"])
-        entry_point(low.program, art.entry_point)
+        artifact_message(art, resp.artifact)
     timer.fill(resp.timings)
     return resp
 
 
-def run_lower(req: pb.Request, limits: Limits, max_ops: int) -> pb.LowerResponse:
+def run_lower(req: pb.Request, limits: Limits, max_ops: int,
+              registry: TargetRegistry) -> pb.LowerResponse:
     timer = _Timer()
     resp = pb.LowerResponse()
-    low, _ = _lower(req, timer, limits, max_ops, resp)
-    _sources_and_layers(low, resp, timer)
-    entry_point(low.program, resp.entry_point)
+    low, target, opts = _lower(req, timer, limits, max_ops, registry, resp)
+    assert target is not None
+    _sources_and_layers(low, target, opts["target_options"], resp, timer)
+    entry_point(Signature.of(low.program), target.declaration(low.program), resp.entry_point)
     timer.fill(resp.timings)
     return resp
 
 
-def run_check(req: pb.Request, limits: Limits, max_ops: int) -> pb.CheckResponse:
+def run_check(req: pb.Request, limits: Limits, max_ops: int,
+              registry: TargetRegistry) -> pb.CheckResponse:
     """Legality only (an illegal schedule raises ScheduleError, like Compile); the check
-    runs even if the request says to skip it."""
+    runs even if the request says to skip it, and needs no toolchain."""
     timer = _Timer()
-    low, _ = _lower(req, timer, limits, max_ops, force_check=True)
+    _lower(req, timer, limits, max_ops, registry, force_check=True)
     resp = pb.CheckResponse(legal=True)
     timer.fill(resp.timings)
     return resp
 
 
-RUNNERS: dict[str, Callable[[pb.Request, Limits, int], Any]] = {
+RUNNERS: dict[str, Callable[[pb.Request, Limits, int, TargetRegistry], Any]] = {
     "compile": run_compile, "check": run_check, "lower": run_lower}
 
 
 def handle_request(kind: str, payload: bytes, limits: Limits | None = None,
-                   max_ops: int = DEFAULT_MAX_OPS) -> bytes:
+                   max_ops: int = DEFAULT_MAX_OPS, registry: TargetRegistry | None = None
+                   ) -> bytes:
     """Decode ``payload`` (a serialized Request), run ``kind``; a tagged reply."""
     from google.protobuf.message import DecodeError
 
@@ -186,7 +201,8 @@ def handle_request(kind: str, payload: bytes, limits: Limits | None = None,
             return b"E" + pb.Diagnostic(kind=pb.INVALID_PROGRAM, field_path="request",
                                         message=f"not a middleend.v1.Request message ({e})"
                                         ).SerializeToString()
-        resp = RUNNERS[kind](req, limits or Limits(), max_ops)
+        resp = RUNNERS[kind](req, limits or Limits(), max_ops,
+                             registry or TargetRegistry.discover())
         return b"R" + resp.SerializeToString()
     except (MiddleEndError, RecursionError, ValueError, TypeError, KeyError) as e:
         return b"E" + diagnostic_of(e).SerializeToString()
@@ -206,7 +222,10 @@ def handle(kind: str, payload: bytes) -> bytes:
 
 
 def warmup() -> None:
-    """Import what requests need before the first one arrives (worker start)."""
+    """Import what requests need before the first one arrives (worker start): ISL and
+    every registered target's module."""
     import islpy  # noqa: F401
 
-    import backends.cpu  # noqa: F401
+    registry = TargetRegistry.discover()
+    for name in registry.names():
+        registry.lookup(name)

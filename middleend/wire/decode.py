@@ -1,5 +1,5 @@
 """Wire format -> Python API: a ``Request``'s function rebuilt as a
-:class:`~middleend.function.Function`, checking everything on the way.
+:class:`~middleend.ir.function.Function`, checking everything on the way.
 
 A request comes from anywhere, so nothing in it is trusted: names go through the API's
 checks (identifiers, no reserved prefixes), expression trees must be well typed and refer
@@ -18,10 +18,11 @@ from typing import Any
 
 import islpy as isl
 
-from .. import commands as cmd
-from .. import types as t
-from ..errors import DefinitionError, InvalidProgramError, ResourceLimitError, quoted
-from ..expr import (
+from ..ir import commands as cmd
+from ..ir import operations as ops
+from ..ir import types as t
+from ..ir.errors import DefinitionError, InvalidProgramError, ResourceLimitError, quoted
+from ..ir.expr import (
     ARITH,
     COMPARE,
     INTRINSICS,
@@ -35,7 +36,7 @@ from ..expr import (
     Select,
     Unary,
 )
-from ..function import (
+from ..ir.function import (
     INOUT,
     INPUT,
     OUTPUT,
@@ -47,10 +48,15 @@ from ..function import (
     Param,
     Var,
     _BufferOf,
-    check_name,
 )
+from ..ir.names import check_name
+from ..ir.operations import Operation
 from .encode import BINARY, ELEM, KIND, UNARY
 from .v1 import middleend_pb2 as pb
+
+# Commands that only a Layer I computation can take (not an operation).
+_COMPUTATION_ONLY = frozenset({"compute_at", "inline", "store_in", "storage_fold",
+                               "allocate_at", "copy_at", "barrier_at"})
 
 TYPES = {v: t.BY_NAME[k] for k, v in ELEM.items()}
 OPS = {v: k for k, v in BINARY.items()}
@@ -72,13 +78,15 @@ class Limits:
 
 
 class _Decoder:
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: Limits, function_class: type[Function] = Function) -> None:
         self.limits = limits
+        self.function_class = function_class
         self.nodes = 0
         self.fn: Function | None = None
         self.params: dict[str, Param] = {}
         self.buffers: dict[str, Buffer] = {}
         self.comps: dict[str, Computation] = {}
+        self.ops: dict[str, Operation] = {}
         self.isl_ctx: isl.Context | None = None
 
     # ------------------------------------------------------------------ helpers
@@ -232,7 +240,7 @@ class _Decoder:
         if len(m.commands) > lim.max_commands:
             raise ResourceLimitError(f"{path}.commands: {len(m.commands)} commands exceed the "
                                      f"cap of {lim.max_commands}")
-        fn = self.guarded(f"{path}.name", lambda: Function(m.name))
+        fn = self.guarded(f"{path}.name", lambda: self.function_class(m.name))
         self.fn = fn
         with fn:
             for k, p in enumerate(m.params):
@@ -327,19 +335,42 @@ class _Decoder:
         which = m.WhichOneof("command")
         if which is None:
             raise self.fail(path, "empty command")
-        if m.computation not in self.comps:
-            raise self.fail(f"{path}.computation", f"unknown computation {quoted(m.computation)}")
-        comp = self.comps[m.computation]
         a = getattr(m, which)
         sub = f"{path}.{which}"
+        if which in ("send", "receive"):
+            self.guarded(sub, lambda: self.send(m.computation, which, a, sub))
+            return
+        if which in ("host_to_device", "device_to_host"):
+            buf = self.comps.get(m.computation) or self.buffers.get(m.computation)
+            if buf is None:
+                raise self.fail(f"{path}.computation", f"unknown buffer or computation "
+                                                       f"{quoted(m.computation)}")
+            move = ops.host_to_device if which == "host_to_device" else ops.device_to_host
+            self.guarded(sub, lambda: self._op(move(buf, a.name or None)))
+            return
+        comp: Any = self.comps.get(m.computation) or self.ops.get(m.computation)
+        if comp is None:
+            raise self.fail(f"{path}.computation", f"unknown computation "
+                                                   f"{quoted(m.computation)} (no computation "
+                                                   "or operation has that name)")
 
-        def other(name: str, field: str = "other") -> Computation:
+        def other(name: str, field: str = "other") -> Any:
+            found = self.comps.get(name) or self.ops.get(name)
+            if found is None:
+                raise self.fail(f"{sub}.{field}", f"unknown computation {quoted(name)} (no "
+                                                  "computation or operation has that name)")
+            return found
+
+        def consumer(name: str) -> Computation:
             if name not in self.comps:
-                raise self.fail(f"{sub}.{field}", f"unknown computation {quoted(name)}")
+                raise self.fail(f"{sub}.consumer", f"unknown computation {quoted(name)}")
             return self.comps[name]
 
         def level(v: str) -> str:
             return cmd.ROOT if v == cmd.ROOT else v
+
+        def buffer_or_name(name: str) -> Any:
+            return self.comps.get(name) or self.buffers.get(name) or name
 
         calls: dict[str, Callable[[], Any]] = {
             "interchange": lambda: comp.interchange(a.a, a.b),
@@ -351,7 +382,7 @@ class _Decoder:
             "after": lambda: comp.after(other(a.other), level(a.level)),
             "before": lambda: comp.before(other(a.other), level(a.level)),
             "then": lambda: comp.then(other(a.other), level(a.level)),
-            "compute_at": lambda: comp.compute_at(other(a.consumer, "consumer"), a.level),
+            "compute_at": lambda: comp.compute_at(consumer(a.consumer), a.level),
             "inline": lambda: comp.inline(),
             "unroll": lambda: comp.unroll(a.dim, a.factor if a.HasField("factor") else None,
                                           a.outer, a.inner),
@@ -363,13 +394,51 @@ class _Decoder:
             "distribute": lambda: comp.distribute(a.dim),
             "pipeline": lambda: comp.pipeline(a.dim),
             "storage_fold": lambda: comp.storage_fold(a.dim, a.factor),
-            "allocate_at": lambda: comp.allocate_at(other(a.consumer, "consumer"),
-                                                    level(a.level)),
+            "allocate_at": lambda: comp.allocate_at(consumer(a.consumer), level(a.level)),
             "store_in": lambda: self.store_in(comp, a, sub),
+            "copy_at": lambda: self._op(ops.copy_at(comp, a.level, buffer_or_name(a.src),
+                                                    buffer_or_name(a.dst), a.name or None)),
+            "barrier_at": lambda: self._op(ops.barrier_at(comp, a.level, a.name or None)),
         }
         if which == "gpu" and len(a.blocks) != len(a.threads):
             raise self.fail(sub, "gpu needs as many block loops as thread loops")
+        if isinstance(comp, Operation) and which in _COMPUTATION_ONLY:
+            raise self.fail(sub, f"{which} applies to computations, and {comp.name!r} is "
+                                 f"a {comp.kind} operation")
         self.guarded(sub, calls[which])
+
+    def _op(self, op: Operation) -> None:
+        self.ops[op.name] = op
+
+    def send(self, name: str, which: str, a: Any, path: str) -> None:
+        """A send or receive: its domain (ISL text) gives the iterators its expressions
+        use; the buffer is an input, a declared buffer or a computation's."""
+        self.guarded(f"{path}.name", lambda: check_name(name, "operation"))
+        if len(a.domain) > self.limits.max_domain_chars:
+            raise ResourceLimitError(f"{path}.domain: {len(a.domain)} characters exceed the "
+                                     f"cap of {self.limits.max_domain_chars}")
+        names = self.domain_dims(a.domain, name, f"{path}.domain")
+        iters = {n: self.guarded(f"{path}.domain", lambda n=n: Var(n)) for n in names}
+        target: Any = self.comps.get(a.buffer) or self.buffers.get(a.buffer)
+        if target is None:
+            raise self.fail(f"{path}.buffer", f"unknown buffer or computation "
+                                              f"{quoted(a.buffer)}")
+        start = [self.expr(e, f"{path}.start[{k}]", iters) for k, e in enumerate(a.start)]
+        size = [self.expr(e, f"{path}.size[{k}]", iters) for k, e in enumerate(a.size)]
+        if not a.HasField("peer"):
+            raise self.fail(f"{path}.peer", "missing")
+        peer = self.expr(a.peer, f"{path}.peer", iters)
+        region = Access(target, tuple(start))
+        its = list(iters.values())
+        if which == "send":
+            op = ops.send(its, region, size, peer, tuple(a.properties), name, a.domain)
+        else:
+            match = self.ops.get(a.matching) if a.matching else None
+            if a.matching and (match is None or match.kind != "send"):
+                raise self.fail(f"{path}.matching", f"unknown send {quoted(a.matching)}")
+            op = ops.receive(its, region, size, peer, tuple(a.properties), match, name,
+                             a.domain)
+        self._op(op)
 
     def store_in(self, comp: Computation, a: Any, path: str) -> None:
         target: Any = self.comps.get(a.buffer) or self.buffers.get(a.buffer)
@@ -383,32 +452,50 @@ class _Decoder:
         comp.store_in(target, idx)
 
 
-def decode_function(m: Any, limits: Limits | None = None, path: str = "function") -> Function:
+def decode_function(m: Any, limits: Limits | None = None, path: str = "function",
+                    function_class: type[Function] = Function) -> Function:
     """Rebuild the Function of a ``pb.Function`` (raises InvalidProgramError with the field
-    path, or ResourceLimitError for a cap)."""
-    return _Decoder(limits or Limits()).function(m, path)
+    path, or ResourceLimitError for a cap). ``function_class``: the class to build (the
+    IR record by default; ``me.Function.from_request`` asks for itself)."""
+    return _Decoder(limits or Limits(), function_class).function(m, path)
 
 
 def decode_outputs(m: Any) -> list[str] | None:
     return list(m.outputs) or None
 
 
-def decode_request(req: Any, limits: Limits | None = None) -> tuple[Function, dict[str, Any]]:
-    """The Function of a ``pb.Request`` and its compile options (target, outputs,
-    check_legality, fp_contract, max_isl_operations)."""
+def decode_target(t: Any) -> tuple[str, dict[str, Any]]:
+    """The target's name and the options the request sets (the target fills the rest
+    with its defaults); no target means cpu."""
+    which = t.WhichOneof("target")
+    if which is None:
+        return "cpu", {}
+    msg = getattr(t, which)
+    if which == "named":
+        if not msg.name:
+            raise InvalidProgramError("missing", "target.named.name")
+        return msg.name, dict(msg.options)
+    return which, {f.name: v for f, v in msg.ListFields()}
+
+
+def decode_request(req: Any, limits: Limits | None = None,
+                   function_class: type[Function] = Function
+                   ) -> tuple[Function, dict[str, Any]]:
+    """The Function of a ``pb.Request`` and its compile options (target, target_options,
+    outputs, check_legality, max_isl_operations)."""
     if not req.HasField("function"):
         raise InvalidProgramError("missing", "function")
-    fn = decode_function(req.function, limits)
+    fn = decode_function(req.function, limits, function_class=function_class)
     names = {c.name for c in fn.computations} | {b.name for b in fn.buffers}
     for k, o in enumerate(req.function.outputs):
         if o not in names:
             raise InvalidProgramError(f"unknown output {quoted(o)}", f"function.outputs[{k}]")
-    target = req.target.WhichOneof("target") or "cpu"
+    target, target_options = decode_target(req.target)
     opts = {
         "target": target,
+        "target_options": target_options,
         "outputs": decode_outputs(req.function),
         "check_legality": not req.options.skip_legality_check,
-        "fp_contract": bool(target == "cpu" and req.target.cpu.fp_contract),
         "max_isl_operations": int(req.options.max_isl_operations),
     }
     return fn, opts

@@ -9,17 +9,17 @@ they were written (diagnostics index that list).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import islpy as isl
 
-from .. import commands as cmd
-from ..errors import DefinitionError
-from ..expr import Access, Binary, Call, Cast, Const, Expr, Select, Unary
-from ..function import INPUT, Buffer, Computation, Function, Param, Var, _BufferOf
-from ..layer1 import param_space, var_domain
-from ..types import DType
+from ..ir import commands as cmd
+from ..ir.errors import DefinitionError, TargetError
+from ..ir.expr import Access, Binary, Call, Cast, Const, Expr, Select, Unary
+from ..ir.function import INPUT, Buffer, Computation, Function, Param, Var, _BufferOf
+from ..ir.types import DType
+from ..passes.layer1 import domain_of, param_space, var_domain
 from .v1 import middleend_pb2 as pb
 
 ELEM = {"int8": pb.INT8, "int16": pb.INT16, "int32": pb.INT32, "int64": pb.INT64,
@@ -30,6 +30,9 @@ BINARY = {"add": pb.ADD, "sub": pb.SUB, "mul": pb.MUL, "div": pb.DIV, "floordiv"
           "ge": pb.GE, "eq": pb.EQ, "ne": pb.NE, "and": pb.AND, "or": pb.OR}
 UNARY = {"neg": pb.NEG, "not": pb.NOT}
 KIND = {"input": pb.INPUT, "output": pb.OUTPUT, "temporary": pb.TEMPORARY, "inout": pb.INOUT}
+FILE_ROLE = {"shared_object": pb.SHARED_OBJECT, "header": pb.HEADER, "source": pb.SOURCE,
+             "build_log": pb.BUILD_LOG, "kernel_source": pb.KERNEL_SOURCE,
+             "script": pb.SCRIPT, "executable": pb.EXECUTABLE}
 
 
 def elem(dt: DType) -> int:
@@ -98,11 +101,31 @@ def _buffer(b: Buffer, out: Any) -> None:
         encode_expr(s, out.sizes.add())
 
 
-def encode_command(c: cmd.Command, out: Any) -> Any:
-    """One internal command record -> one ``pb.Command`` (same field names by design)."""
+def _send(c: cmd.Send, msg: Any, pspace: isl.Space) -> None:
+    """Send/Receive: the iteration domain as ISL text, the box and the peer as trees."""
+    msg.domain = c.domain or str(domain_of(c.comp, c.iterators, None, pspace))
+    msg.buffer = c.buffer
+    for e in c.start:
+        encode_expr(e, msg.start.add())
+    for e in c.size:
+        encode_expr(e, msg.size.add())
+    encode_expr(c.peer, msg.peer)
+    msg.properties.extend(c.properties)
+    if isinstance(c, cmd.Receive):
+        msg.matching = c.matching
+
+
+def encode_command(c: cmd.Command, out: Any, pspace: isl.Space | None = None) -> Any:
+    """One internal command record -> one ``pb.Command`` (same field names by design).
+    ``pspace`` (the function's params) is needed for the domain of a send/receive."""
     out.computation = c.comp
     msg = getattr(out, c.kind)
     msg.SetInParent()
+    if isinstance(c, cmd.Send):
+        if pspace is None:
+            raise DefinitionError(f"{c.describe()}: encoding it needs the function's params")
+        _send(c, msg, pspace)
+        return out
     if isinstance(c, cmd.StoreIn):
         msg.buffer = c.buffer
         msg.identity = c.indices is None
@@ -149,24 +172,49 @@ def encode_function(fn: Function, outputs: Sequence[Any] | None = None) -> Any:
         if c.order is not None:
             m.order = c.order
     for c in fn.commands.items:
-        encode_command(c, out.commands.add())
+        encode_command(c, out.commands.add(), pspace)
     for o in outputs or ():
         out.outputs.append(o if isinstance(o, str) else o.name)
     return out
 
 
+def encode_target(target: str, options: Mapping[str, Any], out: Any) -> Any:
+    """The target and its options into ``out`` (a ``pb.Target``). Targets the wire format
+    has a message for set its fields by name (an unknown option is refused here, with the
+    options the message has); any other registered target travels by name, its options as
+    text."""
+    if not isinstance(target, str) or not target:
+        raise DefinitionError(f"target must be a target's name, got {target!r}")
+    field = out.DESCRIPTOR.fields_by_name.get(target)
+    if field is None or field.message_type is None or target == "named":
+        named = out.named
+        named.name = target
+        for k, v in options.items():
+            named.options[str(k)] = str(v)
+        return out
+    msg = getattr(out, target)
+    msg.SetInParent()
+    for k, v in options.items():
+        if k not in msg.DESCRIPTOR.fields_by_name:
+            known = ", ".join(msg.DESCRIPTOR.fields_by_name) or "none"
+            raise TargetError(f"target {target!r} has no option {k!r} (its options: "
+                              f"{known})", target=target)
+        try:
+            setattr(msg, k, v)
+        except (TypeError, ValueError) as e:
+            raise TargetError(f"target {target!r}: bad value {v!r} for option {k!r} ({e})",
+                              target=target) from None
+    return out
+
+
 def encode_request(fn: Function, target: str = "cpu", outputs: Sequence[Any] | None = None,
-                   check_legality: bool = True, fp_contract: bool = False,
-                   max_isl_operations: int = 0) -> Any:
-    """A complete ``pb.Request`` (the message Compile, Check and Lower take)."""
+                   check_legality: bool = True, max_isl_operations: int = 0,
+                   **options: Any) -> Any:
+    """A complete ``pb.Request`` (the message Compile, Check and Lower take); ``options``
+    are the target's (e.g. ``fp_contract=True`` for cpu)."""
     req = pb.Request()
     req.function.CopyFrom(encode_function(fn, outputs))
-    if target == "cpu":
-        req.target.cpu.fp_contract = fp_contract
-    elif target in ("gpu", "mpi", "fpga"):
-        getattr(req.target, target).SetInParent()
-    else:
-        raise DefinitionError(f"unknown target {target!r} (known: cpu, gpu, mpi, fpga)")
+    encode_target(target, options, req.target)
     req.options.skip_legality_check = not check_legality
     req.options.max_isl_operations = max_isl_operations
     return req

@@ -80,6 +80,9 @@ class FileRole(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     HEADER: _ClassVar[FileRole]
     SOURCE: _ClassVar[FileRole]
     BUILD_LOG: _ClassVar[FileRole]
+    KERNEL_SOURCE: _ClassVar[FileRole]
+    SCRIPT: _ClassVar[FileRole]
+    EXECUTABLE: _ClassVar[FileRole]
 
 class ErrorKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -93,6 +96,7 @@ class ErrorKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     INTERNAL: _ClassVar[ErrorKind]
     DEADLINE: _ClassVar[ErrorKind]
     UNCHECKED_SCHEDULE: _ClassVar[ErrorKind]
+    TARGET_UNAVAILABLE: _ClassVar[ErrorKind]
 
 class Severity(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -152,6 +156,9 @@ SHARED_OBJECT: FileRole
 HEADER: FileRole
 SOURCE: FileRole
 BUILD_LOG: FileRole
+KERNEL_SOURCE: FileRole
+SCRIPT: FileRole
+EXECUTABLE: FileRole
 ERROR_KIND_UNSPECIFIED: ErrorKind
 INVALID_PROGRAM: ErrorKind
 UNPRODUCED_READ: ErrorKind
@@ -162,6 +169,7 @@ BUILD_FAILED: ErrorKind
 INTERNAL: ErrorKind
 DEADLINE: ErrorKind
 UNCHECKED_SCHEDULE: ErrorKind
+TARGET_UNAVAILABLE: ErrorKind
 SEVERITY_UNSPECIFIED: Severity
 ERROR: Severity
 WARNING: Severity
@@ -498,8 +506,74 @@ class AllocateAt(_message.Message):
     level: str
     def __init__(self, consumer: _Optional[str] = ..., level: _Optional[str] = ...) -> None: ...
 
+class CopyAt(_message.Message):
+    __slots__ = ("level", "src", "dst", "name")
+    LEVEL_FIELD_NUMBER: _ClassVar[int]
+    SRC_FIELD_NUMBER: _ClassVar[int]
+    DST_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    level: str
+    src: str
+    dst: str
+    name: str
+    def __init__(self, level: _Optional[str] = ..., src: _Optional[str] = ..., dst: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+
+class BarrierAt(_message.Message):
+    __slots__ = ("level", "name")
+    LEVEL_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    level: str
+    name: str
+    def __init__(self, level: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+
+class HostToDevice(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class DeviceToHost(_message.Message):
+    __slots__ = ("name",)
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    def __init__(self, name: _Optional[str] = ...) -> None: ...
+
+class Send(_message.Message):
+    __slots__ = ("domain", "buffer", "start", "size", "peer", "properties")
+    DOMAIN_FIELD_NUMBER: _ClassVar[int]
+    BUFFER_FIELD_NUMBER: _ClassVar[int]
+    START_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    PEER_FIELD_NUMBER: _ClassVar[int]
+    PROPERTIES_FIELD_NUMBER: _ClassVar[int]
+    domain: str
+    buffer: str
+    start: _containers.RepeatedCompositeFieldContainer[Expr]
+    size: _containers.RepeatedCompositeFieldContainer[Expr]
+    peer: Expr
+    properties: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, domain: _Optional[str] = ..., buffer: _Optional[str] = ..., start: _Optional[_Iterable[_Union[Expr, _Mapping]]] = ..., size: _Optional[_Iterable[_Union[Expr, _Mapping]]] = ..., peer: _Optional[_Union[Expr, _Mapping]] = ..., properties: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class Receive(_message.Message):
+    __slots__ = ("domain", "buffer", "start", "size", "peer", "properties", "matching")
+    DOMAIN_FIELD_NUMBER: _ClassVar[int]
+    BUFFER_FIELD_NUMBER: _ClassVar[int]
+    START_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    PEER_FIELD_NUMBER: _ClassVar[int]
+    PROPERTIES_FIELD_NUMBER: _ClassVar[int]
+    MATCHING_FIELD_NUMBER: _ClassVar[int]
+    domain: str
+    buffer: str
+    start: _containers.RepeatedCompositeFieldContainer[Expr]
+    size: _containers.RepeatedCompositeFieldContainer[Expr]
+    peer: Expr
+    properties: _containers.RepeatedScalarFieldContainer[str]
+    matching: str
+    def __init__(self, domain: _Optional[str] = ..., buffer: _Optional[str] = ..., start: _Optional[_Iterable[_Union[Expr, _Mapping]]] = ..., size: _Optional[_Iterable[_Union[Expr, _Mapping]]] = ..., peer: _Optional[_Union[Expr, _Mapping]] = ..., properties: _Optional[_Iterable[str]] = ..., matching: _Optional[str] = ...) -> None: ...
+
 class Command(_message.Message):
-    __slots__ = ("computation", "interchange", "split", "tile", "shift", "skew", "reverse", "after", "before", "then", "compute_at", "inline", "unroll", "vectorize", "parallelize", "set_schedule", "gpu", "tile_gpu", "distribute", "pipeline", "store_in", "storage_fold", "allocate_at")
+    __slots__ = ("computation", "interchange", "split", "tile", "shift", "skew", "reverse", "after", "before", "then", "compute_at", "inline", "unroll", "vectorize", "parallelize", "set_schedule", "gpu", "tile_gpu", "distribute", "pipeline", "store_in", "storage_fold", "allocate_at", "copy_at", "barrier_at", "host_to_device", "device_to_host", "send", "receive")
     COMPUTATION_FIELD_NUMBER: _ClassVar[int]
     INTERCHANGE_FIELD_NUMBER: _ClassVar[int]
     SPLIT_FIELD_NUMBER: _ClassVar[int]
@@ -523,6 +597,12 @@ class Command(_message.Message):
     STORE_IN_FIELD_NUMBER: _ClassVar[int]
     STORAGE_FOLD_FIELD_NUMBER: _ClassVar[int]
     ALLOCATE_AT_FIELD_NUMBER: _ClassVar[int]
+    COPY_AT_FIELD_NUMBER: _ClassVar[int]
+    BARRIER_AT_FIELD_NUMBER: _ClassVar[int]
+    HOST_TO_DEVICE_FIELD_NUMBER: _ClassVar[int]
+    DEVICE_TO_HOST_FIELD_NUMBER: _ClassVar[int]
+    SEND_FIELD_NUMBER: _ClassVar[int]
+    RECEIVE_FIELD_NUMBER: _ClassVar[int]
     computation: str
     interchange: Interchange
     split: Split
@@ -546,7 +626,13 @@ class Command(_message.Message):
     store_in: StoreIn
     storage_fold: StorageFold
     allocate_at: AllocateAt
-    def __init__(self, computation: _Optional[str] = ..., interchange: _Optional[_Union[Interchange, _Mapping]] = ..., split: _Optional[_Union[Split, _Mapping]] = ..., tile: _Optional[_Union[Tile, _Mapping]] = ..., shift: _Optional[_Union[Shift, _Mapping]] = ..., skew: _Optional[_Union[Skew, _Mapping]] = ..., reverse: _Optional[_Union[Reverse, _Mapping]] = ..., after: _Optional[_Union[After, _Mapping]] = ..., before: _Optional[_Union[Before, _Mapping]] = ..., then: _Optional[_Union[Then, _Mapping]] = ..., compute_at: _Optional[_Union[ComputeAt, _Mapping]] = ..., inline: _Optional[_Union[Inline, _Mapping]] = ..., unroll: _Optional[_Union[Unroll, _Mapping]] = ..., vectorize: _Optional[_Union[Vectorize, _Mapping]] = ..., parallelize: _Optional[_Union[Parallelize, _Mapping]] = ..., set_schedule: _Optional[_Union[SetSchedule, _Mapping]] = ..., gpu: _Optional[_Union[Gpu, _Mapping]] = ..., tile_gpu: _Optional[_Union[TileGpu, _Mapping]] = ..., distribute: _Optional[_Union[Distribute, _Mapping]] = ..., pipeline: _Optional[_Union[Pipeline, _Mapping]] = ..., store_in: _Optional[_Union[StoreIn, _Mapping]] = ..., storage_fold: _Optional[_Union[StorageFold, _Mapping]] = ..., allocate_at: _Optional[_Union[AllocateAt, _Mapping]] = ...) -> None: ...
+    copy_at: CopyAt
+    barrier_at: BarrierAt
+    host_to_device: HostToDevice
+    device_to_host: DeviceToHost
+    send: Send
+    receive: Receive
+    def __init__(self, computation: _Optional[str] = ..., interchange: _Optional[_Union[Interchange, _Mapping]] = ..., split: _Optional[_Union[Split, _Mapping]] = ..., tile: _Optional[_Union[Tile, _Mapping]] = ..., shift: _Optional[_Union[Shift, _Mapping]] = ..., skew: _Optional[_Union[Skew, _Mapping]] = ..., reverse: _Optional[_Union[Reverse, _Mapping]] = ..., after: _Optional[_Union[After, _Mapping]] = ..., before: _Optional[_Union[Before, _Mapping]] = ..., then: _Optional[_Union[Then, _Mapping]] = ..., compute_at: _Optional[_Union[ComputeAt, _Mapping]] = ..., inline: _Optional[_Union[Inline, _Mapping]] = ..., unroll: _Optional[_Union[Unroll, _Mapping]] = ..., vectorize: _Optional[_Union[Vectorize, _Mapping]] = ..., parallelize: _Optional[_Union[Parallelize, _Mapping]] = ..., set_schedule: _Optional[_Union[SetSchedule, _Mapping]] = ..., gpu: _Optional[_Union[Gpu, _Mapping]] = ..., tile_gpu: _Optional[_Union[TileGpu, _Mapping]] = ..., distribute: _Optional[_Union[Distribute, _Mapping]] = ..., pipeline: _Optional[_Union[Pipeline, _Mapping]] = ..., store_in: _Optional[_Union[StoreIn, _Mapping]] = ..., storage_fold: _Optional[_Union[StorageFold, _Mapping]] = ..., allocate_at: _Optional[_Union[AllocateAt, _Mapping]] = ..., copy_at: _Optional[_Union[CopyAt, _Mapping]] = ..., barrier_at: _Optional[_Union[BarrierAt, _Mapping]] = ..., host_to_device: _Optional[_Union[HostToDevice, _Mapping]] = ..., device_to_host: _Optional[_Union[DeviceToHost, _Mapping]] = ..., send: _Optional[_Union[Send, _Mapping]] = ..., receive: _Optional[_Union[Receive, _Mapping]] = ...) -> None: ...
 
 class Function(_message.Message):
     __slots__ = ("name", "params", "inputs", "computations", "commands", "buffers", "outputs")
@@ -594,17 +680,34 @@ class FpgaOptions(_message.Message):
     clock_mhz: float
     def __init__(self, part: _Optional[str] = ..., clock_mhz: _Optional[float] = ...) -> None: ...
 
+class NamedTarget(_message.Message):
+    __slots__ = ("name", "options")
+    class OptionsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    OPTIONS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    options: _containers.ScalarMap[str, str]
+    def __init__(self, name: _Optional[str] = ..., options: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
 class Target(_message.Message):
-    __slots__ = ("cpu", "gpu", "mpi", "fpga")
+    __slots__ = ("cpu", "gpu", "mpi", "fpga", "named")
     CPU_FIELD_NUMBER: _ClassVar[int]
     GPU_FIELD_NUMBER: _ClassVar[int]
     MPI_FIELD_NUMBER: _ClassVar[int]
     FPGA_FIELD_NUMBER: _ClassVar[int]
+    NAMED_FIELD_NUMBER: _ClassVar[int]
     cpu: CpuOptions
     gpu: GpuOptions
     mpi: MpiOptions
     fpga: FpgaOptions
-    def __init__(self, cpu: _Optional[_Union[CpuOptions, _Mapping]] = ..., gpu: _Optional[_Union[GpuOptions, _Mapping]] = ..., mpi: _Optional[_Union[MpiOptions, _Mapping]] = ..., fpga: _Optional[_Union[FpgaOptions, _Mapping]] = ...) -> None: ...
+    named: NamedTarget
+    def __init__(self, cpu: _Optional[_Union[CpuOptions, _Mapping]] = ..., gpu: _Optional[_Union[GpuOptions, _Mapping]] = ..., mpi: _Optional[_Union[MpiOptions, _Mapping]] = ..., fpga: _Optional[_Union[FpgaOptions, _Mapping]] = ..., named: _Optional[_Union[NamedTarget, _Mapping]] = ...) -> None: ...
 
 class Options(_message.Message):
     __slots__ = ("skip_legality_check", "max_isl_operations")
@@ -691,16 +794,34 @@ class ArtifactFile(_message.Message):
     def __init__(self, name: _Optional[str] = ..., role: _Optional[_Union[FileRole, str]] = ..., content: _Optional[bytes] = ..., sha256: _Optional[str] = ...) -> None: ...
 
 class Artifact(_message.Message):
-    __slots__ = ("target", "files", "entry_point", "build_command")
+    __slots__ = ("target", "files", "entry_point", "build_command", "launch", "options")
+    class LaunchEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class OptionsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     TARGET_FIELD_NUMBER: _ClassVar[int]
     FILES_FIELD_NUMBER: _ClassVar[int]
     ENTRY_POINT_FIELD_NUMBER: _ClassVar[int]
     BUILD_COMMAND_FIELD_NUMBER: _ClassVar[int]
+    LAUNCH_FIELD_NUMBER: _ClassVar[int]
+    OPTIONS_FIELD_NUMBER: _ClassVar[int]
     target: str
     files: _containers.RepeatedCompositeFieldContainer[ArtifactFile]
     entry_point: EntryPoint
     build_command: str
-    def __init__(self, target: _Optional[str] = ..., files: _Optional[_Iterable[_Union[ArtifactFile, _Mapping]]] = ..., entry_point: _Optional[_Union[EntryPoint, _Mapping]] = ..., build_command: _Optional[str] = ...) -> None: ...
+    launch: _containers.ScalarMap[str, str]
+    options: _containers.ScalarMap[str, str]
+    def __init__(self, target: _Optional[str] = ..., files: _Optional[_Iterable[_Union[ArtifactFile, _Mapping]]] = ..., entry_point: _Optional[_Union[EntryPoint, _Mapping]] = ..., build_command: _Optional[str] = ..., launch: _Optional[_Mapping[str, str]] = ..., options: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class Layers(_message.Message):
     __slots__ = ("layer1", "layer2", "layer3", "layer4")

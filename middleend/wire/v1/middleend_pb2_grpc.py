@@ -28,7 +28,8 @@ if _version_not_supported:
 class MiddleEndStub:
     """Errors: INVALID_ARGUMENT (malformed program, with the field path), FAILED_PRECONDITION
     (illegal schedule, with the dependence and the command), RESOURCE_EXHAUSTED (caps),
-    DEADLINE_EXCEEDED, UNAUTHENTICATED, UNIMPLEMENTED (target not available), INTERNAL.
+    DEADLINE_EXCEEDED, UNAUTHENTICATED, UNIMPLEMENTED (unknown or unavailable target, or a
+    tag or operation the target does not honour), INTERNAL.
     The status's trailing metadata "middleend-diagnostic-bin" holds a serialized Diagnostic.
     """
 
@@ -58,7 +59,8 @@ class MiddleEndStub:
 class MiddleEndServicer:
     """Errors: INVALID_ARGUMENT (malformed program, with the field path), FAILED_PRECONDITION
     (illegal schedule, with the dependence and the command), RESOURCE_EXHAUSTED (caps),
-    DEADLINE_EXCEEDED, UNAUTHENTICATED, UNIMPLEMENTED (target not available), INTERNAL.
+    DEADLINE_EXCEEDED, UNAUTHENTICATED, UNIMPLEMENTED (unknown or unavailable target, or a
+    tag or operation the target does not honour), INTERNAL.
     The status's trailing metadata "middleend-diagnostic-bin" holds a serialized Diagnostic.
     """
 
@@ -109,7 +111,8 @@ def add_MiddleEndServicer_to_server(servicer, server):
 class MiddleEnd:
     """Errors: INVALID_ARGUMENT (malformed program, with the field path), FAILED_PRECONDITION
     (illegal schedule, with the dependence and the command), RESOURCE_EXHAUSTED (caps),
-    DEADLINE_EXCEEDED, UNAUTHENTICATED, UNIMPLEMENTED (target not available), INTERNAL.
+    DEADLINE_EXCEEDED, UNAUTHENTICATED, UNIMPLEMENTED (unknown or unavailable target, or a
+    tag or operation the target does not honour), INTERNAL.
     The status's trailing metadata "middleend-diagnostic-bin" holds a serialized Diagnostic.
     """
 

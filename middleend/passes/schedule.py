@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 import islpy as isl
 
-from . import commands as cmd
-from .errors import ScheduleError
+from ..ir import commands as cmd
+from ..ir.errors import ScheduleError
 
 # --------------------------------------------------------------------------- range maps
 

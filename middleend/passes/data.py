@@ -23,13 +23,13 @@ from typing import Any
 
 import islpy as isl
 
-from . import commands as cmd
-from .affine import AffineContext, NonAffine, relaxed_access_map, to_pw_aff
-from .errors import DefinitionError
-from .expr import Binary, Const, Expr
-from .function import INOUT, INPUT, OUTPUT, TEMPORARY, Buffer, Computation, Function, Var
+from ..ir import commands as cmd
+from ..ir.affine import AffineContext, NonAffine, relaxed_access_map, to_pw_aff
+from ..ir.errors import DefinitionError
+from ..ir.expr import Binary, Const, Expr
+from ..ir.function import INOUT, INPUT, OUTPUT, TEMPORARY, Buffer, Computation, Function, Var
+from ..ir.types import DType
 from .layer1 import Layer1, comp_space
-from .types import DType
 
 
 @dataclass
@@ -114,7 +114,7 @@ def build_layer3(fn: Function, l1: Layer1, outputs: Sequence[Any] | None,
                                   f"{b.ndim}-d buffer")
         if b.dtype != l1.comps[name].expr.dtype and comp_objs[name]._dtype is None:
             c = l1.comps[name]
-            from .expr import Cast
+            from ..ir.expr import Cast
 
             c.expr = Cast(b.dtype, c.expr)
         b.writers.append(name)

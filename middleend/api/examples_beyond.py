@@ -24,9 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from .expr import call, cast
-from .function import OUTPUT, Buffer, Computation, Function, Input, Param, Var
-from .types import float32
+from ..ir.expr import call, cast
+from ..ir.function import OUTPUT, Buffer, Computation, Input, Param, Var
+from ..ir.types import float32
+from .function import Function
 
 # ----------------------------------------------------------------------------- ticket #2373
 

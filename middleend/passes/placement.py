@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import islpy as isl
 
-from . import commands as cmd
-from .errors import ScheduleError
+from ..ir import commands as cmd
+from ..ir.errors import ScheduleError
 from .schedule import CompSchedule, _range_map
 
 ReadsOf = Callable[[str, str], "isl.Map | None"]

@@ -226,3 +226,90 @@ class CommandLog:
 
     def add(self, cmd: Command) -> None:
         self.items.append(cmd)
+
+
+# ---------------------------------------------------------------------------- Layer IV
+#
+# Operations (Table II of the later paper): statements that are not Layer I computations
+# (they compute no value of the algorithm) but move data or synchronise. Each command creates
+# one named operation, which later commands schedule like a computation (after, before,
+# then, and loop transformations of its own loops). ``comp`` is what the command was called
+# on: the consumer for copy_at/barrier_at, the buffer (or computation) for the host/device
+# copies, the operation itself for send/receive.
+
+OPERATION_KINDS = ("copy", "barrier", "host_to_device", "device_to_host", "send", "receive")
+SEND_PROPERTIES = ("sync", "async", "blocking", "nonblocking")
+
+
+@dataclass(frozen=True)
+class CopyAt(Command):
+    """Copy the elements of buffer ``src`` that ``comp`` reads below its loop ``level``
+    into ``dst`` (a buffer allocated per iteration of ``level``, indexed like ``src`` minus
+    the tile's origin) and make those reads read ``dst``. ``name`` names the operation."""
+
+    level: str
+    src: str
+    dst: str
+    name: str
+
+
+@dataclass(frozen=True)
+class BarrierAt(Command):
+    """A barrier among the threads that run ``comp``, in each iteration of its loop
+    ``level`` (before ``comp``'s inner loops unless ordered otherwise)."""
+
+    level: str
+    name: str
+
+
+@dataclass(frozen=True)
+class HostToDevice(Command):
+    """Copy the elements of the buffer of ``comp`` (a buffer or a computation) that the
+    program uses from host to device memory."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class DeviceToHost(Command):
+    """Copy the elements of the buffer of ``comp`` that the program writes from device to
+    host memory."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Send(Command):
+    """``send(d, src, size, dest, props)``: for each point of the iteration domain (the
+    bounded Vars ``iterators``, or ISL set text ``domain`` named ``comp``, the operation),
+    send the box of ``size`` elements of ``buffer`` starting at ``start`` to node ``peer``
+    (an expression of the iterators). ``properties`` is a subset of SEND_PROPERTIES."""
+
+    iterators: tuple[Any, ...]
+    domain: str
+    buffer: str
+    start: tuple[Any, ...]
+    size: tuple[Any, ...]
+    peer: Any
+    properties: tuple[str, ...]
+
+    def describe(self) -> str:
+        """As written (the domain by its iterators: the same text before and after the
+        wire, which carries the domain as ISL text)."""
+        its = ", ".join(v.name for v in self.iterators)
+        start = ", ".join(map(repr, self.start))
+        size = ", ".join(map(repr, self.size))
+        extra = f", matching={self.matching!r}" if getattr(self, "matching", "") else ""
+        return (f"{self.kind}([{its}], {self.buffer}[{start}], [{size}], {self.peer!r}, "
+                f"{list(self.properties)}{extra}) -> {self.comp}")
+
+
+@dataclass(frozen=True)
+class Receive(Send):
+    """``receive(d, dst, size, src, props)``: the matching receive, into ``buffer`` at
+    ``start`` from node ``peer``; ``matching`` names the send it pairs with (optional)."""
+
+    matching: str = ""
+
+
+OPERATION_COMMANDS = (CopyAt, BarrierAt, HostToDevice, DeviceToHost, Send, Receive)

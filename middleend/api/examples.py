@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .function import OUTPUT, Buffer, Computation, Function, Input, Param, Var
-from .types import float32
+from ..ir.function import OUTPUT, Buffer, Computation, Input, Param, Var
+from ..ir.types import float32
+from .function import Function
 
 
 @dataclass

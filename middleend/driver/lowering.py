@@ -15,25 +15,25 @@ from typing import Any
 
 import islpy as isl
 
-from . import commands as cmd
-from .astgen import generate, iexpr
-from .data import Layer3, box, build_layer3
-from .dataflow import Expected, expected_dataflow, read_buffer
-from .errors import (
+from ..ir import commands as cmd
+from ..ir.errors import (
     DefinitionError,
     MiddleEndError,
     ResourceLimitError,
     ScheduleError,
     with_command_index,
 )
-from .expr import Access, Expr, rebuild
-from .function import Buffer, Computation, Function, Param, Var, _BufferOf
-from .layer1 import Layer1, build_layer1
-from .legality import check_dataflow, check_parallel
-from .loopast import BufAccess, BufferDecl, IInt, IterRef, Node, ParamRef, Program, StmtInfo
-from .physical import Physical, build_physical
-from .placement import TimeSpace, finalize
-from .schedule import apply_command, initial
+from ..ir.expr import Access, Expr, rebuild
+from ..ir.function import Buffer, Computation, Function, Param, Var, _BufferOf
+from ..ir.loopast import BufAccess, BufferDecl, IInt, IterRef, Node, ParamRef, Program, StmtInfo
+from ..passes.astgen import generate, iexpr
+from ..passes.data import Layer3, box, build_layer3
+from ..passes.dataflow import Expected, expected_dataflow, read_buffer
+from ..passes.layer1 import Layer1, build_layer1
+from ..passes.legality import check_dataflow, check_parallel
+from ..passes.physical import Physical, build_physical
+from ..passes.placement import TimeSpace, finalize
+from ..passes.schedule import apply_command, initial
 
 DEFAULT_MAX_OPS = int(os.environ.get("MIDDLEEND_ISL_MAX_OPS", "20000000"))
 
@@ -227,7 +227,7 @@ def _stmt_info(name: str, l1: Layer1, l3: Layer3, ph: Physical) -> StmtInfo:
                       checked=name in l3.may)
     value = conv(c.expr)
     if value.dtype != store.dtype:
-        from .expr import Cast
+        from ..ir.expr import Cast
 
         value = Cast(store.dtype, value)
     guard = None if c.guard is None else conv(c.guard)
@@ -255,7 +255,7 @@ def layers_sections(low: Lowered) -> tuple[str, str, str, str]:
     for n in low.ts.order:
         acc = str(low.l3.logical[n].intersect_domain(low.l1.comps[n].domain))
         if n in low.l3.may:
-            from .printing import expr_str
+            from ..ir.printing import expr_str
 
             at = ", ".join(expr_str(e) for e in low.l3.index[n])
             acc += f"   (may write: data-dependent index [{at}], checked at run time)"
@@ -286,7 +286,7 @@ def layers_text(low: Lowered) -> str:
 
 def _c_text(e: object) -> str:
     """Index expressions of the loop AST in C-like text (for Layer IV)."""
-    from .loopast import IInt, IOp, IVar
+    from ..ir.loopast import IInt, IOp, IVar
 
     if isinstance(e, IInt):
         return str(e.value)

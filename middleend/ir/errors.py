@@ -84,7 +84,29 @@ def with_command_index(err: ScheduleError, commands: list[str],
 
 
 class TargetError(MiddleEndError):
-    """The target cannot honour something the schedule asks for (e.g. a GPU tag on cpu)."""
+    """The target cannot honour something the program asks for (a loop tag, a Layer IV
+    operation, an option), or there is no such target. ``target``, ``computations``,
+    ``loop`` and ``command`` say which target, where and which command asked for it."""
+
+    def __init__(self, message: str, *, target: str | None = None,
+                 computations: tuple[str, ...] = (), loop: str | None = None,
+                 command: str | None = None) -> None:
+        self.target = target
+        self.computations = computations
+        self.loop = loop
+        self.command = command
+        super().__init__(message)
+
+
+class TargetUnavailable(TargetError):
+    """A known target cannot be used on this machine: its toolchain (``tool``) is missing
+    or it is not implemented yet; ``install`` says how to get it."""
+
+    def __init__(self, message: str, *, target: str | None = None, tool: str = "",
+                 install: str = "") -> None:
+        self.tool = tool
+        self.install = install
+        super().__init__(message, target=target)
 
 
 class ResourceLimitError(MiddleEndError):

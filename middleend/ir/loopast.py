@@ -140,14 +140,25 @@ class ParamRef(Expr):
 
 @dataclass(frozen=True)
 class StmtInfo:
-    """What one computation does at one instance: ``store = value`` if ``guard`` holds.
-    ``iters`` are the computation's iterator names (bound per Stmt node)."""
+    """What one statement does at one instance: ``store = value`` if ``guard`` holds.
+    ``iters`` are its iterator names (bound per Stmt node).
+
+    ``op`` is None for a computation, else the kind of Layer IV operation (see
+    ``commands.OPERATION_KINDS``), created by ``command``: a ``copy`` stores ``value`` (an
+    element of the source buffer) into ``store``; ``host_to_device``/``device_to_host``
+    copy ``value`` to ``store``, the same element of one buffer in the other memory; a
+    ``send`` reads ``value`` and a ``receive`` writes ``store`` (``peer`` is the other
+    node, ``properties`` the command's); a ``barrier`` has neither."""
 
     comp: str
     iters: tuple[str, ...]
-    store: BufAccess
-    value: Expr
+    store: BufAccess | None
+    value: Expr | None
     guard: Expr | None = None
+    op: str | None = None
+    command: str = ""
+    peer: Expr | None = None
+    properties: tuple[str, ...] = ()
 
 
 # --------------------------------------------------------------------------- loop nest
@@ -181,6 +192,7 @@ class For(Node):
     name: str = ""
     hi: IExpr | None = None
     width: int | None = None  # for 'vector': the vectorize factor (a simdlen hint)
+    command: str = ""  # the command that set ``tag``, as written (for a target's refusal)
 
 
 @dataclass(frozen=True)

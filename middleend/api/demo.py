@@ -15,7 +15,8 @@ import time
 import numpy as np
 
 import middleend as me
-from middleend.examples import blur, schedule_blur
+
+from .examples import blur, schedule_blur
 
 
 def numpy_blur(a: np.ndarray) -> np.ndarray:

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 
 import islpy as isl
 
+from ..ir.errors import DefinitionError, UnproducedReadError
+from ..ir.function import INOUT, INPUT
+from ..ir.islutil import maps_of
 from .data import Layer3, box
-from .errors import DefinitionError, UnproducedReadError
-from .function import INOUT, INPUT
-from .islutil import maps_of
 from .layer1 import Layer1, Read
 from .schedule import _range_map
 

@@ -9,12 +9,13 @@ iterators; the statement bodies stay Layer I expressions.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import islpy as isl
 
-from .errors import ScheduleError
-from .loopast import Alloc, Block, For, IExpr, If, IInt, IOp, IVar, Node, Stmt
+from ..ir.errors import ScheduleError
+from ..ir.loopast import Alloc, Block, For, IExpr, If, IInt, IOp, IVar, Node, Stmt
 from .physical import LocalAlloc, Physical
 from .placement import TimeSpace
 from .schedule import check_unrollable
@@ -382,4 +383,4 @@ def _alloc_in(node: Node, owners: set[int], buf: str) -> Node:
 
 
 def _with_body(f: For, body: Node) -> For:
-    return For(f.var, f.init, f.cond, f.step, body, f.tag, f.dim, f.name, f.hi, f.width)
+    return dataclasses.replace(f, body=body)

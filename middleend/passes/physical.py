@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 
 import islpy as isl
 
+from ..ir.errors import ScheduleError
 from .data import Layer3
 from .dataflow import Expected, logical_access, may_write, read_buffer
-from .errors import ScheduleError
 from .layer1 import Layer1
 from .placement import TimeSpace
 

@@ -1,26 +1,29 @@
-"""Calling a built kernel from Python: argument checking, parameter inference, ctypes.
+"""The calling convention every target's kernels share: numpy arrays in by buffer name,
+integer parameters by name (or inferred from the arrays' shapes), a dict of numpy outputs
+back.
 
-The generated C trusts its arguments completely (``restrict`` pointers, sizes computed from
+Generated code trusts its arguments completely (``restrict`` pointers, sizes computed from
 the parameters), so every check that keeps it memory-safe happens here, before the call:
 each array must have exactly the declared dtype and shape, be C-contiguous and aligned,
-outputs must be writeable and must not overlap other arguments.
+outputs must be writeable and must not overlap other arguments. A target supplies only
+:meth:`Kernel._invoke`, the call itself (ctypes for a shared object, an OpenCL queue, an
+``mpiexec`` launch, a C-simulation).
 """
 
 from __future__ import annotations
 
-import ctypes
+import abc
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .errors import KernelArgumentError, KernelRuntimeError
-from .loopast import BufferDecl, IExpr, IInt, IOp, IVar, Program, Signature, ieval
+from ..ir.errors import KernelArgumentError, KernelRuntimeError
+from ..ir.loopast import BufferDecl, IExpr, IInt, IOp, IVar, Program, Signature, ieval
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
-_RC_MESSAGES = {
+RC_MESSAGES = {
     1: "data-dependent index out of bounds in kernel {name}",
     2: "memory allocation failed in kernel {name}",
 }
@@ -45,48 +48,39 @@ def _param_of(size: IExpr, params: tuple[str, ...]) -> tuple[str, int] | None:
     return None
 
 
-class Kernel:
+class Kernel(abc.ABC):
     """A compiled program. Call it with keyword arrays (named by buffer) and integer
     parameters (named by parameter); it returns ``{output name: array}``, allocating the
     outputs that were not passed."""
 
-    def __init__(self, program: Program | Signature, library: Any, *, lowered: Any = None,
-                 source: str | None = None, cache_key: str | None = None,
-                 entry: str | None = None, inspect: Callable[[], Any] | None = None,
+    def __init__(self, program: Program | Signature, *, source: str = "", cache_key: str = "",
+                 lowered: Any = None, inspect: Callable[[], Any] | None = None,
                  artifact: Any = None) -> None:
         """``program`` is the lowered Program, or just its :class:`Signature` when the kernel
-        was built elsewhere (a service); ``library`` is a built library (any object with
-        ``path``, ``source`` and ``key``) or the path of a shared object. ``lowered`` (or
-        ``inspect``, a callable producing it on demand) gives the layers for inspection;
-        ``artifact`` is the wire-format artifact the kernel came from, if any."""
+        was built elsewhere (a service); ``lowered`` (or ``inspect``, a callable producing
+        it on demand) gives the layers for inspection; ``artifact`` is the artifact the
+        kernel came from, if any."""
         self.signature = program if isinstance(program, Signature) else Signature.of(program)
         self._program = program if isinstance(program, Program) else None
         self._lowered = lowered
         self._inspect = inspect
         self.artifact = artifact
+        self.source = source
+        self.cache_key = cache_key
         self.timings: tuple[Any, ...] = ()  # the compile's phases, when built by a service
         self.diagnostics: tuple[Any, ...] = ()  # its warnings
         sig = self.signature
-        path = library if isinstance(library, str | Path) else library.path
-        self.library_path = Path(path)
-        self.source = source if source is not None else getattr(library, "source", "")
-        self.cache_key = cache_key if cache_key is not None else getattr(library, "key", "")
-        self.entry = entry or sig.symbol
         self._arguments: tuple[BufferDecl, ...] = sig.arguments
         clash = set(sig.params) & {b.name for b in self._arguments}
         if clash:
             raise KernelArgumentError(f"kernel {sig.name}: names {sorted(clash)} are both "
                                       f"parameters and buffers; keyword calls would be ambiguous")
-        self._lib = ctypes.CDLL(str(self.library_path))
-        try:
-            fn = getattr(self._lib, self.entry)
-        except AttributeError as exc:
-            raise KernelArgumentError(f"library {self.library_path} has no entry point "
-                                      f"{self.entry}") from exc
-        fn.restype = ctypes.c_int
-        fn.argtypes = ([ctypes.c_int64] * len(sig.params)
-                       + [ctypes.c_void_p] * len(self._arguments))
-        self._fn = fn
+
+    @abc.abstractmethod
+    def _invoke(self, params: list[int], arrays: list[np.ndarray]) -> int:
+        """Run the kernel on checked arguments (params in signature order, then the
+        argument arrays in signature order, each with at least one element); returns the
+        status (0, or a code of ``RC_MESSAGES``)."""
 
     @property
     def lowered(self) -> Any:
@@ -113,7 +107,7 @@ class Kernel:
         return [*self.signature.params, *(b.name for b in self._arguments)]
 
     def __repr__(self) -> str:
-        return f"Kernel({self.signature.name!r}, {str(self.library_path)!r})"
+        return f"{type(self).__name__}({self.signature.name!r})"
 
     # ------------------------------------------------------------------ arguments
     def _params(self, kwargs: Mapping[str, Any]) -> dict[str, int]:
@@ -211,18 +205,16 @@ class Kernel:
                 alloc = np.empty if b.fully_written else np.zeros
                 arrays[b.name] = alloc(shape, dtype=b.dtype.numpy)
         self._check_overlap(arrays)
-        pointers = []
-        keep = []
+        passed = []
         for b in self._arguments:
             arr = arrays[b.name]
             if arr.size == 0:
                 # A checked out-of-bounds access falls back to element 0: it must exist.
                 arr = np.zeros(1, dtype=arr.dtype)
-                keep.append(arr)
-            pointers.append(arr.ctypes.data)
-        rc = self._fn(*(params[p] for p in self.signature.params), *pointers)
+            passed.append(arr)
+        rc = self._invoke([params[p] for p in self.signature.params], passed)
         if rc != 0:
-            msg = _RC_MESSAGES.get(rc, "kernel {name} failed with status " + str(rc))
+            msg = RC_MESSAGES.get(rc, "kernel {name} failed with status " + str(rc))
             raise KernelRuntimeError(msg.format(name=name))
         return {b.name: arrays[b.name] for b in self._arguments
                 if b.role in ("output", "inout")}

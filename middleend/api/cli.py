@@ -16,8 +16,8 @@ from pathlib import Path
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 
-from .errors import MiddleEndError
-from .wire.v1 import middleend_pb2 as pb
+from ..ir.errors import MiddleEndError
+from ..wire.v1 import middleend_pb2 as pb
 
 
 def read_program(path: str) -> pb.Request:
@@ -37,21 +37,50 @@ def read_program(path: str) -> pb.Request:
 
 
 def _client(args: argparse.Namespace):  # type: ignore[no-untyped-def]
-    from .service.client import EmbeddedClient, connect
+    from ..service.client import EmbeddedClient, connect
 
     if args.service:
         return connect(args.service, tls_ca=args.tls_ca)
     return EmbeddedClient()
 
 
-def _set_target(req: pb.Request, target: str | None) -> None:
-    if target is not None:
-        getattr(req.target, target).SetInParent()
+def _option_value(target: str, text: str) -> tuple[str, object]:
+    """``name=value`` of ``--option``, the value converted to the option's declared type."""
+    from ..driver.targets import TargetRegistry
+
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        raise SystemExit(f"middleend: --option expects name=value, got {text!r}")
+    known = {o.name: o for o in TargetRegistry.discover().lookup(target).options}
+    opt = known.get(name)
+    if opt is None:
+        raise SystemExit(f"middleend: target {target!r} has no option {name!r} (its options: "
+                         f"{', '.join(known) or 'none'})")
+    if opt.type is bool:
+        low = value.lower()
+        if low not in ("true", "false", "1", "0", "yes", "no"):
+            raise SystemExit(f"middleend: option {name!r} takes true or false, got {value!r}")
+        return name, low in ("true", "1", "yes")
+    try:
+        return name, opt.type(value)
+    except ValueError:
+        raise SystemExit(f"middleend: option {name!r} takes a {opt.type.__name__}, got "
+                         f"{value!r}") from None
+
+
+def _set_target(req: pb.Request, target: str | None, options: list[str]) -> None:
+    from ..wire.encode import encode_target
+
+    if target is None and not options:
+        return
+    name = target or (req.target.WhichOneof("target") or "cpu")
+    req.target.Clear()
+    encode_target(name, dict(_option_value(name, o) for o in options), req.target)
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
     req = read_program(args.program)
-    _set_target(req, args.target)
+    _set_target(req, args.target, args.option or [])
     with _client(args) as client:
         resp = client.compile(req)
     out = Path(args.output)
@@ -68,7 +97,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
 
 def cmd_layers(args: argparse.Namespace) -> int:
-    from .lowering import format_layers
+    from ..driver.lowering import format_layers
 
     req = read_program(args.program)
     with _client(args) as client:
@@ -87,8 +116,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_example(args: argparse.Namespace) -> int:
+    from ..wire import encode_request
     from . import examples
-    from .wire import encode_request
 
     if args.name == "blur":
         fn = examples.schedule_blur(examples.blur()).fn
@@ -108,10 +137,24 @@ def cmd_example(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_targets(args: argparse.Namespace) -> int:
+    """Every registered target, whether it can build here, and what it honours."""
+    from ..driver.targets import TargetRegistry
+
+    for st in TargetRegistry.discover().statuses():
+        state = "available" if st.available else "unavailable"
+        print(f"{st.name:<6} {state:<12} {st.summary}")
+        print(f"{'':<6} {'':<12} {st.detail}")
+        if args.verbose:
+            print(f"{'':<19}tags: {', '.join(st.tags) or '-'}; operations: "
+                  f"{', '.join(st.operations) or '-'}; options: {', '.join(st.options) or '-'}")
+    return 0
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
-    from .service.core import ServiceConfig
-    from .service.server import ServerConfig, serve
-    from .wire import Limits
+    from ..service.core import ServiceConfig
+    from ..service.server import ServerConfig, serve
+    from ..wire import Limits
 
     token = os.environ.get("MIDDLEEND_TOKEN")
     if args.token_file:
@@ -135,10 +178,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    from .lowering import DEFAULT_MAX_OPS
-    from .wire import Limits
+    from ..driver.lowering import DEFAULT_MAX_OPS
+    from ..version import __version__
+    from ..wire import Limits
 
     p = argparse.ArgumentParser(prog="middleend", description=__doc__.split("\n")[0])
+    p.add_argument("--version", action="version", version=f"middleend {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     def remote(sp: argparse.ArgumentParser) -> None:
@@ -149,7 +194,11 @@ def parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("compile", help="compile a program and write its artifact")
     remote(c)
-    c.add_argument("--target", choices=("cpu", "gpu", "mpi", "fpga"), default=None)
+    c.add_argument("--target", default=None,
+                   help="a registered target (see `middleend targets`); default: the "
+                        "request's own, else cpu")
+    c.add_argument("-O", "--option", action="append", metavar="NAME=VALUE",
+                   help="a target option, e.g. fp_contract=true (repeatable)")
     c.add_argument("-o", "--output", required=True, help="directory for the artifact")
     c.set_defaults(run=cmd_compile)
     ly = sub.add_parser("layers", help="print Layers I-IV of a program")
@@ -163,6 +212,10 @@ def parser() -> argparse.ArgumentParser:
     ex.add_argument("-o", "--output", default="-")
     ex.add_argument("--format", choices=("json", "binary"), default="json")
     ex.set_defaults(run=cmd_example)
+    t = sub.add_parser("targets", help="list the targets and whether they can build here")
+    t.add_argument("-v", "--verbose", action="store_true",
+                   help="also list each target's loop tags, operations and options")
+    t.set_defaults(run=cmd_targets)
     s = sub.add_parser("serve", help="run the gRPC middle-end")
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=int, default=50051)

@@ -1,51 +1,35 @@
-"""The embedded Python API (Layer I) and the scheduling language's entry points.
+"""Layer I objects as the user builds them: params, iterators, buffers, computations, and
+the Function that holds them with its command log.
 
-``with me.Function("blur") as f:`` opens a scope; Params, Vars, Inputs, Buffers and
-Computations created inside register themselves with ``f``. The scope is held in a
-``contextvars.ContextVar`` so that two threads building two functions do not see each other,
-and nothing outlives the ``with`` block: there is no module-level registry.
+These are IR records with recording methods (the scheduling language appends commands,
+see :mod:`middleend.ir.scheduling`); lowering, compiling and printing the layers sit above,
+in :mod:`middleend.api.function`. ``with me.Function("blur") as f:`` opens a scope; Params,
+Vars, Inputs, Buffers and Computations created inside register themselves with ``f``. The
+scope is held in a ``contextvars.ContextVar`` so that two threads building two functions do
+not see each other, and nothing outlives the ``with`` block: there is no module-level
+registry.
 """
 
 from __future__ import annotations
 
 import contextvars
-import keyword
-import re
 from collections.abc import Sequence
 from typing import Any
 
 from . import commands as cmd
 from . import types as t
-from .errors import DefinitionError, quoted
+from .errors import DefinitionError
 from .expr import Access, Expr, as_index_tuple, wrap
+from .names import check_name
+from .operations import Operation, device_to_host, host_to_device
+from .scheduling import Schedulable, dim_name, level_name, positive
 from .types import DType
 
 _CURRENT: contextvars.ContextVar[Function | None] = contextvars.ContextVar(
     "middleend_function", default=None
 )
 
-_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,63}$")
-_C_RESERVED = frozenset(
-    """auto break case char const continue default do double else enum extern float for goto
-    if inline int long register restrict return short signed sizeof static struct switch
-    typedef union unsigned void volatile while bool main errno NULL
-    min max floord abs""".split()
-)
-
 INPUT, OUTPUT, TEMPORARY, INOUT = "input", "output", "temporary", "inout"
-
-
-def check_name(name: str, what: str) -> str:
-    """Names reach generated C: they must be plain identifiers, not C keywords, and must
-    not start with '_' (reserved for compiler-made names)."""
-    if not isinstance(name, str) or not _NAME_RE.match(name):
-        raise DefinitionError(
-            f"invalid {what} name {quoted(name)}: use a letter followed by letters, digits or '_' "
-            "(at most 64 characters)"
-        )
-    if name in _C_RESERVED or keyword.iskeyword(name) or name.startswith("me_"):
-        raise DefinitionError(f"{what} name {quoted(name)} is reserved")
-    return name
 
 
 def current_function(what: str) -> Function:
@@ -53,16 +37,6 @@ def current_function(what: str) -> Function:
     if f is None:
         raise DefinitionError(f"{what} must be created inside `with me.Function(...)`")
     return f
-
-
-def dim_name(d: Any) -> str:
-    """A loop level given as a Var or a name (checked like every other name, since loop
-    names reach the loop AST and the generated code's comments)."""
-    if isinstance(d, Var):
-        return d.name
-    if isinstance(d, str):
-        return check_name(d, "loop")
-    raise DefinitionError(f"a loop level must be a me.Var or a name, not {d!r}")
 
 
 class Param(Expr):
@@ -135,6 +109,16 @@ class Buffer(_Indexable):
     def __repr__(self) -> str:
         return f"Buffer({self.name})"
 
+    def host_to_device(self, name: str | None = None) -> Operation:
+        """Layer IV: an operation copying what the program uses of this buffer to the
+        device (see :func:`middleend.ir.operations.host_to_device`)."""
+        return host_to_device(self, name)
+
+    def device_to_host(self, name: str | None = None) -> Operation:
+        """Layer IV: an operation copying what the program writes of this buffer back to
+        the host."""
+        return device_to_host(self, name)
+
 
 class Input(Buffer):
     """An input array of the kernel (a buffer of kind input)."""
@@ -143,7 +127,7 @@ class Input(Buffer):
         super().__init__(name, sizes, dtype, INPUT)
 
 
-class Computation(_Indexable):
+class Computation(_Indexable, Schedulable):
     """A Layer I computation: a domain (its Vars, an optional predicate) and an expression.
     The scheduling methods record commands; nothing is applied until compile time."""
 
@@ -199,109 +183,28 @@ class Computation(_Indexable):
     def __repr__(self) -> str:
         return f"Computation({self.name})"
 
-    # -- the scheduling language (Layer II) ------------------------------------------------
-    def _log(self, c: cmd.Command) -> Computation:
-        self.fn.commands.add(c)
-        return self
-
-    def interchange(self, a: Any, b: Any) -> Computation:
-        return self._log(cmd.Interchange(self.name, dim_name(a), dim_name(b)))
-
-    def split(self, dim: Any, factor: int, outer: Any, inner: Any) -> Computation:
-        return self._log(cmd.Split(self.name, dim_name(dim), _pos(factor, "split"),
-                                   dim_name(outer), dim_name(inner)))
-
-    def tile(self, *args: Any) -> Computation:
-        """``tile(i, j, t1, t2, i0, j0, i1, j1)`` or the 3-D form with 12 arguments."""
-        if len(args) == 8:
-            n = 2
-        elif len(args) == 12:
-            n = 3
-        else:
-            raise DefinitionError(f"{self.name}.tile takes 8 (2-D) or 12 (3-D) arguments")
-        dims = tuple(dim_name(a) for a in args[:n])
-        sizes = tuple(_pos(s, "tile") for s in args[n:2 * n])
-        outers = tuple(dim_name(a) for a in args[2 * n:3 * n])
-        inners = tuple(dim_name(a) for a in args[3 * n:4 * n])
-        return self._log(cmd.Tile(self.name, dims, sizes, outers, inners))
-
-    def shift(self, dim: Any, amount: int) -> Computation:
-        return self._log(cmd.Shift(self.name, dim_name(dim), int(amount)))
-
-    def skew(self, a: Any, b: Any, factor: int, new_a: Any = None,
-             new_b: Any = None) -> Computation:
-        na = dim_name(a if new_a is None else new_a)
-        nb = dim_name(b if new_b is None else new_b)
-        return self._log(cmd.Skew(self.name, dim_name(a), dim_name(b), int(factor), na, nb))
-
-    def reverse(self, dim: Any) -> Computation:
-        return self._log(cmd.Reverse(self.name, dim_name(dim)))
-
-    def after(self, other: Computation, level: Any) -> Computation:
-        return self._log(cmd.After(self.name, other.name, _level(level)))
-
-    def before(self, other: Computation, level: Any) -> Computation:
-        """``a.before(b, i)`` is ``b.after(a, i)`` (``i`` a loop of ``b``)."""
-        return self._log(cmd.Before(self.name, other.name, _level(level)))
-
-    def then(self, other: Computation, level: Any) -> Computation:
-        """``a.then(b, i)`` is ``b.after(a, i)`` and returns ``b`` for chaining."""
-        self._log(cmd.Then(self.name, other.name, _level(level)))
-        return other
-
+    # -- placement and inlining (Layer II) ----------------------------------------------
     def compute_at(self, consumer: Computation, level: Any) -> Computation:
+        """Compute the instances ``consumer`` reads in each iteration of its loop ``level``
+        just before it there (exact footprint; overlapping tiles recompute)."""
+        if not isinstance(consumer, Computation):
+            raise DefinitionError(f"{self.name}.compute_at: the consumer must be a "
+                                  f"computation, got {consumer!r}")
         return self._log(cmd.ComputeAt(self.name, consumer.name, dim_name(level)))
 
     def inline(self) -> Computation:
         return self._log(cmd.Inline(self.name))
 
-    def unroll(self, dim: Any, factor: int | None = None, outer: Any = None,
-               inner: Any = None) -> Computation:
-        d = dim_name(dim)
-        return self._log(cmd.Unroll(
-            self.name, d, None if factor is None else _pos(factor, "unroll"),
-            dim_name(outer) if outer is not None else f"{d}_uo",
-            dim_name(inner) if inner is not None else f"{d}_ui"))
+    # -- Layer IV -------------------------------------------------------------------------
+    def host_to_device(self, name: str | None = None) -> Operation:
+        """An operation copying this computation's buffer (what the program uses of it) to
+        the device, as ``C.host_to_device()`` in Table II."""
+        return host_to_device(self, name)
 
-    def vectorize(self, dim: Any, factor: int, outer: Any = None,
-                  inner: Any = None) -> Computation:
-        d = dim_name(dim)
-        return self._log(cmd.Vectorize(
-            self.name, d, _pos(factor, "vectorize"),
-            dim_name(outer) if outer is not None else f"{d}_vo",
-            dim_name(inner) if inner is not None else f"{d}_vi"))
-
-    def parallelize(self, dim: Any) -> Computation:
-        return self._log(cmd.Parallelize(self.name, dim_name(dim)))
-
-    parallel = parallelize
-
-    def gpu(self, *dims: Any) -> Computation:
-        """Tag loops as GPU blocks (first half) and threads (second half), as in the paper."""
-        names = tuple(dim_name(d) for d in dims)
-        if not names or len(names) % 2:
-            raise DefinitionError(f"{self.name}.gpu needs as many block loops as thread loops")
-        h = len(names) // 2
-        return self._log(cmd.Gpu(self.name, names[:h], names[h:]))
-
-    def tile_gpu(self, i: Any, j: Any, t1: int, t2: int, i0: Any, j0: Any, i1: Any,
-                 j1: Any) -> Computation:
-        return self._log(cmd.TileGpu(self.name, dim_name(i), dim_name(j), _pos(t1, "tile"),
-                                     _pos(t2, "tile"), dim_name(i0), dim_name(j0),
-                                     dim_name(i1), dim_name(j1)))
-
-    def distribute(self, dim: Any) -> Computation:
-        return self._log(cmd.Distribute(self.name, dim_name(dim)))
-
-    def pipeline(self, dim: Any) -> Computation:
-        return self._log(cmd.Pipeline(self.name, dim_name(dim)))
-
-    def set_schedule(self, isl_map: str) -> Computation:
-        """Expert escape hatch: an ISL map from this computation's domain to its loops,
-        e.g. ``"{bx[i,j,c] -> [j, i, c]}"``; it replaces the transformations so far."""
-        if not isinstance(isl_map, str):
-            raise DefinitionError(f"{self.name}.set_schedule takes ISL map text")
-        return self._log(cmd.SetSchedule(self.name, isl_map))
+    def device_to_host(self, name: str | None = None) -> Operation:
+        """An operation copying what the program writes of this computation's buffer back
+        to the host."""
+        return device_to_host(self, name)
 
     # -- data mapping (Layer III) ------------------------------------------------------
     def store_in(self, buffer: Buffer | Computation, indices: Sequence[Any] | None = None
@@ -316,10 +219,10 @@ class Computation(_Indexable):
         return self._log(cmd.StoreIn(self.name, buffer.name, idx))
 
     def storage_fold(self, dim: int, factor: int) -> Computation:
-        return self._log(cmd.StorageFold(self.name, int(dim), _pos(factor, "storage_fold")))
+        return self._log(cmd.StorageFold(self.name, int(dim), positive(factor, "storage_fold")))
 
     def allocate_at(self, consumer: Computation, level: Any) -> Computation:
-        return self._log(cmd.AllocateAt(self.name, consumer.name, _level(level)))
+        return self._log(cmd.AllocateAt(self.name, consumer.name, level_name(level)))
 
     @property
     def memory(self) -> _BufferOf:
@@ -355,26 +258,17 @@ class _BufferOf(_Indexable):
         self.dtype = comp.dtype
 
 
-def _pos(v: Any, what: str) -> int:
-    if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
-        raise DefinitionError(f"{what} factor must be a positive int, got {v!r}")
-    return v
-
-
-def _level(level: Any) -> str:
-    if isinstance(level, str) and level == cmd.ROOT:
-        return cmd.ROOT
-    return dim_name(level)
-
-
 class Function:
-    """A compilation unit: Layer I objects plus the ordered command log."""
+    """A compilation unit: Layer I objects plus the ordered command log (what the wire
+    format carries). ``me.Function`` adds lowering and compiling on top."""
 
     def __init__(self, name: str) -> None:
         self.name = check_name(name, "function")
         self.params: list[Param] = []
         self.buffers: list[Buffer] = []
         self.computations: list[Computation] = []
+        self.operations: list[Operation] = []  # Layer IV (see middleend.ir.operations)
+        self.reserved: list[str] = []  # buffers that commands create (copy_at destinations)
         self.commands = cmd.CommandLog()
         self._token: contextvars.Token[Function | None] | None = None
         self._updates: dict[str, int] = {}
@@ -388,43 +282,33 @@ class Function:
             _CURRENT.reset(self._token)
             self._token = None
 
+    def _names(self) -> set[str]:
+        return {o.name for o in (*self.params, *self.buffers, *self.computations,
+                                 *self.operations)} | set(self.reserved)
+
     def _register(self, kind: str, obj: Any) -> None:
-        names = {o.name for o in (*self.params, *self.buffers, *self.computations)}
-        if obj.name in names:
+        if obj.name in self._names():
             raise DefinitionError(f"function {self.name!r}: name {obj.name!r} defined twice")
         getattr(self, kind).append(obj)
+
+    def _reserve(self, name: str) -> None:
+        """Claim a name for a buffer a command creates (it must not clash later)."""
+        if name in self._names():
+            raise DefinitionError(f"function {self.name!r}: name {name!r} defined twice")
+        self.reserved.append(name)
 
     def _next_update(self, base: str) -> int:
         self._updates[base] = self._updates.get(base, 0) + 1
         return self._updates[base]
+
+    def operation(self, name: str) -> Operation:
+        for o in self.operations:
+            if o.name == name:
+                return o
+        raise DefinitionError(f"function {self.name!r} has no operation {name!r}")
 
     def computation(self, name: str) -> Computation:
         for c in self.computations:
             if c.name == name:
                 return c
         raise DefinitionError(f"function {self.name!r} has no computation {name!r}")
-
-    def lower(self, outputs: Sequence[Any] | None = None, check_legality: bool = True) -> Any:
-        """Lower through the four layers; returns the :class:`~middleend.lowering.Lowered`."""
-        from .lowering import lower
-
-        return lower(self, outputs=outputs, check_legality=check_legality)
-
-    def layers(self, outputs: Sequence[Any] | None = None) -> str:
-        """Layers I-IV in the ISL notation of the papers."""
-        return self.lower(outputs=outputs).layers_text()
-
-    def compile(self, target: str = "cpu", outputs: Sequence[Any] | None = None,
-                check_legality: bool = True, service: Any = None,
-                fp_contract: bool = False) -> Any:
-        """Lower, check, generate and build; returns a callable kernel.
-
-        The Function travels as a wire-format request to ``service``: None for the embedded
-        in-process middle-end, a client from ``me.connect(...)``, or a ``"host:port"``.
-        ``check_legality=False`` is the documented expert switch that skips the dependence
-        check (the generated code may then be wrong); ``fp_contract=True`` allows fused
-        multiply-add (float results may then differ from numpy's in the last bits)."""
-        from .service.client import compile_via
-
-        return compile_via(self, service, target=target, outputs=outputs,
-                           check_legality=check_legality, fp_contract=fp_contract)

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import islpy as isl
 
+from ..ir.errors import ScheduleError
+from ..ir.islutil import maps_of
 from .data import Layer3
 from .dataflow import Expected
-from .errors import ScheduleError
-from .islutil import maps_of
 from .layer1 import Layer1
 from .physical import Physical
 from .placement import TimeSpace

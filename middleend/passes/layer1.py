@@ -5,15 +5,16 @@ Layer I expressions, before any analysis sees the program.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import islpy as isl
 
-from . import commands as cmd
-from .affine import AffineContext, NonAffine, relaxed_access_map, to_pw_aff, try_pw_aff, try_set
-from .errors import DefinitionError, quoted
-from .expr import Access, Binary, Expr, rebuild, walk, wrap
-from .function import Buffer, Computation, Function, Param, Var, _BufferOf
+from ..ir import commands as cmd
+from ..ir.affine import AffineContext, NonAffine, relaxed_access_map, to_pw_aff, try_pw_aff, try_set
+from ..ir.errors import DefinitionError, quoted
+from ..ir.expr import Access, Binary, Expr, rebuild, walk, wrap
+from ..ir.function import Buffer, Computation, Function, Param, Var, _BufferOf
 
 
 @dataclass
@@ -78,7 +79,7 @@ class Layer1:
         return out
 
     def text(self) -> str:
-        from .printing import expr_str
+        from ..ir.printing import expr_str
 
         lines = []
         for n in self.declared:
@@ -144,45 +145,54 @@ def build_layer1(fn: Function, ctx: isl.Context, commands: list[cmd.Command]) ->
 def var_domain(c: Computation, pspace: isl.Space) -> isl.Set:
     """The domain the iterators' bounds define (before the predicate and the params'
     assumptions), or the ISL text the computation was given."""
-    names = [v.name for v in c.vars]
-    ac = AffineContext(comp_space(pspace, c.name, names))
-    if c.domain is not None:
-        return _parse_domain(c, pspace)
+    return domain_of(c.name, c.vars, c.domain, pspace)
+
+
+def domain_of(name: str, vars_: Sequence[Var], text: str | None, pspace: isl.Space,
+              what: str = "computation") -> isl.Set:
+    """The iteration domain of a statement (a computation, or an operation with its own
+    iterators): the ISL set ``text`` when given, else the set the Vars' bounds define."""
+    names = [v.name for v in vars_]
+    if text:
+        return _parse_domain(name, names, text, pspace, what)
+    ac = AffineContext(comp_space(pspace, name, names))
     dom = ac.universe()
-    for v in c.vars:
-        _check_names(v.lo, names, c.name, f"lower bound of {v.name}")
-        _check_names(v.hi, names, c.name, f"upper bound of {v.name}")
+    for v in vars_:
+        _check_names(v.lo, names, name, f"lower bound of {v.name}")
+        _check_names(v.hi, names, name, f"upper bound of {v.name}")
         try:
             lo = to_pw_aff(v.lo, ac)
             hi = to_pw_aff(v.hi, ac)
         except NonAffine as e:
-            raise DefinitionError(f"computation {c.name!r}: bounds of {v.name!r} must be "
+            raise DefinitionError(f"{what} {name!r}: bounds of {v.name!r} must be "
                                   f"affine in params and outer iterators ({e})") from None
         x = ac.name(v.name)
         dom = dom.intersect(lo.le_set(x)).intersect(x.lt_set(hi))
     return dom
 
 
-def _parse_domain(c: Computation, pspace: isl.Space) -> isl.Set:
-    names = [v.name for v in c.vars]
+def _parse_domain(name: str, names: list[str] | None, text: str, pspace: isl.Space,
+                  what: str) -> isl.Set:
+    """``text`` as a set ``name[names]`` (any dim names when ``names`` is None)."""
     try:
-        dom = isl.Set.read_from_str(pspace.get_ctx(), c.domain)
+        dom = isl.Set.read_from_str(pspace.get_ctx(), text)
     except isl.Error as e:
-        raise DefinitionError(f"computation {c.name!r}: malformed ISL domain "
-                              f"{quoted(c.domain)} ({e})") from None
+        raise DefinitionError(f"{what} {name!r}: malformed ISL domain "
+                              f"{quoted(text)} ({e})") from None
     sp = dom.get_space()
     got = [sp.get_dim_name(isl.dim_type.set, k) for k in range(dom.dim(isl.dim_type.set))]
-    if dom.get_tuple_name() != c.name or got != names:
-        raise DefinitionError(f"computation {c.name!r}: the domain must be a set "
-                              f"{c.name}[{', '.join(names)}], got {quoted(c.domain)}")
+    if dom.get_tuple_name() != name or (names and got != names) or not all(got):
+        raise DefinitionError(f"{what} {name!r}: the domain must be a set "
+                              f"{name}[{', '.join(names or ['i', '...'])}] with named "
+                              f"dims, got {quoted(text)}")
     known = {pspace.get_dim_name(isl.dim_type.param, k)
              for k in range(pspace.dim(isl.dim_type.param))}
     extra = [sp.get_dim_name(isl.dim_type.param, k) for k in range(dom.dim(isl.dim_type.param))
              if sp.get_dim_name(isl.dim_type.param, k) not in known]
     if extra:
-        raise DefinitionError(f"computation {c.name!r}: the domain uses unknown parameters "
+        raise DefinitionError(f"{what} {name!r}: the domain uses unknown parameters "
                               f"{extra}")
-    return dom.align_params(pspace).set_tuple_name(c.name)
+    return dom.align_params(pspace).set_tuple_name(name)
 
 
 def _conjuncts(e: Expr) -> list[Expr]:

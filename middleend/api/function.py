@@ -1,0 +1,55 @@
+"""``me.Function``: a Layer I program with its schedule, and the verbs that act on it as a
+whole (lower, print the layers, compile for a target).
+
+The records and the scheduling language live in the IR (:mod:`middleend.ir.function`);
+this class adds the verbs that need the lowering pipeline and the service, which is why it
+sits at the top of the package: nothing below imports it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..driver.lowering import Lowered, lower
+from ..ir.function import Function as FunctionRecord
+from ..service.client import compile_via
+from ..wire.decode import Limits, decode_request
+
+
+class Function(FunctionRecord):
+    """A compilation unit (``with me.Function("blur") as f:``): its params, buffers,
+    computations, Layer IV operations and the ordered command log."""
+
+    @classmethod
+    def from_request(cls, req: Any, limits: Limits | None = None
+                     ) -> tuple[Function, dict[str, Any]]:
+        """The Function a wire-format ``Request`` carries (checked as the service checks
+        it) and the request's compile options."""
+        fn, opts = decode_request(req, limits, function_class=cls)
+        return fn, opts  # type: ignore[return-value]
+
+    def lower(self, outputs: Sequence[Any] | None = None, check_legality: bool = True
+              ) -> Lowered:
+        """Lower through the four layers (target-independent); returns the
+        :class:`~middleend.driver.lowering.Lowered` program."""
+        return lower(self, outputs=outputs, check_legality=check_legality)
+
+    def layers(self, outputs: Sequence[Any] | None = None) -> str:
+        """Layers I-IV in the ISL notation of the papers."""
+        return self.lower(outputs=outputs).layers_text()
+
+    def compile(self, target: str = "cpu", outputs: Sequence[Any] | None = None,
+                check_legality: bool = True, service: Any = None, **options: Any) -> Any:
+        """Lower, check, generate and build for ``target``; returns a callable kernel
+        (numpy arrays in by buffer name, a dict of numpy outputs back, on every target).
+
+        ``options`` are the target's own (``middleend targets`` lists them), e.g.
+        ``fp_contract=True`` on cpu: fused multiply-add, whose float results may differ
+        from numpy's in the last bits. The Function travels as a wire-format request to
+        ``service``: None for the embedded in-process middle-end, a client from
+        ``me.connect(...)``, or a ``"host:port"``. ``check_legality=False`` is the
+        documented expert switch that skips the dependence check (the generated code may
+        then be wrong)."""
+        return compile_via(self, service, target=target, outputs=outputs,
+                           check_legality=check_legality, **options)

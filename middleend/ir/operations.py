@@ -1,0 +1,199 @@
+"""Layer IV operations as the user creates them: copies between memories, barriers, sends
+and receives (Table II of the later paper).
+
+An operation computes no value of the algorithm; it moves data or synchronises, and is
+scheduled like a computation (``after``/``before``/``then``, loop transformations of its own
+loops). Each function here records one command that creates the operation and returns its
+handle; what the operation does (its iteration domain, the exact elements it reads and
+writes, where it runs) is computed from the schedule when the program is lowered
+(:mod:`middleend.passes.layer4`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from . import commands as cmd
+from .errors import DefinitionError
+from .expr import Access, Expr, wrap
+from .names import check_name
+from .scheduling import Schedulable, dim_name
+
+if TYPE_CHECKING:
+    from .function import Function
+
+
+class Operation(Schedulable):
+    """A Layer IV operation of ``fn``: ``kind`` is one of ``commands.OPERATION_KINDS``."""
+
+    def __init__(self, fn: Function, name: str, kind: str) -> None:
+        self.fn = fn
+        self.name = check_name(name, "operation")
+        self.kind = kind
+        fn._register("operations", self)
+
+    def __repr__(self) -> str:
+        return f"Operation({self.kind} {self.name})"
+
+
+def _function_of(*objs: Any) -> Function:
+    from .function import current_function
+
+    for o in objs:
+        fn = getattr(o, "fn", None)
+        if fn is not None:
+            return fn  # type: ignore[no-any-return]
+    return current_function("a Layer IV operation")
+
+
+def _buffer_name(x: Any, what: str) -> str:
+    """A buffer named by a Buffer, a Computation (its buffer) or a name."""
+    from .function import Buffer, Computation
+
+    if isinstance(x, (Buffer, Computation)):
+        return x.name
+    if isinstance(x, str):
+        return check_name(x, what)
+    raise DefinitionError(f"{what}: expected a buffer, a computation or a name, got {x!r}")
+
+
+def _consumer(p: Any, what: str) -> str:
+    from .function import Computation
+
+    if not isinstance(p, Computation):
+        raise DefinitionError(f"{what}: the first argument must be a computation, got {p!r}")
+    return p.name
+
+
+def copy_at(consumer: Any, level: Any, src: Any, dst: Any, name: str | None = None
+            ) -> Operation:
+    """``copy_at(P, level, src, dst)``: in each iteration of ``P``'s loop ``level``, copy
+    the elements of ``src`` that ``P`` reads below that loop (computed exactly from the
+    schedule) into ``dst``, and make those reads read ``dst``. ``dst`` is a new buffer's
+    name (sized by the compiler: the largest such footprint) or a declared temporary
+    ``me.Buffer`` of ``src``'s rank and type. Returns the copy operation, which runs before
+    ``P``'s inner loops unless ordered otherwise."""
+    p = _consumer(consumer, "copy_at")
+    fn = _function_of(consumer)
+    s = _buffer_name(src, "copy_at source")
+    d = _buffer_name(dst, "copy_at destination")
+    if s == d:
+        raise DefinitionError(f"copy_at({p}, {level!r}, {s}, {d}): source and destination "
+                              "are the same buffer")
+    if isinstance(dst, str):
+        fn._reserve(d)
+    op = Operation(fn, name or f"copy_{d}", "copy")
+    fn.commands.add(cmd.CopyAt(p, dim_name(level), s, d, op.name))
+    return op
+
+
+def barrier_at(consumer: Any, level: Any, name: str | None = None) -> Operation:
+    """``barrier_at(P, level)``: a barrier among the threads running ``P``, in each
+    iteration of its loop ``level`` (before ``P``'s inner loops unless ordered
+    otherwise). Honoured by targets with threads that share memory (GPU blocks)."""
+    p = _consumer(consumer, "barrier_at")
+    fn = _function_of(consumer)
+    lv = dim_name(level)
+    op = Operation(fn, name or f"barrier_{p}_{lv}", "barrier")
+    fn.commands.add(cmd.BarrierAt(p, lv, op.name))
+    return op
+
+
+def host_to_device(buffer: Any, name: str | None = None) -> Operation:
+    """Copy the elements of ``buffer`` (or a computation's buffer) that the program uses
+    from host to device memory; runs first unless ordered otherwise."""
+    b = _buffer_name(buffer, "host_to_device")
+    fn = _function_of(buffer)
+    op = Operation(fn, name or f"{b}_to_device", "host_to_device")
+    fn.commands.add(cmd.HostToDevice(b, op.name))
+    return op
+
+
+def device_to_host(buffer: Any, name: str | None = None) -> Operation:
+    """Copy the elements of ``buffer`` (or a computation's buffer) that the program writes
+    from device to host memory; runs last unless ordered otherwise."""
+    b = _buffer_name(buffer, "device_to_host")
+    fn = _function_of(buffer)
+    op = Operation(fn, name or f"{b}_to_host", "device_to_host")
+    fn.commands.add(cmd.DeviceToHost(b, op.name))
+    return op
+
+
+def _props(props: Any, what: str) -> tuple[str, ...]:
+    items = (props,) if isinstance(props, str) else tuple(props or ())
+    out = []
+    for p in items:
+        q = str(p).lower()
+        if q not in cmd.SEND_PROPERTIES:
+            raise DefinitionError(f"{what}: unknown property {p!r} (known: "
+                                  f"{', '.join(cmd.SEND_PROPERTIES)})")
+        out.append(q)
+    if {"sync", "async"} <= set(out) or {"blocking", "nonblocking"} <= set(out):
+        raise DefinitionError(f"{what}: contradictory properties {out}")
+    return tuple(dict.fromkeys(out))
+
+
+def _iterators(iterators: Any, domain: str | None, what: str) -> tuple[Any, ...]:
+    """An operation's iterators: bounded Vars, or Vars naming the dims of ``domain`` (ISL
+    set text, which then gives the bounds)."""
+    from .function import Var
+
+    its = tuple(iterators)
+    for v in its:
+        if not isinstance(v, Var) or (v.lo is None and domain is None):
+            raise DefinitionError(f"{what}: iterators must be bounded me.Vars (me.Var(name, "
+                                  f"lo, hi)), got {v!r}")
+    if domain is not None and not isinstance(domain, str):
+        raise DefinitionError(f"{what}: domain must be ISL set text, got {domain!r}")
+    return its
+
+
+def _region(access: Any, size: Any, what: str) -> tuple[str, tuple[Expr, ...], tuple[Expr, ...]]:
+    """(buffer, start element, extents) of ``buf[start]`` and ``size`` (one extent per
+    dimension; a single extent only for a one-dimensional buffer)."""
+    if not isinstance(access, Access):
+        raise DefinitionError(f"{what}: the region must start at a buffer element, e.g. "
+                              f"lin[0, 0, 0], got {access!r}")
+    start = tuple(wrap(i) for i in access.indices)
+    sizes = tuple(wrap(s) for s in size) if isinstance(size, Sequence) else (wrap(size),)
+    if len(sizes) != len(start):
+        raise DefinitionError(
+            f"{what}: give one extent per dimension of {access.target.name!r} "
+            f"({len(start)}), e.g. [2, M, 3] for two rows; got {len(sizes)}")
+    return access.target.name, start, sizes
+
+
+def send(iterators: Any, src: Any, size: Any, dest: Any, props: Any = ("async",),
+         name: str | None = None, domain: str | None = None) -> Operation:
+    """``send(d, src, size, dest, props)`` of Table II: for each point of the iteration
+    domain ``d`` (bounded Vars; or ``domain``, ISL set text named after the operation, whose
+    dims the Vars name), send the box of ``size`` elements starting at the element ``src``
+    (e.g. ``lin[0, 0, 0]``) to node ``dest`` (an expression of the iterators).
+    ``props``: 'sync'/'async', 'blocking'/'nonblocking'."""
+    fn = _function_of(src if isinstance(src, Access) else None)
+    its = _iterators(iterators, domain, "send")
+    buf, start, sizes = _region(src, size, "send")
+    op = Operation(fn, name or f"send_{buf}", "send")
+    fn.commands.add(cmd.Send(op.name, its, domain or "", buf, start, sizes, wrap(dest),
+                             _props(props, "send")))
+    return op
+
+
+def receive(iterators: Any, dst: Any, size: Any, src: Any, props: Any = ("sync",),
+            matching: Operation | None = None, name: str | None = None,
+            domain: str | None = None) -> Operation:
+    """``receive(d, dst, size, src, props)`` of Table II: for each point of ``d``, receive
+    the box of ``size`` elements at the element ``dst`` from node ``src``; ``matching`` is
+    the send it pairs with."""
+    fn = _function_of(dst if isinstance(dst, Access) else None)
+    its = _iterators(iterators, domain, "receive")
+    buf, start, sizes = _region(dst, size, "receive")
+    if matching is not None and (not isinstance(matching, Operation) or
+                                 matching.kind != "send"):
+        raise DefinitionError(f"receive: matching must be a send operation, got {matching!r}")
+    op = Operation(fn, name or f"receive_{buf}", "receive")
+    fn.commands.add(cmd.Receive(op.name, its, domain or "", buf, start, sizes, wrap(src),
+                                _props(props, "receive"),
+                                matching.name if matching is not None else ""))
+    return op

@@ -1,0 +1,172 @@
+"""The interface a target implements to plug into the middle-end.
+
+A target is a class registered under a name (entry-point group ``middleend.targets``; see
+``backends/README.md``). It declares the loop tags and Layer IV operations it honours and
+its options, says whether its toolchain is available here, prints source from the shared
+loop AST, builds it, and loads what it built as a kernel with the common calling convention
+(:class:`~middleend.target.kernel.Kernel`). Nothing outside ``backends/`` names a
+particular target: the engine, the service, the CLI and ``f.compile`` look targets up by
+name (:mod:`middleend.driver.targets`).
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from ..ir.errors import TargetError, TargetUnavailable
+from ..ir.loopast import Alloc, Block, For, If, Node, Program, Stmt
+from .artifact import Artifact
+from .kernel import Kernel
+
+
+@dataclass(frozen=True)
+class TargetOption:
+    """One option of a target (``f.compile(target=..., <name>=value)``)."""
+
+    name: str
+    type: type
+    default: Any
+    help: str
+    choices: tuple[Any, ...] = ()
+
+
+@dataclass(frozen=True)
+class Availability:
+    """Whether a target can build here: ``detail`` names the toolchain found (or what is
+    missing); ``tool`` and ``install`` say what to install and how, when it is not."""
+
+    available: bool
+    detail: str
+    tool: str = ""
+    install: str = ""
+
+
+@dataclass(frozen=True)
+class SourceText:
+    """A generated source file (``language``: c, cuda, opencl, hls-c++, ...)."""
+
+    name: str
+    language: str
+    text: str
+
+
+class Target(abc.ABC):
+    """A code generator and its toolchain. Subclasses set the class attributes and
+    implement the abstract methods; instances hold no state between compiles."""
+
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    tags: ClassVar[frozenset[str]] = frozenset()
+    operations: ClassVar[frozenset[str]] = frozenset()
+    options: ClassVar[tuple[TargetOption, ...]] = ()
+
+    # ------------------------------------------------------------------ toolchain
+    @abc.abstractmethod
+    def availability(self) -> Availability:
+        """Whether this machine has what the target needs to build (cheap: no build)."""
+
+    def require(self) -> None:
+        """Raise TargetUnavailable (naming the tool and how to install it) unless
+        available."""
+        a = self.availability()
+        if not a.available:
+            how = f"; {a.install}" if a.install else ""
+            raise TargetUnavailable(f"target {self.name!r} is not available here: {a.detail}"
+                                    f"{how}", target=self.name, tool=a.tool, install=a.install)
+
+    @abc.abstractmethod
+    def identity(self) -> str:
+        """Everything besides the request that determines what a build produces (the
+        compiler's version, the host's instruction set): part of every cache key."""
+
+    # ------------------------------------------------------------------ options
+    def resolve_options(self, given: Mapping[str, Any]) -> dict[str, Any]:
+        """The options of one compile: ``given`` checked against :attr:`options`, the
+        others at their defaults."""
+        known = {o.name: o for o in self.options}
+        out = {o.name: o.default for o in self.options}
+        for k, v in given.items():
+            o = known.get(k)
+            if o is None:
+                names = ", ".join(known) or "none"
+                raise TargetError(f"target {self.name!r} has no option {k!r} (its options: "
+                                  f"{names})", target=self.name)
+            if o.type is float and isinstance(v, int) and not isinstance(v, bool):
+                v = float(v)
+            if not isinstance(v, o.type) or (o.type is int and isinstance(v, bool)):
+                raise TargetError(f"target {self.name!r}: option {k!r} must be a "
+                                  f"{o.type.__name__}, got {v!r}", target=self.name)
+            if o.choices and v not in o.choices:
+                raise TargetError(f"target {self.name!r}: option {k!r} must be one of "
+                                  f"{list(o.choices)}, got {v!r}", target=self.name)
+            out[k] = v
+        return out
+
+    # ------------------------------------------------------------------ compile
+    def check(self, program: Program) -> None:
+        """Refuse, before any code is printed, a loop tag or a Layer IV operation this
+        target does not honour, naming the computations, the loop and the command."""
+        for node, loops in walk(program.body):
+            if isinstance(node, For) and node.tag is not None and node.tag not in self.tags:
+                comps = tuple(sorted(computations_in(node)))
+                raise TargetError(
+                    f"target {self.name!r} cannot honour tag {node.tag!r} on loop "
+                    f"{node.name or node.var!r} of {', '.join(comps)}"
+                    + (f" (set by {node.command})" if node.command else ""),
+                    target=self.name, computations=comps, loop=node.name or node.var,
+                    command=node.command or None)
+            if isinstance(node, Stmt):
+                info = program.stmts.get(node.comp)
+                if info is not None and info.op is not None and \
+                        info.op not in self.operations:
+                    where = f" inside loop {loops[-1]!r}" if loops else ""
+                    raise TargetError(
+                        f"target {self.name!r} cannot honour the {info.op} operation "
+                        f"{node.comp!r}{where}"
+                        + (f" (created by {info.command})" if info.command else ""),
+                        target=self.name, computations=(node.comp,),
+                        loop=loops[-1] if loops else None, command=info.command or None)
+
+    def declaration(self, program: Program) -> str:
+        """The entry point as a C declaration, for callers outside Python ("" when the
+        target has no C-callable entry point)."""
+        return ""
+
+    @abc.abstractmethod
+    def generate(self, program: Program, options: Mapping[str, Any]) -> list[SourceText]:
+        """The source files of ``program`` (no toolchain needed)."""
+
+    @abc.abstractmethod
+    def build(self, program: Program, sources: list[SourceText],
+              options: Mapping[str, Any]) -> tuple[Artifact, str]:
+        """Build ``sources``; returns the artifact and the build log."""
+
+    @abc.abstractmethod
+    def load(self, artifact: Artifact, **kernel_args: Any) -> Kernel:
+        """A callable kernel from an artifact this target built (possibly elsewhere; the
+        kernel keeps it as ``kernel.artifact``); ``kernel_args`` go to the Kernel (source,
+        cache_key, inspect)."""
+
+
+def walk(node: Node, loops: tuple[str, ...] = ()) -> Iterator[tuple[Node, tuple[str, ...]]]:
+    """Every node of a loop AST with the names of the loops around it."""
+    yield node, loops
+    if isinstance(node, For):
+        yield from walk(node.body, (*loops, node.name or node.var))
+    elif isinstance(node, Block):
+        for child in node.body:
+            yield from walk(child, loops)
+    elif isinstance(node, If):
+        yield from walk(node.then, loops)
+        if node.orelse is not None:
+            yield from walk(node.orelse, loops)
+    elif isinstance(node, Alloc):
+        yield from walk(node.body, loops)
+
+
+def computations_in(node: Node) -> set[str]:
+    """The statements (computations and operations) inside ``node``."""
+    return {n.comp for n, _ in walk(node) if isinstance(n, Stmt)}
