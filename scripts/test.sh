@@ -9,12 +9,14 @@ bash "$ROOT/scripts/setup_env.sh"
 
 # Lint (only the directories that exist: git does not keep empty ones).
 LINT_DIRS=()
-for d in middleend backends tests benchmarks; do
+for d in middleend backends frontends tests benchmarks; do
     [ -d "$d" ] && LINT_DIRS+=("$d")
 done
 if [ "${#LINT_DIRS[@]}" -gt 0 ]; then
     "$ROOT/.venv/bin/ruff" check "${LINT_DIRS[@]}"
 fi
+# The layering contracts (pyproject.toml, [tool.importlinter]): arrows run one way.
+"$ROOT/.venv/bin/lint-imports" --no-cache
 
 PYTEST_ARGS=()
 if [ "${CI:-}" = "true" ]; then
