@@ -97,7 +97,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
 
 def cmd_layers(args: argparse.Namespace) -> int:
-    from ..driver.lowering import format_layers
+    from ..driver.layers import format_layers
 
     req = read_program(args.program)
     with _client(args) as client:

@@ -1,4 +1,15 @@
-"""The compile pipeline: Layer I -> III (data) -> II (schedule) -> legality -> IV -> loop AST.
+"""The compile pipeline: Layer I -> III (data) -> IV operations -> II (schedule) ->
+legality -> loop AST, one pass per step, in this order:
+
+1. ``build_layer1``   domains and reads in ISL, inlining
+2. ``build_layer3``   buffers, store_in, folds, outputs
+3. ``expected_dataflow``  what every read must see (Layer I semantics, exact)
+4. ``build_layer4``   the Layer IV operations: their domains and exact footprints
+5. ``apply_command``  each loop transformation, per computation or operation
+6. ``finalize``       compute_at, operation placement and ordering: the time-space
+7. ``build_physical`` accesses in time-space, loop-local allocations
+8. ``check_dataflow``, ``check_parallel``  legality (unless skipped)
+9. ``build_program``  the loop AST every target prints
 
 Everything is rebuilt from the Function and its command log in a fresh ISL context whose
 operation count is bounded, so a pathological input fails with a clear error instead of
@@ -23,19 +34,36 @@ from ..ir.errors import (
     ScheduleError,
     with_command_index,
 )
-from ..ir.expr import Access, Expr, rebuild
-from ..ir.function import Buffer, Computation, Function, Param, Var, _BufferOf
-from ..ir.loopast import BufAccess, BufferDecl, IInt, IterRef, Node, ParamRef, Program, StmtInfo
-from ..passes.astgen import generate, iexpr
-from ..passes.data import Layer3, box, build_layer3
-from ..passes.dataflow import Expected, expected_dataflow, read_buffer
+from ..ir.function import Function
+from ..ir.loopast import Program
+from ..passes.data import Layer3, build_layer3
+from ..passes.dataflow import Expected, expected_dataflow
 from ..passes.layer1 import Layer1, build_layer1
+from ..passes.layer4 import Layer4, build_layer4
 from ..passes.legality import check_dataflow, check_parallel
 from ..passes.physical import Physical, build_physical
 from ..passes.placement import TimeSpace, finalize
+from ..passes.program import build_program
 from ..passes.schedule import apply_command, initial
+from .layers import layers_text
 
 DEFAULT_MAX_OPS = int(os.environ.get("MIDDLEEND_ISL_MAX_OPS", "20000000"))
+
+
+@dataclass
+class Analysis:
+    """Layers I-IV of one program, before code generation."""
+
+    l1: Layer1
+    l3: Layer3
+    l4: Layer4
+    exp: Expected
+    ts: TimeSpace
+    ph: Physical
+
+    def check(self) -> None:
+        check_dataflow(self.l1, self.l3, self.ts, self.exp, self.ph, self.l4)
+        check_parallel(self.l1, self.l3, self.ts, self.ph)
 
 
 @dataclass
@@ -43,6 +71,7 @@ class Lowered:
     fn_name: str
     l1: Layer1
     l3: Layer3
+    l4: Layer4
     ts: TimeSpace
     exp: Expected
     ph: Physical
@@ -53,7 +82,7 @@ class Lowered:
 
 
 def _analyse(fn: Function, commands: list[cmd.Command], outputs: Sequence[Any] | None,
-             ctx: isl.Context) -> tuple[Layer1, Layer3, Expected, TimeSpace, Physical]:
+             ctx: isl.Context) -> Analysis:
     try:
         return _analyse_unchecked(fn, commands, outputs, ctx)
     except ScheduleError as e:
@@ -61,15 +90,17 @@ def _analyse(fn: Function, commands: list[cmd.Command], outputs: Sequence[Any] |
 
 
 def _analyse_unchecked(fn: Function, commands: list[cmd.Command],
-                       outputs: Sequence[Any] | None, ctx: isl.Context
-                       ) -> tuple[Layer1, Layer3, Expected, TimeSpace, Physical]:
+                       outputs: Sequence[Any] | None, ctx: isl.Context) -> Analysis:
     l1 = build_layer1(fn, ctx, commands)
     l3 = build_layer3(fn, l1, outputs, commands)
     for b in l3.buffers.values():
         if b.fold and b.name in l3.outputs:
             raise DefinitionError(f"buffer {b.name!r} is an output; it cannot be folded")
     exp = expected_dataflow(l1, l3)
+    l4 = build_layer4(fn, l1, l3, commands)
     scheds = {n: initial(n, l1.comps[n].domain, l1.comps[n].vars) for n in l1.declared}
+    for o in l4.ops.values():
+        scheds[o.name] = initial(o.name, o.domain, o.dims)
     for k, c in enumerate(commands):
         if isinstance(c, cmd.SCHEDULE_COMMANDS) and not isinstance(c, (cmd.After,
                                                                          cmd.ComputeAt)):
@@ -77,7 +108,7 @@ def _analyse_unchecked(fn: Function, commands: list[cmd.Command],
                 raise ScheduleError(f"{c.describe()}: unknown or inlined computation "
                                     f"{c.comp!r}", command=c.describe(), command_index=k)
             try:
-                apply_command(scheds[c.comp], c)
+                apply_command(scheds[c.comp], c, f"{c.describe()} (command #{k})")
             except ScheduleError as e:
                 raise with_command_index(e, [x.describe() for x in commands], k) from None
     events = [c for c in commands if isinstance(c, (cmd.After, cmd.ComputeAt))]
@@ -85,14 +116,9 @@ def _analyse_unchecked(fn: Function, commands: list[cmd.Command],
         if e.comp not in scheds:
             raise ScheduleError(f"{e.describe()}: unknown or inlined computation {e.comp!r}",
                                 command=e.describe())
-    ts = finalize(scheds, l1.declared, events, l1.reads_of)
-    ph = build_physical(l1, l3, ts, exp)
-    return l1, l3, exp, ts, ph
-
-
-def _check(l1: Layer1, l3: Layer3, ts: TimeSpace, exp: Expected, ph: Physical) -> None:
-    check_dataflow(l1, l3, ts, exp, ph)
-    check_parallel(l1, l3, ts, ph)
+    ts = finalize(scheds, l1.declared, events, l1.reads_of, l4.ops)
+    ph = build_physical(l1, l3, ts, exp, l4)
+    return Analysis(l1, l3, l4, exp, ts, ph)
 
 
 def _new_ctx(max_ops: int) -> isl.Context:
@@ -101,19 +127,23 @@ def _new_ctx(max_ops: int) -> isl.Context:
     return ctx
 
 
+def _program(fn: Function, a: Analysis) -> Program:
+    return build_program(fn, a.l1, a.l3, a.l4, a.ts, a.ph, a.exp)
+
+
 def lower(fn: Function, outputs: Sequence[Any] | None = None, check_legality: bool = True,
           max_isl_ops: int = DEFAULT_MAX_OPS) -> Lowered:
     commands = list(fn.commands.items)
     ctx = _new_ctx(max_isl_ops)
     try:
-        l1, l3, exp, ts, ph = _analyse(fn, commands, outputs, ctx)
+        a = _analyse(fn, commands, outputs, ctx)
         if check_legality:
             try:
-                _check(l1, l3, ts, exp, ph)
+                a.check()
             except ScheduleError as err:
                 raise _blame(fn, commands, outputs, err, max_isl_ops) from None
         try:
-            program = _program(fn, l1, l3, ts, ph, exp)
+            program = _program(fn, a)
         except ScheduleError as err:
             if err.command is not None:
                 raise
@@ -125,7 +155,7 @@ def lower(fn: Function, outputs: Sequence[Any] | None = None, check_legality: bo
                 f"function {fn.name!r}: ISL exceeded its bound of {max_isl_ops} operations "
                 "(set MIDDLEEND_ISL_MAX_OPS to raise it)") from None
         raise MiddleEndError(f"function {fn.name!r}: ISL failed: {e}") from e
-    return Lowered(fn.name, l1, l3, ts, exp, ph, program)
+    return Lowered(fn.name, a.l1, a.l3, a.l4, a.ts, a.exp, a.ph, program)
 
 
 def _blame(fn: Function, commands: list[cmd.Command], outputs: Sequence[Any] | None,
@@ -135,10 +165,10 @@ def _blame(fn: Function, commands: list[cmd.Command], outputs: Sequence[Any] | N
     generates code)."""
     for k in range(len(commands) - 1, -1, -1):
         try:
-            l1, l3, exp, ts, ph = _analyse(fn, commands[:k], outputs, _new_ctx(max_ops))
-            _check(l1, l3, ts, exp, ph)
+            a = _analyse(fn, commands[:k], outputs, _new_ctx(max_ops))
+            a.check()
             if codegen:
-                _program(fn, l1, l3, ts, ph, exp)
+                _program(fn, a)
         except (MiddleEndError, isl.Error):
             continue
         c = commands[k]
@@ -146,155 +176,3 @@ def _blame(fn: Function, commands: list[cmd.Command], outputs: Sequence[Any] | N
         return ScheduleError(msg, computations=err.computations, dependence=err.dependence,
                              command=c.describe(), command_index=k, level=err.level)
     return err
-
-
-def _ctx_build(l1: Layer1) -> isl.AstBuild:
-    return isl.AstBuild.from_context(l1.context)
-
-
-def _program(fn: Function, l1: Layer1, l3: Layer3, ts: TimeSpace, ph: Physical,
-             exp: Expected) -> Program:
-    pmap = {p: f"p_{p}" for p in l1.params}
-    cb = _ctx_build(l1)
-    decls = []
-    inputs = [b for b in l3.buffers.values() if b.role == "input"]
-    outs = [l3.buffers[n] for n in l3.outputs]  # outputs and inouts
-    temps = [b for b in l3.buffers.values() if b.role == "temporary"]
-    for b in [*inputs, *outs, *temps]:
-        la = ph.local.get(b.name)
-        src = la.sizes if la is not None else b.sizes
-        sizes = []
-        for k, pa in enumerate(src):
-            if k in b.fold:
-                sizes.append(IInt(b.fold[k]))
-            else:
-                sizes.append(iexpr(cb.expr_from_pw_aff(pa.project_domain_on_params()), pmap))
-        full = True
-        if b.role == "output" and b.name in exp.written:
-            # only sure writes count: a guarded or data-dependent one may skip elements,
-            # which the kernel wrapper must then hand back zeroed, not uninitialised
-            elems = exp.covered.get(b.name)
-            full = elems is not None and box(b, elems.get_space()).is_subset(elems)
-        decls.append(BufferDecl(b.name, b.dtype, tuple(sizes), b.role, la is not None, full))
-    stmts = {n: _stmt_info(n, l1, l3, ph) for n in ts.order}
-    read_bufs: dict[str, set[str]] = {}
-    for n in ts.order:
-        read_bufs[n] = {read_buffer(l3, r) for r in l1.comps[n].reads}
-    body: Node = generate(ts, ph, l1.params, l1.context,
-                          {n: l1.comps[n].vars for n in ts.order}, dict(l3.store), read_bufs)
-    bounds = {p.name: (p.min, p.max) for p in fn.params if (p.min, p.max) != (None, None)}
-    return Program(fn.name, tuple(l1.params), tuple(decls), body, stmts, bounds)
-
-
-def _stmt_info(name: str, l1: Layer1, l3: Layer3, ph: Physical) -> StmtInfo:
-    c = l1.comps[name]
-    affine_nodes = {id(r.node) for r in c.reads if r.access is not None}
-
-    def offsets(buf: str) -> tuple[str, ...] | None:
-        la = ph.local.get(buf)
-        return None if la is None else tuple(f"o_{buf}_{q}" for q in range(len(la.offsets)))
-
-    def conv(e: Expr) -> Expr:
-        return rebuild(e, node)
-
-    def node(n: Expr) -> Expr | None:
-        if isinstance(n, Var):
-            return IterRef(n.name)
-        if isinstance(n, Param):
-            return ParamRef(n.name)
-        if isinstance(n, Access):
-            t = n.target
-            idx = tuple(conv(i) for i in n.indices)
-            if isinstance(t, Computation):
-                buf = l3.store[t.name]
-                pvars = l1.comps[t.name].vars
-                repl = dict(zip(pvars, idx, strict=True))
-                lidx = tuple(_subst_iters(conv(e), repl) for e in l3.index[t.name])
-            elif isinstance(t, _BufferOf):
-                buf, lidx = l3.store[t.comp.name], idx
-            elif isinstance(t, Buffer):
-                buf, lidx = t.name, idx
-            else:  # pragma: no cover
-                raise DefinitionError(f"{name}: cannot lower a read of {t!r}")
-            return BufAccess(buf, l3.phys_index(buf, lidx), n.dtype, offsets(buf),
-                             checked=id(n) not in affine_nodes)
-        return None
-
-    sbuf = l3.store[name]
-    sidx = l3.phys_index(sbuf, tuple(conv(e) for e in l3.index[name]))
-    # a data-dependent store index is checked at run time (the store is then skipped)
-    store = BufAccess(sbuf, sidx, l3.buffers[sbuf].dtype, offsets(sbuf),
-                      checked=name in l3.may)
-    value = conv(c.expr)
-    if value.dtype != store.dtype:
-        from ..ir.expr import Cast
-
-        value = Cast(store.dtype, value)
-    guard = None if c.guard is None else conv(c.guard)
-    return StmtInfo(name, tuple(c.vars), store, value, guard)
-
-
-def _subst_iters(e: Expr, repl: dict[str, Expr]) -> Expr:
-    return rebuild(e, lambda n: repl.get(n.name) if isinstance(n, IterRef) else None)
-
-
-def layers_sections(low: Lowered) -> tuple[str, str, str, str]:
-    """Layers I, II, III and IV as text, in the ISL notation of the papers."""
-    l2 = []
-    for n in low.ts.order:
-        s = low.ts.comps[n]
-        tags = ", ".join(f"{d}({t})" for d, t in s.tags.items())
-        l2.append(f"{s.full}" + (f"   tags: {tags}" if tags else ""))
-    l3 = []
-    cb = _ctx_build(low.l1)
-    for b in low.l3.buffers.values():
-        sizes = ", ".join(cb.expr_from_pw_aff(x.project_domain_on_params()).to_C_str()
-                          for x in b.sizes)
-        fold = f" storage_fold {b.fold}" if b.fold else ""
-        l3.append(f"buffer {b.name}[{sizes}] {b.dtype.name} {b.role}{fold}")
-    for n in low.ts.order:
-        acc = str(low.l3.logical[n].intersect_domain(low.l1.comps[n].domain))
-        if n in low.l3.may:
-            from ..ir.printing import expr_str
-
-            at = ", ".join(expr_str(e) for e in low.l3.index[n])
-            acc += f"   (may write: data-dependent index [{at}], checked at run time)"
-        l3.append(acc)
-    l4 = []
-    for b in low.program.buffers:
-        if b.role == "temporary":
-            la = low.ph.local.get(b.name)
-            where = "function entry" if la is None else f"{la.where} (one array per thread)"
-            sizes = ", ".join(_c_text(x) for x in b.sizes)
-            l4.append(f"allocate {b.name}[{sizes}] at {where}")
-    l4.append("no communication or synchronisation (cpu target)")
-    return low.l1.text(), "\n".join(l2), "\n".join(l3), "\n".join(l4)
-
-
-LAYER_TITLES = ("Layer I (abstract algorithm)", "Layer II (computation placement)",
-                "Layer III (data)", "Layer IV (allocation, communication)")
-
-
-def format_layers(sections: Sequence[str]) -> str:
-    return "\n\n".join(f"== {t} ==\n{s}" for t, s in zip(LAYER_TITLES, sections,
-                                                          strict=True))
-
-
-def layers_text(low: Lowered) -> str:
-    return format_layers(layers_sections(low))
-
-
-def _c_text(e: object) -> str:
-    """Index expressions of the loop AST in C-like text (for Layer IV)."""
-    from ..ir.loopast import IInt, IOp, IVar
-
-    if isinstance(e, IInt):
-        return str(e.value)
-    if isinstance(e, IVar):
-        return e.name[2:] if e.name.startswith("p_") else e.name
-    if isinstance(e, IOp):
-        sym = {"add": "+", "sub": "-", "mul": "*"}.get(e.op)
-        if sym and len(e.args) == 2:
-            return f"({_c_text(e.args[0])} {sym} {_c_text(e.args[1])})"
-        return f"{e.op}({', '.join(_c_text(a) for a in e.args)})"
-    return str(e)

@@ -90,11 +90,12 @@ class TargetError(MiddleEndError):
 
     def __init__(self, message: str, *, target: str | None = None,
                  computations: tuple[str, ...] = (), loop: str | None = None,
-                 command: str | None = None) -> None:
+                 command: str | None = None, feature: tuple[str, str] | None = None) -> None:
         self.target = target
         self.computations = computations
         self.loop = loop
         self.command = command
+        self.feature = feature  # ("tag", "gpu_block") or ("operation", "barrier")
         super().__init__(message)
 
 

@@ -67,9 +67,9 @@ class _StmtRec:
 def generate(ts: TimeSpace, ph: Physical, params: list[str], context: isl.Set,
              iter_names: dict[str, list[str]], store_buf: dict[str, str],
              read_bufs: dict[str, set[str]]) -> Node:
-    """Build the loop AST. ``iter_names``: computation -> its iterator names;
-    ``store_buf``/``read_bufs``: which buffers each computation writes/reads (for offsets
-    of loop-local buffers)."""
+    """Build the loop AST. ``iter_names``: statement (computation or operation) -> its own
+    iterator names; ``store_buf``/``read_bufs``: which buffers each statement writes/reads
+    (for offsets of loop-local buffers; an operation may write none)."""
     ctx = context.get_ctx()
     ntd = 2 * ts.depth + 1
     pmap = {p: f"p_{p}" for p in params}
@@ -95,7 +95,7 @@ def generate(ts: TimeSpace, ph: Physical, params: list[str], context: isl.Set,
         for k, v in enumerate(iter_names[comp]):
             pa = inv.get_pw_aff(s.n_outer + k)
             binds.append((f"v_{v}", iexpr(b.expr_from_pw_aff(pa), pmap)))
-        bufs = {store_buf[comp]} | read_bufs.get(comp, set())
+        bufs = ({store_buf[comp]} if comp in store_buf else set()) | read_bufs.get(comp, set())
         for buf in sorted(bufs):
             la = ph.local.get(buf)
             if la is None:
@@ -220,10 +220,10 @@ def _translate(n: isl.AstNode, recs: list[_StmtRec], pmap: dict[str, str],
         hi = None
         if isinstance(cond, IOp) and cond.op in ("le", "lt") and cond.args[0] == IVar(var):
             hi = cond.args[1] if cond.op == "le" else IOp("sub", (cond.args[1], IInt(1)))
-        tag, name = _loop_tag(body, dim, ts)
+        tag, name, origin = _loop_tag(body, dim, ts)
         width = _vector_width(body, dim, ts) if tag == "vector" else None
         return For(var, iexpr(n.for_get_init(), pmap), cond, inc, body, tag, dim, name, hi,
-                   width)
+                   width, origin)
     raise ScheduleError(f"unexpected ISL AST node type {t}")
 
 
@@ -262,13 +262,18 @@ def _comps_in(node: Node) -> set[str]:
     return set()
 
 
-def _loop_tag(body: Node, dim: int, ts: TimeSpace) -> tuple[str | None, str]:
+def _loop_tag(body: Node, dim: int, ts: TimeSpace) -> tuple[str | None, str, str]:
+    """The loop's tag, its name (the names of the statements' loops it fuses) and the
+    command that set the tag."""
     dyn = (dim - 1) // 2
     tags: dict[str, str] = {}
     names = []
+    origin = ""
     for c in sorted(_comps_in(body)):
         names.append(ts.loop_name(c, dyn))
         tg = ts.tag_at(c, dyn)
+        if tg is not None:
+            origin = origin or ts.tag_origin(c, dyn)
         if tg is not None and tg != "unroll":
             tags[c] = tg
     kinds = set(tags.values())
@@ -279,7 +284,7 @@ def _loop_tag(body: Node, dim: int, ts: TimeSpace) -> tuple[str | None, str]:
     tag = kinds.pop() if kinds else None
     if tag is None and any(ts.tag_at(c, dyn) == "unroll" for c in _comps_in(body)):
         tag = "unroll"
-    return tag, "/".join(dict.fromkeys(names))
+    return tag, "/".join(dict.fromkeys(names)), origin
 
 
 def _vector_width(body: Node, dim: int, ts: TimeSpace) -> int | None:

@@ -43,6 +43,7 @@ class BufferInfo:
     fold: dict[int, int] = field(default_factory=dict)
     alloc_at: tuple[str, str, str] | None = None  # (consumer, loop level, command text)
     writers: list[str] = field(default_factory=list)
+    copy_of: str | None = None  # a copy_at destination: the buffer it holds a tile of
 
 
 @dataclass

@@ -15,10 +15,11 @@ from __future__ import annotations
 import islpy as isl
 
 from ..ir.errors import ScheduleError
-from ..ir.islutil import maps_of
+from ..ir.islutil import maps_of, sets_of
 from .data import Layer3
 from .dataflow import Expected
-from .layer1 import Layer1
+from .layer1 import Layer1, Read
+from .layer4 import Layer4, Op
 from .physical import Physical
 from .placement import TimeSpace
 
@@ -36,20 +37,60 @@ def _to_layer1(u: isl.UnionMap, tinv: isl.UnionMap, src_is_t: bool = True) -> is
     return u.apply_domain(tinv).apply_range(tinv) if src_is_t else u.apply_range(tinv)
 
 
-def check_dataflow(l1: Layer1, l3: Layer3, ts: TimeSpace, exp: Expected, ph: Physical) -> None:
-    """Raise ScheduleError if some read would see another value than Layer I prescribes."""
+class _Chains:
+    """Follows a read through transparent Layer IV operations (copies) to the computation
+    instance whose value it sees: a read whose last writer is a copy instance sees what
+    that instance read, and so on (a copy of a copy: global -> shared -> local)."""
+
+    def __init__(self, deps: isl.UnionMap, ts: TimeSpace, ph: Physical, l4: Layer4) -> None:
+        self.ranges = {o.name: isl.UnionSet.from_set(ts.comps[o.name].full.range())
+                       for o in l4.ops.values() if o.transparent and o.name in ph.op_reads}
+        self.flow = {o: _strip(deps, f"O_{o}").reverse() for o in ph.op_reads}
+        self.unsourced = {o: isl.UnionSet.from_set(ph.op_reads[o].domain()).subtract(
+            self.flow[o].domain()) for o in ph.op_reads}
+
+    def resolve(self, flow: isl.UnionMap) -> tuple[isl.UnionMap, isl.UnionSet]:
+        """``flow`` (T_sink -> T_source) with copy instances replaced by their own
+        sources; the sinks whose chain ends at a copy that read nothing written (an input's
+        or the caller's initial content)."""
+        none = isl.UnionSet.empty(flow.get_space().params())
+        for _ in range(len(self.ranges) + 1):
+            changed = False
+            for o, rng in self.ranges.items():
+                part = flow.intersect_range(rng)
+                if part.is_empty():
+                    continue
+                changed = True
+                none = none.union(part.intersect_range(self.unsourced[o]).domain())
+                flow = flow.subtract(part).union(part.apply_range(self.flow[o]))
+            if not changed:
+                return flow, none
+        raise ScheduleError("internal: a chain of copies does not end")  # pragma: no cover
+
+
+def check_dataflow(l1: Layer1, l3: Layer3, ts: TimeSpace, exp: Expected, ph: Physical,
+                   l4: Layer4 | None = None) -> None:
+    """Raise ScheduleError if some read would see another value than Layer I prescribes,
+    or a Layer IV operation would read data before it is produced."""
+    l4 = l4 or Layer4()
     names = {n: c.vars for n, c in l1.comps.items()}
+    names.update({o.name: [*ts.comps[o.name].ext_dims] for o in l4.ops.values()
+                  if o.name in ts.comps})
     sinks = isl.UnionMap.empty(l1.param_space)
     sched = isl.UnionMap.empty(l1.param_space)
-    for ref, r in ph.reads.items():
-        sinks = sinks.union(isl.UnionMap.from_map(r.set_tuple_name(isl.dim_type.in_, f"R{ref}")))
-        sched = sched.union(_ident_sched(r, f"R{ref}"))
+    for key, r in [*((f"R{k}", m) for k, m in ph.reads.items()),
+                   *((f"O_{k}", m) for k, m in ph.op_reads.items())]:
+        sinks = sinks.union(isl.UnionMap.from_map(r.set_tuple_name(isl.dim_type.in_, key)))
+        sched = sched.union(_ident_sched(r, key))
     must = isl.UnionMap.empty(l1.param_space)
     may = isl.UnionMap.empty(l1.param_space)
-    for n, w in ph.writes.items():
-        nm = "V" if n in ph.guarded else "W"
+    writers = [(n in ph.guarded, w) for n, w in ph.writes.items()]
+    # a receive's data comes from another node: the distributed target checks it
+    writers += [(False, w) for o, w in ph.op_writes.items() if l4.ops[o].transparent]
+    for guarded, w in writers:
+        nm = "V" if guarded else "W"
         um = isl.UnionMap.from_map(w.set_tuple_name(isl.dim_type.in_, nm))
-        if n in ph.guarded:
+        if guarded:
             may = may.union(um)
         else:
             must = must.union(um)
@@ -75,12 +116,17 @@ def check_dataflow(l1: Layer1, l3: Layer3, ts: TimeSpace, exp: Expected, ph: Phy
     info = isl.UnionAccessInfo.from_sink(sinks).set_must_source(must).set_may_source(may)
     flow = info.set_schedule_map(sched).compute_flow()
     deps = flow.get_may_dependence()
+    chains = _Chains(deps, ts, ph, l4)
+    by_ref = {ref: o for o in l4.ops.values() for ref in o.refs}
     for r in exp.reads:
         if r.ref not in ph.reads:
             continue
-        nm = f"R{r.ref}"
-        actual = _strip(deps, nm)  # T_src -> T_sink
-        act = actual.reverse().apply_range(ph.tinv)  # T_sink -> P[y]
+        direct = _strip(deps, f"R{r.ref}").reverse()  # T_sink -> T_src
+        op = by_ref.get(r.ref)
+        if op is not None:
+            _check_copied(l1, names, r, op, direct, ph)
+        resolved, _ = chains.resolve(direct)
+        act = resolved.apply_range(ph.tinv)  # T_sink -> P[y]
         sink_ts = ph.reads[r.ref].domain()
         want = _restrict_domain(ph.tinv, sink_ts).apply_range(exp.sources.get(
             r.ref, isl.UnionMap.empty(l1.param_space)))
@@ -91,19 +137,28 @@ def check_dataflow(l1: Layer1, l3: Layer3, ts: TimeSpace, exp: Expected, ph: Phy
             got = _restrict_domain_u(act, bad_sinks).apply_domain(ph.tinv).reverse()
             srcs = sorted({m.get_tuple_name(isl.dim_type.in_) for m in maps_of(dep)}
                           | {m.get_tuple_name(isl.dim_type.in_) for m in maps_of(got)})
+            seen = (f"it would read {_fmt(names, got)})" if not got.is_empty()
+                    else "it would run before that value is produced)")
+            if op is not None:
+                raise ScheduleError(
+                    f"illegal schedule: {r.comp!r} reads {r.target!r} through the copy "
+                    f"{op.name!r}, which would not hold the value Layer I prescribes ("
+                    + seen.replace("it would read", "the copy would hold")
+                    .replace("it would run before", "the copy would run before"),
+                    computations=tuple(dict.fromkeys([*srcs, op.name, r.comp])),
+                    dependence=_fmt(names, dep) or str(bad), command=op.command,
+                    command_index=op.index)
             raise ScheduleError(
                 f"illegal schedule: {r.comp!r} would not read the value of {r.target!r} that "
-                f"Layer I prescribes ("
-                + (f"it would read {_fmt(names, got)})" if not got.is_empty()
-                   else "it would run before that value is produced)"),
+                f"Layer I prescribes (" + seen,
                 computations=tuple(dict.fromkeys([*srcs, r.comp])),
                 dependence=_fmt(names, dep) or str(bad))
     for bname in exp.written:
         nm = f"END_{bname}"
-        actual = _strip(deps, nm)
+        actual, _ = chains.resolve(_strip(deps, nm).reverse())
         if actual.is_empty() and bname not in exp.final:
             continue
-        act = actual.reverse().apply_range(ph.tinv)
+        act = actual.apply_range(ph.tinv)
         act = _rename_all_domains(act, bname)
         want = exp.final.get(bname, isl.UnionMap.empty(l1.param_space))
         bad = act.subtract(want).union(want.subtract(act))
@@ -116,16 +171,68 @@ def check_dataflow(l1: Layer1, l3: Layer3, ts: TimeSpace, exp: Expected, ph: Phy
                 f"{_fmt(names, got_w)})",
                 computations=tuple(l3.buffers[bname].writers),
                 dependence=_fmt(names, exp_w.reverse()))
+    _check_operation_reads(l1, l3, exp, ph, l4, chains, names)
+
+
+def _check_copied(l1: Layer1, names: dict[str, list[str]], r: Read, op: Op,
+                  direct: isl.UnionMap, ph: Physical) -> None:
+    """A read redirected to a copy's destination must find the element copied there."""
+    sinks = isl.UnionSet.from_set(ph.reads[r.ref].domain())
+    missing = sinks.subtract(direct.domain())
+    if not missing.is_empty():
+        where = _fmt_set(names, missing.apply(ph.tinv))
+        raise ScheduleError(
+            f"illegal schedule: {r.comp!r} reads {op.dst!r} before the copy {op.name!r} "
+            f"fills it (at {where})", computations=(op.name, r.comp),
+            command=op.command, command_index=op.index)
+
+
+def _check_operation_reads(l1: Layer1, l3: Layer3, exp: Expected, ph: Physical, l4: Layer4,
+                           chains: _Chains, names: dict[str, list[str]]) -> None:
+    """An operation that is not followed through (a host/device copy, a send) must not
+    read an element before anything writes it, and a copy back to the host must copy the
+    final value of an output."""
+    for o in l4.ops.values():
+        if o.kind == "copy" or o.name not in ph.op_reads or o.src is None:
+            continue
+        assert o.read is not None
+        produced: isl.Set | None = None
+        for w in l3.buffers[o.src].writers:
+            e = l3.logical[w].intersect_domain(l1.comps[w].domain).range()
+            produced = e if produced is None else produced.union(e)
+        flow, none = chains.resolve(chains.flow[o.name])
+        unsourced = chains.unsourced[o.name].union(none)
+        if produced is not None:
+            early = unsourced.apply(ph.tinv).apply(isl.UnionMap.from_map(o.read))
+            early = early.intersect(isl.UnionSet.from_set(produced))
+            if not early.is_empty():
+                raise ScheduleError(
+                    f"illegal schedule: operation {o.name!r} reads elements of {o.src!r} "
+                    f"before they are produced: {_fmt_set(names, early)}",
+                    computations=(o.name, *l3.buffers[o.src].writers), command=o.command,
+                    command_index=o.index)
+        if o.kind == "device_to_host" and o.src in exp.final:
+            inst = flow.apply_domain(ph.tinv).apply_range(ph.tinv)  # op[e] -> P[y]
+            got = _rename_all_domains(inst, o.src)
+            want = exp.final[o.src].intersect_domain(
+                isl.UnionSet.from_set(o.read.range()))
+            bad = got.subtract(want).union(want.subtract(got))
+            if not bad.is_empty():
+                raise ScheduleError(
+                    f"illegal schedule: operation {o.name!r} copies {o.src!r} back before "
+                    f"its final value is written (expected {_fmt(names, want)}, got "
+                    f"{_fmt(names, got)})", computations=(o.name, *l3.buffers[o.src].writers),
+                    command=o.command, command_index=o.index)
 
 
 def check_parallel(l1: Layer1, l3: Layer3, ts: TimeSpace, ph: Physical) -> None:
     """Every loop tagged parallel/vector (or a GPU/distributed dim) carries no dependence."""
     names = {n: c.vars for n, c in l1.comps.items()}
     acc_w = isl.UnionMap.empty(l1.param_space)
-    for w in ph.writes.values():
+    for w in (*ph.writes.values(), *ph.op_writes.values()):
         acc_w = acc_w.union(isl.UnionMap.from_map(w))
     acc_r = isl.UnionMap.empty(l1.param_space)
-    for r in ph.reads.values():
+    for r in (*ph.reads.values(), *ph.op_reads.values()):
         acc_r = acc_r.union(isl.UnionMap.from_map(r))
     pairs = None
     seen: set[tuple[int, ...]] = set()
@@ -194,6 +301,18 @@ def _rename_all_domains(u: isl.UnionMap, name: str) -> isl.UnionMap:
     for m in maps_of(u):
         out = out.union(isl.UnionMap.from_map(m.set_tuple_name(isl.dim_type.in_, name)))
     return out
+
+
+def _fmt_set(names: dict[str, list[str]], u: isl.UnionSet) -> str:
+    """ISL text of a set of instances, dims named after the statement's iterators."""
+    out = isl.UnionSet.empty(u.get_space())
+    for x in sets_of(u.coalesce()):
+        vs = names.get(x.get_tuple_name() or "", [])
+        if len(vs) == x.dim(isl.dim_type.set):
+            for k, v in enumerate(vs):
+                x = x.set_dim_name(isl.dim_type.set, k, v)
+        out = out.union(isl.UnionSet.from_set(x))
+    return str(out)
 
 
 def _fmt(names: dict[str, list[str]], u: isl.UnionMap) -> str:

@@ -15,8 +15,9 @@ import islpy as isl
 
 from ..ir.errors import ScheduleError
 from .data import Layer3
-from .dataflow import Expected, logical_access, may_write, read_buffer
+from .dataflow import Expected, logical_access, may_write
 from .layer1 import Layer1
+from .layer4 import Layer4
 from .placement import TimeSpace
 
 
@@ -33,11 +34,19 @@ class LocalAlloc:
 
 @dataclass
 class Physical:
-    tinv: isl.UnionMap  # T -> C[x] (Layer I instance of each time-space point)
+    tinv: isl.UnionMap  # T -> C[x] (the instance of each time-space point; ops too)
     writes: dict[str, isl.Map]  # comp -> {T -> B[e]} (element identity incl. privatisation)
-    reads: dict[int, isl.Map]  # ref -> {T -> B[e]}
+    reads: dict[int, isl.Map]  # ref -> {T -> B[e]} (B: the buffer read after the copies)
     guarded: set[str] = field(default_factory=set)  # may writers (see dataflow.may_write)
     local: dict[str, LocalAlloc] = field(default_factory=dict)
+    op_writes: dict[str, isl.Map] = field(default_factory=dict)  # Layer IV op -> {T -> B[e]}
+    op_reads: dict[str, isl.Map] = field(default_factory=dict)  # Layer IV op -> {T -> B[e]}
+
+    def accesses_of(self, buf: str) -> list[isl.Map]:
+        """Every access (write or read, computations and operations) of ``buf``."""
+        return [m for m in (*self.writes.values(), *self.reads.values(),
+                            *self.op_writes.values(), *self.op_reads.values())
+                if m.get_tuple_name(isl.dim_type.out) == buf]
 
 
 def _t_space(ts: TimeSpace, l1: Layer1) -> isl.Space:
@@ -49,7 +58,9 @@ def _fold(l3: Layer3, m: isl.Map, buf: str) -> isl.Map:
     return m if f is None else m.apply_range(f)
 
 
-def build_physical(l1: Layer1, l3: Layer3, ts: TimeSpace, exp: Expected) -> Physical:
+def build_physical(l1: Layer1, l3: Layer3, ts: TimeSpace, exp: Expected,
+                   l4: Layer4 | None = None) -> Physical:
+    l4 = l4 or Layer4()
     tinv: isl.UnionMap | None = None
     to_t: dict[str, isl.Map] = {}
     for n in ts.order:
@@ -62,17 +73,25 @@ def build_physical(l1: Layer1, l3: Layer3, ts: TimeSpace, exp: Expected) -> Phys
     assert tinv is not None
     writes = {}
     for n in ts.order:
+        if n in l4.ops:
+            continue
         buf = l3.store[n]
         w = to_t[n].apply_range(l3.logical[n])
         writes[n] = _fold(l3, w, buf)
     reads = {}
     for r in exp.reads:
-        buf = read_buffer(l3, r)
+        buf = l4.buffer_of(l3, r)  # a copy's destination when copy_at redirected the read
         if l3.buffers[buf].role == "input":
             continue
-        reads[r.ref] = _fold(l3, to_t[r.comp].apply_range(logical_access(l1, l3, r)), buf)
+        acc = logical_access(l1, l3, r).set_tuple_name(isl.dim_type.out, buf)
+        reads[r.ref] = _fold(l3, to_t[r.comp].apply_range(acc), buf)
     phys = Physical(tinv, writes, reads,
-                    {n for n in ts.order if may_write(l1, l3, n)})
+                    {n for n in ts.order if n not in l4.ops and may_write(l1, l3, n)})
+    for o in l4.ops.values():
+        if o.write is not None and o.dst is not None:
+            phys.op_writes[o.name] = _fold(l3, to_t[o.name].apply_range(o.write), o.dst)
+        if o.read is not None and o.src is not None:
+            phys.op_reads[o.name] = _fold(l3, to_t[o.name].apply_range(o.read), o.src)
     for b in l3.buffers.values():
         if b.alloc_at is not None:
             _localise(phys, ts, l1, l3, b.name, b.alloc_at)
@@ -95,13 +114,11 @@ def _localise(phys: Physical, ts: TimeSpace, l1: Layer1, l3: Layer3, buf: str,
     prefix = isl.Map.identity(tsp.map_from_set()).project_out(isl.dim_type.out, dim + 1,
                                                               ntd - dim - 1)
     acc: isl.Map | None = None
-    for n, w in phys.writes.items():
-        if l3.store[n] == buf:
-            acc = w if acc is None else acc.union(w)
-    for r in phys.reads.values():
-        if r.get_tuple_name(isl.dim_type.out) == buf:
-            acc = r if acc is None else acc.union(r)
-    assert acc is not None
+    for m in phys.accesses_of(buf):
+        acc = m if acc is None else acc.union(m)
+    if acc is None:
+        raise ScheduleError(f"{command}: nothing reads or writes {buf!r}",
+                            computations=(buf,), command=command)
     per = acc.apply_domain(prefix)  # prefix -> B[e]
     offsets, sizes = [], []
     ndim = l3.buffers[buf].ndim
@@ -125,13 +142,29 @@ def _localise(phys: Physical, ts: TimeSpace, l1: Layer1, l3: Layer3, buf: str,
         sizes.append(size.coalesce())
         offsets.append(lo.add_dims(isl.dim_type.in_, ntd - dim - 1).coalesce())
     phys.local[buf] = LocalAlloc(buf, dim, f"loop {level} of {consumer}", offsets, sizes)
+    _check_declared_size(l3, buf, sizes, command)
     # privatise: element identity = (allocation-loop prefix, element)
-    for n, w in list(phys.writes.items()):
-        if l3.store[n] == buf:
-            phys.writes[n] = _privatise(w, prefix, buf)
-    for ref, r in list(phys.reads.items()):
-        if r.get_tuple_name(isl.dim_type.out) == buf:
-            phys.reads[ref] = _privatise(r, prefix, buf)
+    for table in (phys.writes, phys.reads, phys.op_writes, phys.op_reads):
+        for key, m in list(table.items()):  # type: ignore[attr-defined]
+            if m.get_tuple_name(isl.dim_type.out) == buf:
+                table[key] = _privatise(m, prefix, buf)  # type: ignore[index]
+
+
+def _check_declared_size(l3: Layer3, buf: str, sizes: list[isl.PwAff], command: str) -> None:
+    """A declared buffer allocated per iteration (a copy_at destination) must hold the
+    largest per-iteration footprint, for every admissible parameter value."""
+    b = l3.buffers[buf]
+    if b.declared is None or b.copy_of is None:
+        return  # allocate_at sizes a buffer by its footprint, whatever its declaration
+    for k, (need, have) in enumerate(zip(sizes, b.sizes, strict=True)):
+        need = need.project_domain_on_params()
+        have = have.project_domain_on_params().align_params(need.get_space())
+        short = need.align_params(have.get_space()).gt_set(have)
+        if not short.is_empty():
+            raise ScheduleError(f"{command}: buffer {buf!r} is declared with size "
+                                f"{have} in dimension {k}, but an iteration needs {need} "
+                                f"(where {short.coalesce()})", computations=(buf,),
+                                command=command)
 
 
 def _privatise(m: isl.Map, prefix: isl.Map, buf: str) -> isl.Map:

@@ -10,13 +10,14 @@ it becomes the beta (constant) dimensions of the time-space.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import islpy as isl
 
 from ..ir import commands as cmd
 from ..ir.errors import ScheduleError
+from .layer4 import Op
 from .schedule import CompSchedule, _range_map
 
 ReadsOf = Callable[[str, str], "isl.Map | None"]
@@ -44,6 +45,14 @@ class TimeSpace:
             if name in s.dims and s.n_outer + s.dims.index(name) == dyn:
                 return tag
         return None
+
+    def tag_origin(self, comp: str, dyn: int) -> str:
+        """The command that tagged ``comp``'s loop at ``dyn`` ("" if untagged)."""
+        s = self.comps[comp]
+        for name in s.tags:
+            if name in s.dims and s.n_outer + s.dims.index(name) == dyn:
+                return s.origins.get(name, "")
+        return ""
 
     def loop_name(self, comp: str, dyn: int) -> str:
         names = self.comps[comp].ext_dims
@@ -99,26 +108,35 @@ def _resolve_compute_at(comps: dict[str, CompSchedule], events: list[cmd.Command
         if acc is None:
             raise ScheduleError(f"{e.describe()}: {e.consumer!r} does not read {name!r}",
                                 computations=(name, e.consumer), command=e.describe())
-        csched: isl.Map = c.ext_sched
-        n = csched.dim(isl.dim_type.out)
-        outer = csched.project_out(isl.dim_type.out, lvl, n - lvl)
-        rel = outer.reverse().apply_range(c.proj.apply_range(acc)).intersect_range(s.domain)
-        rel = rel.coalesce()
-        names = _ext_names(ext_dims[:lvl], s.domain)
-        ext = _named(rel.wrap().flatten().set_tuple_name(name), names).coalesce()
-        proj = rel.range_map().flatten_domain().set_tuple_name(isl.dim_type.in_, name)
-        esched = rel.domain_map().flat_range_product(rel.range_map().apply_range(s.sched))
-        esched = esched.flatten_domain().set_tuple_name(isl.dim_type.in_, name).coalesce()
-        for k, nm in enumerate(names):
-            proj = proj.set_dim_name(isl.dim_type.in_, k, nm)
-            esched = esched.set_dim_name(isl.dim_type.in_, k, nm)
-        s.ext_domain, s.proj, s.n_outer = ext, proj, lvl
-        s.ext_sched = esched.reset_tuple_id(isl.dim_type.out)
-        s.ext_dims = ext_dims[:lvl] + list(s.dims)
+        extend_at(s, c, lvl, acc)
         done.add(name)
 
     for name in comps:
         resolve(name, [])
+
+
+def extend_at(s: CompSchedule, c: CompSchedule, lvl: int, acc: isl.Map) -> None:
+    """Place ``s`` inside the first ``lvl`` loops of ``c`` (already placed): its domain is
+    extended with those loops' values and restricted, per iteration, to the instances
+    ``acc`` says the instances of ``c`` below it need (``acc``: Layer I instance of ``c``
+    -> instance of ``s``). This is compute_at's placement, and a Layer IV copy's."""
+    assert c.ext_sched is not None and c.proj is not None
+    csched: isl.Map = c.ext_sched
+    n = csched.dim(isl.dim_type.out)
+    outer = csched.project_out(isl.dim_type.out, lvl, n - lvl)
+    rel = outer.reverse().apply_range(c.proj.apply_range(acc)).intersect_range(s.domain)
+    rel = rel.coalesce()
+    names = _ext_names(c.ext_dims[:lvl], s.domain)
+    ext = _named(rel.wrap().flatten().set_tuple_name(s.name), names).coalesce()
+    proj = rel.range_map().flatten_domain().set_tuple_name(isl.dim_type.in_, s.name)
+    esched = rel.domain_map().flat_range_product(rel.range_map().apply_range(s.sched))
+    esched = esched.flatten_domain().set_tuple_name(isl.dim_type.in_, s.name).coalesce()
+    for k, nm in enumerate(names):
+        proj = proj.set_dim_name(isl.dim_type.in_, k, nm)
+        esched = esched.set_dim_name(isl.dim_type.in_, k, nm)
+    s.ext_domain, s.proj, s.n_outer = ext, proj, lvl
+    s.ext_sched = esched.reset_tuple_id(isl.dim_type.out)
+    s.ext_dims = c.ext_dims[:lvl] + list(s.dims)
 
 
 def _ext_names(outer: list[str], domain: isl.Set) -> list[str]:
@@ -148,6 +166,8 @@ class _Order:
         self.share = [0] * max(0, len(names) - 1)  # share[k]: between items k and k+1
 
     def remove(self, x: str) -> None:
+        if x not in self.items:
+            return  # an operation being placed for the first time
         k = self.items.index(x)
         if 0 < k < len(self.items) - 1:
             self.share[k - 1] = min(self.share[k - 1], self.share[k])
@@ -169,6 +189,27 @@ class _Order:
         if nxt is not None:
             self.share[k + 1] = nxt
 
+    def insert_at(self, x: str, k: int) -> None:
+        """Put ``x`` at position ``k``, sharing no loop with its neighbours."""
+        self.remove(x)
+        self.items.insert(k, x)
+        n = len(self.items)
+        if n == 1:
+            return
+        if k == 0:
+            self.share.insert(0, 0)
+        elif k == n - 1:
+            self.share.append(0)
+        else:
+            self.share[k - 1] = 0
+            self.share.insert(k, 0)
+
+    def append(self, x: str) -> None:
+        self.remove(x)
+        self.items.append(x)
+        if len(self.items) > 1:
+            self.share.append(0)
+
     def insert_before(self, x: str, anchor: str, depth: int) -> None:
         self.remove(x)
         k = self.items.index(anchor)
@@ -182,24 +223,47 @@ class _Order:
 
 
 def finalize(comps: dict[str, CompSchedule], declared: list[str], events: list[cmd.Command],
-             reads_of: ReadsOf) -> TimeSpace:
-    """Resolve compute_at and ordering; build each computation's full time-space map."""
+             reads_of: ReadsOf, ops: Mapping[str, Op] | None = None) -> TimeSpace:
+    """Resolve compute_at, place the Layer IV operations (``ops``, whose schedules are in
+    ``comps`` too) and resolve the ordering; build each statement's full time-space map.
+
+    Orderings among computations are applied first (in the order written), then each
+    operation's default place, then the orderings that involve an operation: so a copy
+    lands after a producer computed at the same loop, and an explicit ``op.after(...)``
+    always has the last word."""
+    ops = ops or {}
     _resolve_compute_at(comps, events, reads_of)
+    for o in ops.values():
+        if o.placement == "at":
+            assert o.consumer is not None and o.level is not None and o.acc is not None
+            c = comps[o.consumer]
+            if o.level not in c.ext_dims:
+                raise ScheduleError(f"{o.command}: {o.consumer!r} has no loop {o.level!r}; "
+                                    f"its loops are {c.ext_dims}",
+                                    computations=(o.name, o.consumer), command=o.command,
+                                    command_index=o.index)
+            extend_at(comps[o.name], c, c.ext_dims.index(o.level) + 1, o.acc)
     order = _Order([n for n in declared if n in comps])
+
+    def involves_op(e: cmd.Command) -> bool:
+        return e.comp in ops or (isinstance(e, cmd.After) and e.other in ops)
+
     for e in events:
-        if isinstance(e, cmd.After):
-            for who in (e.comp, e.other):
-                if who not in comps:
-                    raise ScheduleError(f"{e.describe()}: unknown or inlined computation "
-                                        f"{who!r}", command=e.describe())
-            if e.comp == e.other:
-                raise ScheduleError(f"{e.describe()}: a computation cannot follow itself",
-                                    command=e.describe())
-            depth = 0 if e.level == cmd.ROOT else _level_depth(comps, e)
-            order.insert_after(e.later, e.earlier, depth)
-        elif isinstance(e, cmd.ComputeAt):
-            s = comps[e.comp]
-            order.insert_before(e.comp, e.consumer, s.n_outer)
+        if not involves_op(e):
+            _apply_event(order, comps, e)
+    first = 0
+    for o in ops.values():
+        if o.placement == "at":
+            assert o.consumer is not None
+            order.insert_before(o.name, o.consumer, comps[o.name].n_outer)
+        elif o.placement == "first":  # in the order written, before every computation
+            order.insert_at(o.name, first)
+            first += 1
+        else:
+            order.append(o.name)
+    for e in events:
+        if involves_op(e):
+            _apply_event(order, comps, e)
     ctx = next(iter(comps.values())).domain.get_ctx() if comps else isl.DEFAULT_CONTEXT
     depth = max([len(comps[n].ext_dims) for n in order.items] or [0])
     prev: list[int] | None = None
@@ -220,6 +284,21 @@ def finalize(comps: dict[str, CompSchedule], declared: list[str], events: list[c
         outs.append(str(betas[depth]))
         s.full = s.ext_sched.apply_range(_range_map(ctx, n, outs))
     return TimeSpace(order.items, comps, depth)
+
+
+def _apply_event(order: _Order, comps: dict[str, CompSchedule], e: cmd.Command) -> None:
+    if isinstance(e, cmd.After):
+        for who in (e.comp, e.other):
+            if who not in comps:
+                raise ScheduleError(f"{e.describe()}: unknown or inlined computation "
+                                    f"{who!r}", command=e.describe())
+        if e.comp == e.other:
+            raise ScheduleError(f"{e.describe()}: a computation cannot follow itself",
+                                command=e.describe())
+        depth = 0 if e.level == cmd.ROOT else _level_depth(comps, e)
+        order.insert_after(e.later, e.earlier, depth)
+    elif isinstance(e, cmd.ComputeAt):
+        order.insert_before(e.comp, e.consumer, comps[e.comp].n_outer)
 
 
 def _level_depth(comps: dict[str, CompSchedule], e: cmd.After) -> int:

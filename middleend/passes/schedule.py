@@ -37,6 +37,7 @@ class CompSchedule:
     dims: list[str]
     tags: dict[str, str] = field(default_factory=dict)
     widths: dict[str, int] = field(default_factory=dict)  # vector loop -> factor
+    origins: dict[str, str] = field(default_factory=dict)  # tagged loop -> command that did it
     # filled at finalize
     ext_domain: isl.Set | None = None  # domain with compute_at outer dims prepended
     n_outer: int = 0
@@ -74,9 +75,18 @@ def initial(name: str, domain: isl.Set, vars_: list[str]) -> CompSchedule:
     return CompSchedule(name, domain, m.reset_tuple_id(isl.dim_type.out), list(vars_))
 
 
-def apply_command(s: CompSchedule, c: cmd.Command) -> None:
+def apply_command(s: CompSchedule, c: cmd.Command, origin: str = "") -> None:
     """Apply one loop-transformation or tagging command to ``s`` (ordering commands are
-    handled by :func:`finalize`)."""
+    handled by :func:`finalize`); ``origin`` (the command as written, with its index) is
+    remembered for the loops it tags, so that a target refusing a tag can name it."""
+    before = dict(s.tags)
+    _apply(s, c)
+    for loop, tag in s.tags.items():
+        if before.get(loop) != tag:
+            s.origins[loop] = origin or c.describe()
+
+
+def _apply(s: CompSchedule, c: cmd.Command) -> None:
     ctx = s.domain.get_ctx()
     n = len(s.dims)
     d = [f"d{k}" for k in range(n)]
@@ -155,8 +165,8 @@ def _split(s: CompSchedule, c: cmd.Command, dim: str, f: int, outer: str, inner:
 
 
 def _rename(s: CompSchedule, mapping: dict[str, str]) -> None:
-    """Loop renames keep the loops' tags and vector widths with them."""
-    for d in (s.tags, s.widths):
+    """Loop renames keep the loops' tags, vector widths and tag origins with them."""
+    for d in (s.tags, s.widths, s.origins):
         renamed = {mapping.get(k, k): v for k, v in d.items()}
         d.clear()
         d.update(renamed)
@@ -220,6 +230,7 @@ def _set_schedule(s: CompSchedule, c: cmd.SetSchedule) -> None:
     s.dims = names
     s.tags = {}
     s.widths = {}
+    s.origins = {}
 
 
 MAX_UNROLL = 1024

@@ -18,7 +18,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..driver.lowering import DEFAULT_MAX_OPS, Lowered, layers_sections, lower
+from ..driver.layers import layers_sections
+from ..driver.lowering import DEFAULT_MAX_OPS, Lowered, lower
 from ..driver.targets import TargetRegistry
 from ..ir.errors import MiddleEndError, TargetError
 from ..ir.loopast import IExpr, IInt, IOp, IVar, Signature
@@ -79,8 +80,30 @@ def _lower(req: pb.Request, timer: _Timer, limits: Limits, max_ops: int,
         low = lower(fn, outputs=opts["outputs"], check_legality=opts["check_legality"],
                     max_isl_ops=ops)
     if target is not None:
-        target.check(low.program)
+        try:
+            target.check(low.program)
+        except TargetError as e:
+            raise _with_alternatives(e, registry) from None
     return low, target, opts
+
+
+def _with_alternatives(e: TargetError, registry: TargetRegistry) -> TargetError:
+    """The refusal, plus which registered targets honour the tag or operation and whether
+    they can build here (never a target that does not exist)."""
+    if e.feature is None:
+        return e
+    kind, what = e.feature
+    names = registry.honouring(**{kind: what})
+    if not names:
+        hint = f"; no registered target honours {kind} {what!r}"
+    else:
+        parts = []
+        for n in names:
+            a = registry.lookup(n).availability()
+            parts.append(n if a.available else f"{n} (not available here: {a.detail})")
+        hint = f"; {kind} {what!r} is honoured by: {', '.join(parts)}"
+    return TargetError(f"{e}{hint}", target=e.target, computations=e.computations,
+                       loop=e.loop, command=e.command, feature=e.feature)
 
 
 def index_expr(e: IExpr, out: Any) -> Any:

@@ -117,18 +117,20 @@ class Target(abc.ABC):
                     f"{node.name or node.var!r} of {', '.join(comps)}"
                     + (f" (set by {node.command})" if node.command else ""),
                     target=self.name, computations=comps, loop=node.name or node.var,
-                    command=node.command or None)
+                    command=node.command or None, feature=("tag", node.tag))
             if isinstance(node, Stmt):
                 info = program.stmts.get(node.comp)
                 if info is not None and info.op is not None and \
                         info.op not in self.operations:
-                    where = f" inside loop {loops[-1]!r}" if loops else ""
+                    outer = [x for x in loops if x not in info.iters]  # not its own loops
+                    where = f" in loop {outer[-1]!r}" if outer else ""
                     raise TargetError(
                         f"target {self.name!r} cannot honour the {info.op} operation "
                         f"{node.comp!r}{where}"
                         + (f" (created by {info.command})" if info.command else ""),
                         target=self.name, computations=(node.comp,),
-                        loop=loops[-1] if loops else None, command=info.command or None)
+                        loop=outer[-1] if outer else None, command=info.command or None,
+                        feature=("operation", info.op))
 
     def declaration(self, program: Program) -> str:
         """The entry point as a C declaration, for callers outside Python ("" when the

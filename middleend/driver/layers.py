@@ -1,0 +1,113 @@
+"""The four layers as text, in the ISL notation of the papers (``f.layers()``, the Lower
+RPC, ``middleend layers``): what the compiler made of the program, layer by layer."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import islpy as isl
+
+from ..ir.loopast import IExpr, IInt, IOp, IVar
+from ..ir.printing import expr_str
+from ..passes.layer4 import Op
+
+if TYPE_CHECKING:
+    from .lowering import Lowered
+
+LAYER_TITLES = ("Layer I (abstract algorithm)", "Layer II (computation placement)",
+                "Layer III (data)", "Layer IV (allocation, communication)")
+
+
+def layers_sections(low: Lowered) -> tuple[str, str, str, str]:
+    """Layers I, II, III and IV as text."""
+    l2 = []
+    for n in low.ts.order:
+        s = low.ts.comps[n]
+        tags = ", ".join(f"{d}({t})" for d, t in s.tags.items())
+        l2.append(f"{s.full}" + (f"   tags: {tags}" if tags else ""))
+    l3 = []
+    cb = isl.AstBuild.from_context(low.l1.context)
+    for b in low.l3.buffers.values():
+        la = low.ph.local.get(b.name)
+        if la is not None and not b.sizes:  # a copy's destination: sized per iteration
+            sizes = ", ".join(_c_text(x) for x in _decl(low, b.name))
+        else:
+            sizes = ", ".join(cb.expr_from_pw_aff(x.project_domain_on_params()).to_C_str()
+                              for x in b.sizes)
+        fold = f" storage_fold {b.fold}" if b.fold else ""
+        l3.append(f"buffer {b.name}[{sizes}] {b.dtype.name} {b.role}{fold}")
+    for n in low.ts.order:
+        if n in low.l4.ops:
+            continue
+        acc = str(low.l3.logical[n].intersect_domain(low.l1.comps[n].domain))
+        if n in low.l3.may:
+            at = ", ".join(expr_str(e) for e in low.l3.index[n])
+            acc += f"   (may write: data-dependent index [{at}], checked at run time)"
+        l3.append(acc)
+    return low.l1.text(), "\n".join(l2), "\n".join(l3), "\n".join(_layer4(low))
+
+
+def _decl(low: Lowered, buf: str) -> tuple[IExpr, ...]:
+    return next(b.sizes for b in low.program.buffers if b.name == buf)
+
+
+def _layer4(low: Lowered) -> list[str]:
+    """Allocations, then each operation: its instances in the time-space, what it reads
+    and writes (exact, from ISL), and the reads a copy serves."""
+    out = []
+    for b in low.program.buffers:
+        if b.role == "temporary":
+            la = low.ph.local.get(b.name)
+            where = "function entry" if la is None else f"{la.where} (one array per thread)"
+            sizes = ", ".join(_c_text(x) for x in b.sizes)
+            out.append(f"allocate {b.name}[{sizes}] at {where}")
+    for o in low.l4.ops.values():
+        out.extend(_operation(low, o))
+    if not low.l4.ops:
+        out.append("no communication or synchronisation")
+    return out
+
+
+def _operation(low: Lowered, o: Op) -> list[str]:
+    s = low.ts.comps[o.name]
+    lines = [f"{o.kind} {o.name}: {o.command} (command #{o.index})",
+             f"  schedule {s.full}"]
+    inst = s.ext_domain if s.ext_domain is not None else o.domain
+    proj = s.proj
+    if o.read is not None and proj is not None:
+        lines.append(f"  reads    {proj.apply_range(o.read).intersect_domain(inst).coalesce()}")
+    if o.write is not None and proj is not None:
+        w = proj.apply_range(o.write).intersect_domain(inst).coalesce()
+        la = low.ph.local.get(o.dst or "")
+        lines.append(f"  writes   {w}" + (" (minus the tile's origin)" if la else ""))
+    if o.peer is not None:
+        lines.append(f"  peer     {expr_str(o.peer)}   properties: "
+                     f"{', '.join(o.properties) or '-'}")
+    if o.refs:
+        readers = sorted({r.comp for r in low.exp.reads if r.ref in o.refs})
+        lines.append(f"  serves   the reads of {o.src!r} by {', '.join(readers)}")
+    return lines
+
+
+def format_layers(sections: Sequence[str]) -> str:
+    return "\n\n".join(f"== {t} ==\n{s}" for t, s in zip(LAYER_TITLES, sections,
+                                                          strict=True))
+
+
+def layers_text(low: Lowered) -> str:
+    return format_layers(layers_sections(low))
+
+
+def _c_text(e: object) -> str:
+    """Index expressions of the loop AST in C-like text (for Layer IV)."""
+    if isinstance(e, IInt):
+        return str(e.value)
+    if isinstance(e, IVar):
+        return e.name[2:] if e.name.startswith("p_") else e.name
+    if isinstance(e, IOp):
+        sym = {"add": "+", "sub": "-", "mul": "*"}.get(e.op)
+        if sym and len(e.args) == 2:
+            return f"({_c_text(e.args[0])} {sym} {_c_text(e.args[1])})"
+        return f"{e.op}({', '.join(_c_text(a) for a in e.args)})"
+    return str(e)

@@ -1,0 +1,286 @@
+"""Layer IV operations: what each copy, barrier, host/device copy, send and receive does,
+computed exactly from Layers I and III.
+
+An operation is a statement with its own iteration domain and exact element accesses
+(ISL relations), placed in the time-space like a computation:
+
+* ``copy_at(P, level, src, dst)``: its domain is the set of elements of ``src`` that ``P``
+  reads; placed at ``P``'s loop ``level``, each iteration copies exactly the elements the
+  iterations below it read (the footprint, computed as for ``compute_at``), into ``dst``
+  (allocated per iteration of ``level``), and ``P``'s reads of ``src`` read ``dst``
+  instead. The copy is *transparent*: the element it writes holds the value it read, so
+  the legality check follows a read through the copy to the computation that produced the
+  value (:mod:`middleend.passes.legality`).
+* ``barrier_at(P, level)``: one point per iteration of ``level``; no data.
+* ``host_to_device``/``device_to_host``: a transparent copy of a buffer's elements (those
+  the program reads / writes) between two memories of the same buffer.
+* ``send``/``receive``: for each point of their own domain, a box of elements read / written.
+
+Default placement: copies and barriers run inside ``level`` before ``P``'s inner loops;
+``host_to_device``, sends and receives first (in the order written), ``device_to_host``
+last; ordering commands (after/before/then) move them like computations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import islpy as isl
+
+from ..ir import commands as cmd
+from ..ir.affine import AffineContext, NonAffine, to_pw_aff
+from ..ir.errors import DefinitionError, ScheduleError
+from ..ir.expr import Expr, walk
+from ..ir.function import TEMPORARY, Function, Var
+from .data import BufferInfo, Layer3, box
+from .dataflow import logical_access, read_buffer
+from .layer1 import Layer1, comp_space, domain_of
+
+TRANSPARENT = ("copy", "host_to_device", "device_to_host")
+
+
+@dataclass
+class Op:
+    """One Layer IV operation. ``domain`` is its own iteration domain (named after it, dims
+    ``dims``); ``read``/``write`` map an instance to the *logical* element of ``src``/
+    ``dst`` it reads/writes; ``acc`` (copies and barriers) maps each Layer I instance of the
+    consumer to the instances it needs, which places the operation at the consumer's loop
+    ``level``; ``refs`` are the consumer's read references now reading ``dst``."""
+
+    name: str
+    kind: str
+    command: str
+    index: int
+    domain: isl.Set
+    dims: list[str]
+    placement: str  # "at" (the consumer's level), "first", "last"
+    consumer: str | None = None
+    level: str | None = None
+    src: str | None = None
+    dst: str | None = None
+    read: isl.Map | None = None
+    write: isl.Map | None = None
+    acc: isl.Map | None = None
+    refs: list[int] = field(default_factory=list)
+    peer: Expr | None = None
+    properties: tuple[str, ...] = ()
+    iterators: list[str] = field(default_factory=list)  # send/receive: its own iterators
+
+    @property
+    def transparent(self) -> bool:
+        """Whether the element it writes holds the value it read (a copy)."""
+        return self.kind in TRANSPARENT
+
+    @property
+    def described(self) -> str:
+        return f"{self.command} (command #{self.index})"
+
+
+@dataclass
+class Layer4:
+    ops: dict[str, Op] = field(default_factory=dict)
+    redirect: dict[int, str] = field(default_factory=dict)  # read ref -> buffer it now reads
+
+    def buffer_of(self, l3: Layer3, r: object) -> str:
+        """The buffer a read reference reads (after the copies)."""
+        return self.redirect.get(r.ref, read_buffer(l3, r))  # type: ignore[attr-defined]
+
+
+def build_layer4(fn: Function, l1: Layer1, l3: Layer3, commands: list[cmd.Command]
+                 ) -> Layer4:
+    """The operations the commands create, in command order (a copy may read what an
+    earlier copy made: global -> shared -> local). Adds each copy's destination buffer to
+    Layer III."""
+    l4 = Layer4()
+    for k, c in enumerate(commands):
+        if isinstance(c, cmd.CopyAt):
+            _copy(l4, l1, l3, fn, c, k)
+        elif isinstance(c, cmd.BarrierAt):
+            _barrier(l4, l1, c, k)
+        elif isinstance(c, (cmd.HostToDevice, cmd.DeviceToHost)):
+            _host_device(l4, l1, l3, c, k)
+        elif isinstance(c, cmd.Send):
+            _send(l4, l1, l3, c, k)
+    return l4
+
+
+def _fail(c: cmd.Command, k: int, msg: str, comps: tuple[str, ...] = ()) -> ScheduleError:
+    return ScheduleError(f"{c.describe()}: {msg}", computations=comps, command=c.describe(),
+                         command_index=k)
+
+
+def _named_elements(l1: Layer1, name: str, dims: list[str]) -> isl.Space:
+    return comp_space(l1.param_space, name, dims)
+
+
+def _as_op(s: isl.Set | isl.Map, op: str, dims: list[str], out: bool = False) -> isl.Set:
+    """``s`` (a set of elements, or the range of a map when ``out``) renamed as the
+    operation's instances ``op[dims]``."""
+    x = s.range() if out else s
+    x = x.set_tuple_name(op)
+    for q, d in enumerate(dims):
+        x = x.set_dim_name(isl.dim_type.set, q, d)
+    return x
+
+
+def _identity(dom: isl.Set, target: str) -> isl.Map:
+    """``{op[e] -> target[e]}`` on ``dom``."""
+    m = isl.Map.identity(dom.get_space().map_from_set()).intersect_domain(dom)
+    for q in range(m.dim(isl.dim_type.out)):
+        m = m.set_dim_name(isl.dim_type.out, q, f"e{q}")
+    return m.set_tuple_name(isl.dim_type.out, target)
+
+
+def _consumer(l1: Layer1, c: cmd.Command, k: int) -> str:
+    if c.comp not in l1.comps:
+        what = "inlined" if c.comp in l1.inlined else "unknown"
+        raise _fail(c, k, f"{what} computation {c.comp!r}", (c.comp,))
+    return c.comp
+
+
+def _copy(l4: Layer4, l1: Layer1, l3: Layer3, fn: Function, c: cmd.CopyAt, k: int) -> None:
+    p = _consumer(l1, c, k)
+    src = l3.store.get(c.src, c.src)
+    if src not in l3.buffers:
+        raise _fail(c, k, f"unknown buffer or computation {c.src!r}")
+    if l3.store[p] == src:
+        raise _fail(c, k, f"{p!r} writes {src!r}: a read-only copy of the buffer it updates "
+                          "would go stale (copy another computation's buffer)", (p,))
+    refs = [r for r in l1.comps[p].reads if l4.buffer_of(l3, r) == src]
+    if not refs:
+        raise _fail(c, k, f"{p!r} does not read {src!r}", (p,))
+    for r in refs:
+        if r.access is None:
+            raise _fail(c, k, f"{p!r} reads {src!r} at a data-dependent index; its footprint "
+                              "is not exact, so it cannot be copied", (p,))
+    sb = l3.buffers[src]
+    dst = _dst_buffer(l3, fn, c, k, sb)
+    acc: isl.Map | None = None
+    for r in refs:
+        a = logical_access(l1, l3, r)
+        acc = a if acc is None else acc.union(a)
+    assert acc is not None
+    dims = [f"{c.dst}_{q}" for q in range(sb.ndim)]
+    origin = read_buffer(l3, refs[0])  # the logical element space the copies share
+    acc = acc.set_tuple_name(isl.dim_type.out, origin).coalesce()
+    dom = _as_op(acc, c.name, dims, out=True).coalesce()
+    acc = acc.set_tuple_name(isl.dim_type.out, c.name)
+    for q, d in enumerate(dims):
+        acc = acc.set_dim_name(isl.dim_type.out, q, d)
+    op = Op(c.name, "copy", c.describe(), k, dom, dims, "at", consumer=p, level=c.level,
+            src=src, dst=dst.name, read=_identity(dom, src), write=_identity(dom, dst.name),
+            acc=acc, refs=[r.ref for r in refs])
+    for r in refs:
+        l4.redirect[r.ref] = dst.name
+    l4.ops[c.name] = op
+
+
+def _dst_buffer(l3: Layer3, fn: Function, c: cmd.CopyAt, k: int, sb: BufferInfo
+                ) -> BufferInfo:
+    """The copy's destination: a new temporary (sized per iteration by the compiler) or a
+    declared temporary of the source's rank and type, never written by a computation."""
+    at = (c.comp, c.level, c.describe())
+    if c.dst in l3.buffers:
+        b = l3.buffers[c.dst]
+        if b.declared is None or b.declared.kind != TEMPORARY or b.writers:
+            raise _fail(c, k, f"destination {c.dst!r} must be a new buffer or a declared "
+                              "temporary that no computation writes")
+        if b.ndim != sb.ndim or b.dtype != sb.dtype:
+            raise _fail(c, k, f"destination {c.dst!r} is {b.ndim}-d {b.dtype.name}; the "
+                              f"source {sb.name!r} is {sb.ndim}-d {sb.dtype.name}")
+        if b.alloc_at is not None:
+            raise _fail(c, k, f"destination {c.dst!r} is already allocated at a loop")
+        b.alloc_at, b.copy_of = at, sb.name
+        return b
+    if c.dst in fn._names() - set(fn.reserved):
+        raise _fail(c, k, f"destination {c.dst!r} is the name of something else")
+    b = BufferInfo(c.dst, sb.dtype, sb.ndim, [], TEMPORARY, alloc_at=at, copy_of=sb.name)
+    l3.buffers[c.dst] = b
+    return b
+
+
+def _barrier(l4: Layer4, l1: Layer1, c: cmd.BarrierAt, k: int) -> None:
+    p = _consumer(l1, c, k)
+    dom = isl.Set.universe(_named_elements(l1, c.name, []))
+    pdom = l1.comps[p].domain
+    acc = isl.Map.from_domain_and_range(pdom, dom)
+    l4.ops[c.name] = Op(c.name, "barrier", c.describe(), k, dom, [], "at", consumer=p,
+                        level=c.level, acc=acc)
+
+
+def _host_device(l4: Layer4, l1: Layer1, l3: Layer3, c: cmd.HostToDevice | cmd.DeviceToHost,
+                 k: int) -> None:
+    buf = l3.store.get(c.comp, c.comp)
+    if buf not in l3.buffers:
+        raise _fail(c, k, f"unknown buffer or computation {c.comp!r}")
+    b = l3.buffers[buf]
+    elems: isl.Set | None = None
+    if isinstance(c, cmd.HostToDevice):
+        for comp in l1.comps.values():
+            for r in comp.reads:
+                if l4.buffer_of(l3, r) == buf:
+                    e = logical_access(l1, l3, r).range()
+                    elems = e if elems is None else elems.union(e)
+    else:
+        for w in b.writers:
+            e = l3.logical[w].intersect_domain(l1.comps[w].domain).range()
+            elems = e if elems is None else elems.union(e)
+    space = _named_elements(l1, buf, [f"e{q}" for q in range(b.ndim)])
+    if elems is None:
+        elems = isl.Set.empty(space)
+    elems = elems.intersect(box(b, elems.get_space())).coalesce()
+    dims = [f"{buf}_{q}" for q in range(b.ndim)]
+    dom = _as_op(elems, c.name, dims)
+    kind = "host_to_device" if isinstance(c, cmd.HostToDevice) else "device_to_host"
+    l4.ops[c.name] = Op(c.name, kind, c.describe(), k, dom, dims,
+                        "first" if kind == "host_to_device" else "last", src=buf, dst=buf,
+                        read=_identity(dom, buf), write=_identity(dom, buf))
+
+
+def _send(l4: Layer4, l1: Layer1, l3: Layer3, c: cmd.Send, k: int) -> None:
+    """A send (receive): for each point of its domain, the box ``[start, start + size)`` of
+    the buffer, read (written)."""
+    buf = l3.store.get(c.buffer, c.buffer)
+    if buf not in l3.buffers:
+        raise _fail(c, k, f"unknown buffer or computation {c.buffer!r}")
+    b = l3.buffers[buf]
+    if len(c.start) != b.ndim:
+        raise _fail(c, k, f"{buf!r} has {b.ndim} dims; the region gives {len(c.start)}")
+    try:
+        own = domain_of(c.comp, [v if isinstance(v, Var) else Var(v) for v in c.iterators],
+                        c.domain or None, l1.param_space, "operation")
+    except DefinitionError as e:
+        raise _fail(c, k, str(e)) from None
+    its = [own.get_dim_name(isl.dim_type.set, q) for q in range(own.dim(isl.dim_type.set))]
+    dims = its + [f"{buf}_{q}" for q in range(b.ndim)]
+    ac = AffineContext(comp_space(l1.param_space, c.comp, dims))
+    dom = own.add_dims(isl.dim_type.set, b.ndim)
+    for q, d in enumerate(dims):
+        dom = dom.set_dim_name(isl.dim_type.set, q, d)
+    dom = dom.set_tuple_name(c.comp)
+    try:
+        for q, (s, n) in enumerate(zip(c.start, c.size, strict=True)):
+            lo, ext = to_pw_aff(s, ac), to_pw_aff(n, ac)
+            x = ac.dim(len(its) + q)
+            dom = dom.intersect(lo.le_set(x)).intersect(x.lt_set(lo.add(ext)))
+    except NonAffine as e:
+        raise _fail(c, k, f"the region must be affine in the params and {its} ({e})") from None
+    elems = isl.Map.from_domain_and_range(
+        dom, isl.Set.universe(_named_elements(l1, buf, [f"e{q}" for q in range(b.ndim)])))
+    for q in range(b.ndim):
+        elems = elems.equate(isl.dim_type.in_, len(its) + q, isl.dim_type.out, q)
+    outside = elems.range().subtract(box(b, elems.range().get_space()))
+    if not outside.is_empty():
+        raise _fail(c, k, f"the region lies outside {buf!r}: {outside.coalesce()}")
+    receive = isinstance(c, cmd.Receive)
+    peer_vars = {v.name for v in _vars_in(c.peer)}
+    if not peer_vars <= set(its):
+        raise _fail(c, k, f"the peer may only use the operation's iterators {its}")
+    l4.ops[c.comp] = Op(c.comp, "receive" if receive else "send", c.describe(), k, dom, dims,
+                        "first", src=None if receive else buf, dst=buf if receive else None,
+                        read=None if receive else elems, write=elems if receive else None,
+                        peer=c.peer, properties=c.properties, iterators=its)
+
+
+def _vars_in(e: Expr) -> list[Var]:
+    return [n for n in walk(e) if isinstance(n, Var)]

@@ -1,0 +1,145 @@
+"""The last pass: the lowered program as a loop AST with its buffers and statements
+(:class:`~middleend.ir.loopast.Program`), what every target prints.
+
+Each computation becomes a :class:`StmtInfo` whose reads and store are resolved to buffer
+elements (after store_in, storage folding, loop-local allocation and the reads that a copy
+redirected); each Layer IV operation becomes one too, tagged with its kind and the command
+that created it, so that a target that cannot honour it says so by name.
+"""
+
+from __future__ import annotations
+
+import islpy as isl
+
+from ..ir.errors import DefinitionError
+from ..ir.expr import Access, Cast, Expr, rebuild
+from ..ir.function import Buffer, Computation, Function, Param, Var, _BufferOf
+from ..ir.loopast import BufAccess, BufferDecl, IInt, IterRef, Node, ParamRef, Program, StmtInfo
+from .astgen import generate, iexpr
+from .data import Layer3, box
+from .dataflow import Expected
+from .layer1 import Layer1
+from .layer4 import Layer4, Op
+from .physical import Physical
+from .placement import TimeSpace
+
+
+def build_program(fn: Function, l1: Layer1, l3: Layer3, l4: Layer4, ts: TimeSpace,
+                  ph: Physical, exp: Expected) -> Program:
+    pmap = {p: f"p_{p}" for p in l1.params}
+    cb = isl.AstBuild.from_context(l1.context)
+    decls = []
+    inputs = [b for b in l3.buffers.values() if b.role == "input"]
+    outs = [l3.buffers[n] for n in l3.outputs]  # outputs and inouts
+    temps = [b for b in l3.buffers.values() if b.role == "temporary"]
+    for b in [*inputs, *outs, *temps]:
+        la = ph.local.get(b.name)
+        src = la.sizes if la is not None else b.sizes
+        sizes = []
+        for k, pa in enumerate(src):
+            if k in b.fold:
+                sizes.append(IInt(b.fold[k]))
+            else:
+                sizes.append(iexpr(cb.expr_from_pw_aff(pa.project_domain_on_params()), pmap))
+        full = True
+        if b.role == "output" and b.name in exp.written:
+            # only sure writes count: a guarded or data-dependent one may skip elements,
+            # which the kernel wrapper must then hand back zeroed, not uninitialised
+            elems = exp.covered.get(b.name)
+            full = elems is not None and box(b, elems.get_space()).is_subset(elems)
+        decls.append(BufferDecl(b.name, b.dtype, tuple(sizes), b.role, la is not None, full))
+    stmts: dict[str, StmtInfo] = {}
+    store_buf: dict[str, str] = {}
+    read_bufs: dict[str, set[str]] = {}
+    iters: dict[str, list[str]] = {}
+    for n in ts.order:
+        if n in l4.ops:
+            o = l4.ops[n]
+            stmts[n] = _op_info(o, l3, ph)
+            if o.dst is not None:
+                store_buf[n] = o.dst
+            read_bufs[n] = {o.src} if o.src is not None else set()
+            iters[n] = list(o.dims)
+        else:
+            stmts[n] = _stmt_info(n, l1, l3, l4, ph)
+            store_buf[n] = l3.store[n]
+            read_bufs[n] = {l4.buffer_of(l3, r) for r in l1.comps[n].reads}
+            iters[n] = list(l1.comps[n].vars)
+    body: Node = generate(ts, ph, l1.params, l1.context, iters, store_buf, read_bufs)
+    bounds = {p.name: (p.min, p.max) for p in fn.params if (p.min, p.max) != (None, None)}
+    return Program(fn.name, tuple(l1.params), tuple(decls), body, stmts, bounds)
+
+
+def _offsets(ph: Physical, buf: str) -> tuple[str, ...] | None:
+    la = ph.local.get(buf)
+    return None if la is None else tuple(f"o_{buf}_{q}" for q in range(len(la.offsets)))
+
+
+def _stmt_info(name: str, l1: Layer1, l3: Layer3, l4: Layer4, ph: Physical) -> StmtInfo:
+    c = l1.comps[name]
+    affine_nodes = {id(r.node) for r in c.reads if r.access is not None}
+    redirected = {id(r.node): l4.redirect[r.ref] for r in c.reads if r.ref in l4.redirect}
+
+    def conv(e: Expr) -> Expr:
+        return rebuild(e, node)
+
+    def node(n: Expr) -> Expr | None:
+        if isinstance(n, Var):
+            return IterRef(n.name)
+        if isinstance(n, Param):
+            return ParamRef(n.name)
+        if isinstance(n, Access):
+            t = n.target
+            idx = tuple(conv(i) for i in n.indices)
+            if isinstance(t, Computation):
+                buf = l3.store[t.name]
+                pvars = l1.comps[t.name].vars
+                repl = dict(zip(pvars, idx, strict=True))
+                lidx = tuple(_subst_iters(conv(e), repl) for e in l3.index[t.name])
+            elif isinstance(t, _BufferOf):
+                buf, lidx = l3.store[t.comp.name], idx
+            elif isinstance(t, Buffer):
+                buf, lidx = t.name, idx
+            else:  # pragma: no cover
+                raise DefinitionError(f"{name}: cannot lower a read of {t!r}")
+            if id(n) in redirected:  # a copy holds the element, at its logical index
+                dst = redirected[id(n)]
+                return BufAccess(dst, lidx, n.dtype, _offsets(ph, dst))
+            return BufAccess(buf, l3.phys_index(buf, lidx), n.dtype, _offsets(ph, buf),
+                             checked=id(n) not in affine_nodes)
+        return None
+
+    sbuf = l3.store[name]
+    sidx = l3.phys_index(sbuf, tuple(conv(e) for e in l3.index[name]))
+    # a data-dependent store index is checked at run time (the store is then skipped)
+    store = BufAccess(sbuf, sidx, l3.buffers[sbuf].dtype, _offsets(ph, sbuf),
+                      checked=name in l3.may)
+    value = conv(c.expr)
+    if value.dtype != store.dtype:
+        value = Cast(store.dtype, value)
+    guard = None if c.guard is None else conv(c.guard)
+    return StmtInfo(name, tuple(c.vars), store, value, guard)
+
+
+def _op_info(o: Op, l3: Layer3, ph: Physical) -> StmtInfo:
+    """A Layer IV operation as a statement: its own iterators index the elements it reads
+    and writes (a send's and a receive's element dims follow its own iterators)."""
+    nb = len(o.dims) - len(o.iterators)
+    elem = tuple(IterRef(d) for d in o.dims[len(o.iterators):])
+    store = value = None
+    if o.dst is not None and nb:
+        b = l3.buffers[o.dst]
+        store = BufAccess(o.dst, l3.phys_index(o.dst, elem), b.dtype, _offsets(ph, o.dst))
+    if o.src is not None and nb:
+        b = l3.buffers[o.src]
+        value = BufAccess(o.src, l3.phys_index(o.src, elem), b.dtype, _offsets(ph, o.src))
+    peer = None
+    if o.peer is not None:
+        peer = rebuild(o.peer, lambda n: IterRef(n.name) if isinstance(n, Var) else
+                       (ParamRef(n.name) if isinstance(n, Param) else None))
+    return StmtInfo(o.name, tuple(o.dims), store, value, None, o.kind,
+                    f"{o.command} (command #{o.index})", peer, o.properties)
+
+
+def _subst_iters(e: Expr, repl: dict[str, Expr]) -> Expr:
+    return rebuild(e, lambda n: repl.get(n.name) if isinstance(n, IterRef) else None)
