@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir.function import OUTPUT, Buffer, Computation, Input, Param, Var
+from ..ir.operations import copy_at
 from ..ir.types import float32
 from .function import Function
 
@@ -108,37 +109,67 @@ def matmul(name: str = "matmul", n: int | None = None) -> MatMul:
     return MatMul(f, init, upd)
 
 
-def sgemm_packed(n: int | None = None, tj: int = 128, mr: int = 4, nr: int = 16) -> Function:
-    """C = A @ B the way a BLAS does it, in the scheduling language: ``Bp`` a copy of B
-    packed per column panel (``compute_at`` + ``allocate_at`` at the parallel ``j0``),
-    ``acc`` an ``mr x nr`` accumulator tile per micro-tile (a stack array gcc keeps in
-    registers); loops j0 / i_uo / j1_vo / k / i_ui (unrolled) / j1_vi (vector).
-    ``n`` None gives a Param N."""
-    with Function("sgemm_packed") as f:
+def _blas_schedule(acc: Computation, upd: Computation, c: Computation, tj: int, mr: int,
+                   nr: int) -> None:
+    """The loops of a BLAS micro-kernel: j0 (parallel column panels of ``tj``) / i_uo /
+    j1_vo / k / i_ui (unrolled ``mr``) / j1_vi (vector ``nr``), with ``acc`` an ``mr x nr``
+    accumulator tile per micro-tile (a stack array gcc keeps in registers)."""
+    for x in (acc, upd, c):
+        x.split("j", tj, "j0", "j1")
+        x.interchange("i", "j0")  # j0 i j1 [k]
+        x.unroll("i", mr)
+        x.vectorize("j1", nr)
+        x.interchange("i_ui", "j1_vo")  # j0 i_uo j1_vo i_ui j1_vi [k]
+        x.parallelize("j0")
+    upd.interchange("i_ui", "k")  # j0 i_uo j1_vo k j1_vi i_ui
+    upd.interchange("j1_vi", "i_ui")  # j0 i_uo j1_vo k i_ui j1_vi
+    upd.after(acc, "j1_vo")
+    c.after(upd, "j1_vo")
+    acc.allocate_at(c, "j1_vo")
+
+
+def _sgemm(name: str, n: int | None, helper: bool) -> tuple[Function, Computation,
+                                                           Computation, Computation]:
+    """C = A @ B through an accumulator (``acc``, then ``upd`` in acc, then ``C``); with
+    ``helper``, ``upd`` reads B through a Layer I copy ``Bp``."""
+    with Function(name) as f:
         size = Param("N") if n is None else n
         i, j, k = Var("i", 0, size), Var("j", 0, size), Var("k", 0, size)
-        kk, jj = Var("kk", 0, size), Var("jj", 0, size)
         a = Input("A", [size, size], float32)
         b = Input("B", [size, size], float32)
-        bp = Computation("Bp", [kk, jj], b[kk, jj])
+        kk, jj = Var("kk", 0, size), Var("jj", 0, size)
+        bp = Computation("Bp", [kk, jj], b[kk, jj]) if helper else None
         acc = Computation("acc", [i, j], 0.0)
         upd = Computation("upd", [i, j, k], dtype=float32)
-        upd.set_expression(upd[i, j, k - 1] + a[i, k] * bp[k, j])
+        upd.set_expression(upd[i, j, k - 1] + a[i, k] * (bp if bp is not None else b)[k, j])
         upd.store_in(acc, [i, j])
         c = Computation("C", [i, j], upd[i, j, size - 1])
-        for x in (acc, upd, c):
-            x.split(j, tj, "j0", "j1")
-            x.interchange(i, "j0")  # j0 i j1 [k]
-            x.unroll(i, mr)
-            x.vectorize("j1", nr)
-            x.interchange("i_ui", "j1_vo")  # j0 i_uo j1_vo i_ui j1_vi [k]
-            x.parallelize("j0")
-        upd.interchange("i_ui", k)  # j0 i_uo j1_vo k j1_vi i_ui
-        upd.interchange("j1_vi", "i_ui")  # j0 i_uo j1_vo k i_ui j1_vi
-        upd.after(acc, "j1_vo")
-        c.after(upd, "j1_vo")
-        acc.allocate_at(c, "j1_vo")
-        bp.vectorize(jj, nr)
-        bp.compute_at(upd, "j0")
-        bp.allocate_at(upd, "j0")
+    return f, acc, upd, c
+
+
+def sgemm_packed(n: int | None = None, tj: int = 128, mr: int = 4, nr: int = 16) -> Function:
+    """C = A @ B the way a BLAS does it, in the scheduling language: ``Bp`` a copy of B
+    packed per column panel, written as a Layer I helper computation (``compute_at`` +
+    ``allocate_at`` at the parallel ``j0``), and the micro-kernel of
+    :func:`_blas_schedule`. ``n`` None gives a Param N."""
+    f, acc, upd, c = _sgemm("sgemm_packed", n, helper=True)
+    _blas_schedule(acc, upd, c, tj, mr, nr)
+    bp = f.computation("Bp")
+    bp.vectorize("jj", nr)
+    bp.compute_at(upd, "j0")
+    bp.allocate_at(upd, "j0")
+    return f
+
+
+def sgemm_copy_at(n: int | None = None, tj: int = 128, mr: int = 4, nr: int = 16,
+                  pack: bool = True) -> Function:
+    """The same sgemm with the algorithm left alone: B's column panel is packed by a
+    Layer IV operation, ``copy_at(upd, "j0", B, "Bp")`` (the compiler computes the panel
+    each j0 iteration reads and redirects the reads); ``pack=False`` gives the same
+    schedule without the copy, to measure what packing does."""
+    f, acc, upd, c = _sgemm("sgemm_copy_at", n, helper=False)
+    _blas_schedule(acc, upd, c, tj, mr, nr)
+    if pack:
+        cp = copy_at(upd, "j0", f.buffers[1], "Bp")
+        cp.vectorize("Bp_1", nr)
     return f

@@ -142,7 +142,7 @@ def _localise(phys: Physical, ts: TimeSpace, l1: Layer1, l3: Layer3, buf: str,
         sizes.append(size.coalesce())
         offsets.append(lo.add_dims(isl.dim_type.in_, ntd - dim - 1).coalesce())
     phys.local[buf] = LocalAlloc(buf, dim, f"loop {level} of {consumer}", offsets, sizes)
-    _check_declared_size(l3, buf, sizes, command)
+    _check_declared_size(l1, l3, buf, sizes, command)
     # privatise: element identity = (allocation-loop prefix, element)
     for table in (phys.writes, phys.reads, phys.op_writes, phys.op_reads):
         for key, m in list(table.items()):  # type: ignore[attr-defined]
@@ -150,21 +150,25 @@ def _localise(phys: Physical, ts: TimeSpace, l1: Layer1, l3: Layer3, buf: str,
                 table[key] = _privatise(m, prefix, buf)  # type: ignore[index]
 
 
-def _check_declared_size(l3: Layer3, buf: str, sizes: list[isl.PwAff], command: str) -> None:
+def _check_declared_size(l1: Layer1, l3: Layer3, buf: str, sizes: list[isl.PwAff],
+                         command: str) -> None:
     """A declared buffer allocated per iteration (a copy_at destination) must hold the
     largest per-iteration footprint, for every admissible parameter value."""
     b = l3.buffers[buf]
     if b.declared is None or b.copy_of is None:
         return  # allocate_at sizes a buffer by its footprint, whatever its declaration
+    cb = isl.AstBuild.from_context(l1.context)
     for k, (need, have) in enumerate(zip(sizes, b.sizes, strict=True)):
         need = need.project_domain_on_params()
         have = have.project_domain_on_params().align_params(need.get_space())
-        short = need.align_params(have.get_space()).gt_set(have)
+        need = need.align_params(have.get_space())
+        short = need.gt_set(have).intersect_params(l1.context)
         if not short.is_empty():
-            raise ScheduleError(f"{command}: buffer {buf!r} is declared with size "
-                                f"{have} in dimension {k}, but an iteration needs {need} "
-                                f"(where {short.coalesce()})", computations=(buf,),
-                                command=command)
+            raise ScheduleError(
+                f"{command}: buffer {buf!r} is declared with size "
+                f"{cb.expr_from_pw_aff(have).to_C_str()} in dimension {k}, but an iteration "
+                f"needs {cb.expr_from_pw_aff(need).to_C_str()}", computations=(buf,),
+                command=command)
 
 
 def _privatise(m: isl.Map, prefix: isl.Map, buf: str) -> isl.Map:

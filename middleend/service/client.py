@@ -35,7 +35,11 @@ _RESPONSES = {"compile": pb.CompileResponse, "check": pb.CheckResponse,
 
 class Client(abc.ABC):
     """The interface both clients share: ``compile``, ``check`` and ``lower`` take a
-    ``pb.Request`` and return the response message, raising middle-end exceptions."""
+    ``pb.Request`` and return the response message, raising middle-end exceptions.
+    ``registry`` holds the targets that load what comes back (the cpu target maps a
+    shared object, a GPU target would create a device queue)."""
+
+    registry: TargetRegistry
 
     def compile(self, req: pb.Request) -> pb.CompileResponse:
         return self._call("compile", req)
@@ -64,8 +68,10 @@ class Client(abc.ABC):
 class EmbeddedClient(Client):
     """The in-process middle-end: serialized request in, serialized response out."""
 
-    def __init__(self, config: ServiceConfig | None = None) -> None:
-        self.service = Service(config)
+    def __init__(self, config: ServiceConfig | None = None,
+                 registry: TargetRegistry | None = None) -> None:
+        self.service = Service(config, registry)
+        self.registry = self.service.registry
 
     def _call(self, kind: str, req: pb.Request) -> Any:
         try:
@@ -94,6 +100,7 @@ class RemoteClient(Client):
             self.channel = grpc.insecure_channel(target, opts)
         self.target = target
         self.timeout = timeout
+        self.registry = TargetRegistry.discover()
         self.metadata = (("authorization", f"Bearer {token}"),) if token else ()
         self.stub = pb_grpc.MiddleEndStub(self.channel)
 
@@ -223,4 +230,4 @@ def compile_via(fn: Any, service: Client | str | None = None, target: str = "cpu
     def inspect() -> Any:
         return lower(fn, outputs=outputs, check_legality=check_legality)
 
-    return kernel_of(resp, fn.name, inspect)
+    return kernel_of(resp, fn.name, inspect, client.registry)

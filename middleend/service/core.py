@@ -71,12 +71,16 @@ def build_id() -> str:
 class Service:
     """Handles serialized requests; thread-safe (the server calls it from many threads)."""
 
-    def __init__(self, config: ServiceConfig | None = None) -> None:
+    def __init__(self, config: ServiceConfig | None = None,
+                 registry: TargetRegistry | None = None) -> None:
+        """``registry``: the targets (default: those the installed distributions register).
+        A registry given here serves in-process requests only; worker processes find their
+        targets from the installed entry points."""
         self.config = config or ServiceConfig()
         self.cache = ArtifactCache(self.config.cache_dir or default_cache_root(),
                                    self.config.cache_max_bytes)
         self._build_id = build_id()
-        self.registry = TargetRegistry.discover()
+        self.registry = registry or TargetRegistry.discover()
         self._identities: dict[str, str] = {}  # target name -> its toolchain's identity
         self.pool: WorkerPool | None = None
         if self.config.workers > 0:

@@ -1,0 +1,158 @@
+"""Targets as plug-ins: the registry, availability, options per target, the refusals a
+user meets (each one clear line), a target registered from outside the middle-end, and the
+``middleend targets`` command."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import middleend as me
+from backends.cpu import CpuTarget
+from backends.cpu.build import compiler, host_isa
+from middleend.driver.targets import TargetRegistry
+from middleend.service.client import EmbeddedClient
+from middleend.wire.decode import decode_target
+from middleend.wire.encode import encode_request, encode_target
+from middleend.wire.v1 import middleend_pb2 as pb
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def scale(vector: bool = True) -> me.Function:
+    with me.Function("scale") as f:
+        n = me.Param("N")
+        i = me.Var("i", 0, n)
+        x = me.Input("x", [n], me.float32)
+        y = me.Computation("y", [i], x[i] * 3.0)
+        if vector:
+            y.vectorize(i, 4)
+    return f
+
+
+def test_registered_targets_and_their_status() -> None:
+    status = {name: (ok, detail) for name, ok, detail in me.targets()}
+    assert set(status) >= {"cpu", "gpu", "mpi", "fpga"}
+    assert status["cpu"][0]
+    assert any(arch in status["cpu"][1] for arch in ("x86-64", "aarch64"))
+    for planned in ("gpu", "mpi", "fpga"):
+        assert status[planned] == (False, "not implemented in this version of the middle-end")
+
+
+def test_a_planned_target_is_unavailable_in_one_line() -> None:
+    with pytest.raises(me.TargetUnavailable) as info:
+        scale().compile(target="gpu")
+    msg = str(info.value)
+    assert msg == ("target 'gpu' is not available here: not implemented in this version of "
+                   "the middle-end")
+
+
+def test_unknown_targets_and_options_are_refused_by_name() -> None:
+    with pytest.raises(me.TargetError, match=r"unknown target 'tpu' \(registered targets: "
+                                             r"cpu, fpga, gpu, mpi"):
+        scale().compile(target="tpu")
+    with pytest.raises(me.TargetError, match=r"target 'cpu' has no option 'dialect' \(its "
+                                             r"options: fp_contract\)"):
+        scale().compile(target="cpu", dialect="cuda")
+    with pytest.raises(me.TargetError, match="bad value 'yes' for option 'fp_contract'"):
+        scale().compile(fp_contract="yes")
+
+
+def test_target_options_reach_the_build(rng) -> None:
+    x = rng.random(33, dtype=np.float32)
+    plain = scale().compile()
+    fused = scale().compile(fp_contract=True)
+    assert plain.artifact.options == {"fp_contract": "False"}
+    assert fused.artifact.options == {"fp_contract": "True"}
+    assert "-ffp-contract=fast" in fused.artifact.build_command
+    np.testing.assert_allclose(fused(x=x)["y"], x * 3.0, rtol=1e-6)
+
+
+def test_named_targets_travel_by_name_with_text_options() -> None:
+    t = encode_target("toy", {"width": 8, "fast": True}, pb.Target())
+    assert decode_target(t) == ("toy", {"width": "8", "fast": "True"})
+    assert decode_target(pb.Target()) == ("cpu", {})
+    assert decode_target(encode_target("cpu", {"fp_contract": True}, pb.Target())) == \
+        ("cpu", {"fp_contract": True})
+
+
+def test_the_host_isa_is_part_of_the_cpu_targets_identity() -> None:
+    summary, digest = host_isa(compiler())
+    assert summary.split()[0] in ("x86-64", "aarch64", "other") and len(digest) == 64
+    assert digest in CpuTarget().identity()
+
+
+class NoVectorCpu(CpuTarget):
+    """A target from outside the middle-end: the cpu target without vector loops."""
+
+    name = "novec"
+    summary = "cpu without vector loops (a test plug-in)"
+    tags = frozenset({"parallel", "unroll"})
+
+
+def test_a_target_plugged_in_from_outside(rng) -> None:
+    registry = TargetRegistry({"novec": lambda: NoVectorCpu, "cpu": lambda: CpuTarget})
+    with EmbeddedClient(registry=registry) as client:
+        with pytest.raises(me.TargetError, match="target 'novec' cannot honour tag 'vector' "
+                                                 "on loop 'i_vi' of y") as info:
+            scale().compile(target="novec", service=client)
+        assert "tag 'vector' is honoured by: cpu" in str(info.value)
+        with me.Function("plain") as f:
+            n = me.Param("N")
+            i = me.Var("i", 0, n)
+            x = me.Input("x", [n], me.float32)
+            me.Computation("y", [i], x[i] + 1.0).parallelize(i)
+        k = f.compile(target="novec", service=client)
+    assert k.artifact.target == "novec"
+    x = rng.random(17, dtype=np.float32)
+    np.testing.assert_allclose(k(x=x)["y"], x + 1.0)
+
+
+def test_a_bad_plugin_is_reported() -> None:
+    registry = TargetRegistry({"odd": lambda: object()})
+    with pytest.raises(me.TargetError, match="is not a middle-end target named 'odd'"):
+        registry.lookup("odd")
+
+
+def test_check_needs_no_toolchain_but_compile_does() -> None:
+    req = encode_request(scale(vector=False), target="gpu")
+    with EmbeddedClient() as client:
+        assert client.check(req).legal
+        assert client.check(encode_request(scale(), target="tpu")).legal  # unknown: legality
+        with pytest.raises(me.TargetError, match="target 'gpu' cannot honour tag 'vector'"):
+            client.check(encode_request(scale(), target="gpu"))
+        with pytest.raises(me.TargetUnavailable, match="target 'gpu' is not available"):
+            client.compile(req)
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "middleend", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_cli_lists_targets_and_refuses_in_one_line(tmp_path: Path) -> None:
+    out = _cli("targets", "-v")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert any(ln.startswith("cpu    available") for ln in lines)
+    assert any(ln.startswith("gpu    unavailable") for ln in lines)
+    assert "options: fp_contract" in out.stdout
+    req = tmp_path / "blur.json"
+    assert _cli("example", "blur", "-o", str(req)).returncode == 0
+    for args, expected in [
+        (("--target", "gpu"), "target 'gpu' is not available here"),
+        (("--target", "cpu", "-O", "dialect=cuda"), "target 'cpu' has no option 'dialect'"),
+        (("-O", "fp_contract=maybe"), "option 'fp_contract' takes true or false"),
+        (("--target", "tpu"), "unknown target 'tpu'"),
+    ]:
+        bad = _cli("compile", str(req), "-o", str(tmp_path / "out"), *args)
+        assert bad.returncode != 0
+        assert expected in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
+        assert len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+    ok = _cli("compile", str(req), "-o", str(tmp_path / "out"), "-O", "fp_contract=true")
+    assert ok.returncode == 0, ok.stderr
+    assert (tmp_path / "out" / "libblur.so").exists()
