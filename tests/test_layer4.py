@@ -11,8 +11,10 @@ from collections.abc import Callable
 import islpy as isl
 import numpy as np
 import pytest
+from service_util import blur_ref
 
 import middleend as me
+from middleend.api.examples import blur as blur_program
 from middleend.api.examples import sgemm_copy_at
 
 SHAPES = [(37, 29), (9, 10)]
@@ -20,25 +22,12 @@ SHAPES = [(37, 29), (9, 10)]
 
 def blur(schedule: Callable[..., None] | None = None, shape: tuple[int, int] | None = None
          ) -> me.Function:
-    """The papers' blur; ``schedule(f, inp, bx, by)`` adds the commands."""
-    with me.Function("blur") as f:
-        N, M = (me.Param("N"), me.Param("M")) if shape is None else shape
-        i, j, c = me.Var("i", 0, N - 2), me.Var("j", 0, M - 2), me.Var("c", 0, 3)
-        ii = me.Var("i", 0, N)
-        inp = me.Input("inp", [N, M, 3], me.float32)
-        bx = me.Computation(
-            "bx", [ii, j, c], (inp[ii, j, c] + inp[ii, j + 1, c] + inp[ii, j + 2, c]) / 3)
-        by = me.Computation(
-            "by", [i, j, c], (bx[i, j, c] + bx[i + 1, j, c] + bx[i + 2, j, c]) / 3)
-        if schedule is not None:
-            schedule(f, inp, bx, by)
-    return f
-
-
-def blur_ref(a: np.ndarray) -> np.ndarray:
-    three = np.float32(3)
-    bx = (a[:, :-2] + a[:, 1:-1] + a[:, 2:]) / three
-    return (bx[:-2] + bx[1:-1] + bx[2:]) / three
+    """The papers' blur (``examples.blur``); ``schedule(f, inp, bx, by)`` adds commands."""
+    b = blur_program(shape)
+    if schedule is not None:
+        with b.fn:
+            schedule(b.fn, b.fn.buffers[0], b.bx, b.by)
+    return b.fn
 
 
 def _tiled(f: me.Function, inp: object, bx: me.Computation, by: me.Computation) -> None:

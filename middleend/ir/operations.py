@@ -103,20 +103,22 @@ def barrier_at(consumer: Any, level: Any, name: str | None = None) -> Operation:
 def host_to_device(buffer: Any, name: str | None = None) -> Operation:
     """Copy the elements of ``buffer`` (or a computation's buffer) that the program uses
     from host to device memory; runs first unless ordered otherwise."""
-    b = _buffer_name(buffer, "host_to_device")
-    fn = _function_of(buffer)
-    op = Operation(fn, name or f"{b}_to_device", "host_to_device")
-    fn.commands.add(cmd.HostToDevice(b, op.name))
-    return op
+    return _transfer(buffer, name, cmd.HostToDevice, "host_to_device", "to_device")
 
 
 def device_to_host(buffer: Any, name: str | None = None) -> Operation:
     """Copy the elements of ``buffer`` (or a computation's buffer) that the program writes
     from device to host memory; runs last unless ordered otherwise."""
-    b = _buffer_name(buffer, "device_to_host")
+    return _transfer(buffer, name, cmd.DeviceToHost, "device_to_host", "to_host")
+
+
+def _transfer(buffer: Any, name: str | None,
+              record: type[cmd.HostToDevice] | type[cmd.DeviceToHost], kind: str,
+              suffix: str) -> Operation:
+    b = _buffer_name(buffer, kind)
     fn = _function_of(buffer)
-    op = Operation(fn, name or f"{b}_to_host", "device_to_host")
-    fn.commands.add(cmd.DeviceToHost(b, op.name))
+    op = Operation(fn, name or f"{b}_{suffix}", kind)
+    fn.commands.add(record(b, op.name))
     return op
 
 
