@@ -34,7 +34,6 @@ _PRAGMAS = {
     "vector": "#pragma omp simd",
     "unroll": "#pragma GCC unroll 64",
 }
-_FOREIGN_TAGS = frozenset({"gpu_block", "gpu_thread", "distribute", "pipeline"})
 _ROLES = frozenset({"input", "output", "inout", "temporary"})
 _CANONICAL = {"lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
@@ -153,11 +152,11 @@ class CPrinter:
     def _for(self, f: For, depth: int) -> None:
         var = ident(f.var, "loop iterator")
         label = f.name or var
-        if f.tag in _FOREIGN_TAGS:
-            raise TargetError(f"the cpu target cannot honour tag {f.tag} on loop {label}; use "
-                              f"the gpu/mpi/fpga target")
         if f.tag is not None and f.tag not in _PRAGMAS:
-            raise TargetError(f"unknown loop tag {f.tag!r} on loop {label}")
+            raise TargetError(f"the cpu target cannot honour tag {f.tag} on loop {label}"
+                              + (f" (set by {f.command})" if f.command else ""),
+                              target="cpu", loop=label, command=f.command or None,
+                              feature=("tag", f.tag))
         if not isinstance(f.step, int) or f.step == 0:
             raise TargetError(f"loop {label} has invalid step {f.step!r}")
         cond = _loop_cond(f, var)
@@ -183,6 +182,13 @@ class CPrinter:
         if info is None:
             raise TargetError(f"statement of computation {s.comp!r} has no StmtInfo in "
                               f"program {self.program.name!r}")
+        if info.op not in (None, "copy") or info.store is None or info.value is None:
+            raise TargetError(f"the cpu target cannot honour the {info.op} operation "
+                              f"{s.comp!r}" + (f" (created by {info.command})"
+                                               if info.command else ""),
+                              target="cpu", computations=(s.comp,),
+                              command=info.command or None, feature=("operation",
+                                                                     str(info.op)))
         store = info.store
         decl = self.buffers.get(store.buffer)
         if decl is not None and decl.role == "input":
