@@ -153,6 +153,10 @@ def test_cli_lists_targets_and_refuses_in_one_line(tmp_path: Path) -> None:
         assert bad.returncode != 0
         assert expected in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
         assert len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+    missing = _cli("compile", str(tmp_path / "nope.json"), "-o", str(tmp_path / "out"))
+    assert missing.returncode == 1
+    assert missing.stderr.strip() == f"middleend compile: No such file or directory: " \
+                                     f"{tmp_path / 'nope.json'}"
     ok = _cli("compile", str(req), "-o", str(tmp_path / "out"), "-O", "fp_contract=true")
     assert ok.returncode == 0, ok.stderr
     assert (tmp_path / "out" / "libblur.so").exists()

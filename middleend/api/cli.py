@@ -244,6 +244,10 @@ def main(argv: list[str] | None = None) -> int:
     except MiddleEndError as e:
         print(f"middleend {args.command}: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
+    except OSError as e:  # a missing or unreadable file, an address in use
+        where = f": {e.filename}" if getattr(e, "filename", None) else ""
+        print(f"middleend {args.command}: {e.strerror or e}{where}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":
