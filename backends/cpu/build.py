@@ -81,6 +81,21 @@ def host_isa(cc: list[str]) -> tuple[str, str]:
     return f"{arch} {' '.join(isa) or 'baseline'}", digest
 
 
+def cpu_fingerprint(cc: list[str]) -> str:
+    """A digest of what this machine's CPU offers, for keys that must differ between an
+    AVX2 and an AVX-512 host: the processor's flags from ``/proc/cpuinfo`` (no subprocess),
+    or the compiler's ``-march=native`` macros where that file does not exist."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return host_isa(cc)[1]
+    keep = sorted({line.strip() for line in text.splitlines()
+                   if line.split(":")[0].strip() in ("vendor_id", "model name", "flags",
+                                                      "Features", "CPU implementer",
+                                                      "CPU part")})
+    return hashlib.sha256("\n".join(keep).encode()).hexdigest()
+
+
 def cache_dir() -> Path:
     """The C build cache, ``<cache root>/cpu`` (keyed by source, compiler, flags and
     the host's instruction set)."""

@@ -21,7 +21,14 @@ from middleend.target import (
     materialize,
 )
 
-from .build import compile_shared, compiler, compiler_identity, flags_for, host_isa
+from .build import (
+    compile_shared,
+    compiler,
+    compiler_identity,
+    cpu_fingerprint,
+    flags_for,
+    host_isa,
+)
 from .cprinter import c_declaration, generate_c, generate_header
 
 INSTALL = ("install gcc with OpenMP (Debian/Ubuntu: apt-get install gcc libgomp1) or set CC "
@@ -29,6 +36,9 @@ INSTALL = ("install gcc with OpenMP (Debian/Ubuntu: apt-get install gcc libgomp1
 
 
 class CpuTarget(Target):
+    """Probes the compiler once per instance (a registry holds one instance per target),
+    so that a cached compile costs one ``cc --version``, not one per question."""
+
     name = "cpu"
     summary = "C99 + OpenMP for this machine's CPU, built with the system C compiler ($CC)"
     tags = frozenset({"parallel", "vector", "unroll"})
@@ -37,21 +47,39 @@ class CpuTarget(Target):
                             "allow fused multiply-add (faster; float results may then differ "
                             "from numpy's in the last bits)"),)
 
+    def __init__(self) -> None:
+        self._probe: tuple[Availability, str] | None = None
+
+    def _probed(self) -> tuple[Availability, str]:
+        """(availability, identity): the compiler answers --version, plus the CPU's
+        fingerprint (``-march=native`` depends on both)."""
+        if self._probe is None:
+            cc = compiler()
+            if shutil.which(cc[0]) is None:
+                a = Availability(False, f"C compiler {cc[0]!r} not found", cc[0], INSTALL)
+                self._probe = (a, "")
+                return self._probe
+            try:
+                ident = compiler_identity(cc)
+            except BuildError as e:
+                self._probe = (Availability(False, str(e).split("\n")[0], cc[0], INSTALL), "")
+                return self._probe
+            key = "\0".join([ident, cpu_fingerprint(cc), " ".join(cc),
+                             " ".join(flags_for(False)), " ".join(flags_for(True))])
+            self._probe = (Availability(True, ident), key)
+        return self._probe
+
     def availability(self) -> Availability:
-        cc = compiler()
-        if shutil.which(cc[0]) is None:
-            return Availability(False, f"C compiler {cc[0]!r} not found", cc[0], INSTALL)
-        try:
-            ident = compiler_identity(cc)
-            isa, _ = host_isa(cc)
-        except BuildError as e:
-            return Availability(False, str(e).split("\n")[0], cc[0], INSTALL)
-        return Availability(True, f"{ident}; {isa}")
+        return self._probed()[0]
+
+    def describe(self) -> str:
+        """The compiler and what ``-march=native`` selects here (one more probe)."""
+        a = self.availability()
+        return f"{a.detail}; {host_isa(compiler())[0]}" if a.available else a.detail
 
     def identity(self) -> str:
-        cc = compiler()
-        return "\0".join([compiler_identity(cc), host_isa(cc)[1], " ".join(cc),
-                          " ".join(flags_for(False)), " ".join(flags_for(True))])
+        self.require()
+        return self._probed()[1]
 
     def declaration(self, program: Program) -> str:
         return c_declaration(program) + ";"

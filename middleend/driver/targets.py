@@ -79,8 +79,8 @@ class TargetRegistry:
             t = self._load(n)
             a: Availability = t.availability()
             out.append(TargetStatus(n, t.summary, a.available,
-                                    a.detail + (f" ({a.install})" if a.install and
-                                                not a.available else ""),
+                                    t.describe() if a.available else
+                                    a.detail + (f" ({a.install})" if a.install else ""),
                                     tuple(sorted(t.tags)), tuple(sorted(t.operations)),
                                     tuple(o.name for o in t.options)))
         return out

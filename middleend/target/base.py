@@ -68,6 +68,11 @@ class Target(abc.ABC):
     def availability(self) -> Availability:
         """Whether this machine has what the target needs to build (cheap: no build)."""
 
+    def describe(self) -> str:
+        """What ``middleend targets`` prints about this target here (default: the
+        availability's detail; a target may probe its toolchain further)."""
+        return self.availability().detail
+
     def require(self) -> None:
         """Raise TargetUnavailable (naming the tool and how to install it) unless
         available."""
