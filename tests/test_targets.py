@@ -13,7 +13,15 @@ import pytest
 
 import middleend as me
 from backends.cpu import CpuTarget
-from backends.cpu.build import compiler, host_isa
+from backends.cpu.build import (
+    cache_key,
+    compile_shared,
+    compiler,
+    compiler_identity,
+    cpu_fingerprint,
+    flags_for,
+    host_isa,
+)
 from middleend.driver.targets import TargetRegistry
 from middleend.service.client import EmbeddedClient
 from middleend.wire.decode import decode_target
@@ -80,10 +88,14 @@ def test_named_targets_travel_by_name_with_text_options() -> None:
         ("cpu", {"fp_contract": True})
 
 
-def test_the_host_isa_is_part_of_the_cpu_targets_identity() -> None:
+def test_the_host_cpu_is_part_of_the_cpu_targets_keys(tmp_path: Path) -> None:
     summary, digest = host_isa(compiler())
     assert summary.split()[0] in ("x86-64", "aarch64", "other") and len(digest) == 64
-    assert digest in CpuTarget().identity()
+    assert cpu_fingerprint(compiler()) in CpuTarget().identity()  # the service's cache
+    src = "int me_x(void) { return 0; }\n"
+    built = compile_shared(src, tmp_path)  # the build cache: keyed by the macros' digest
+    assert built.key == cache_key(src, compiler_identity(compiler()) + "\0" + digest,
+                                  flags_for(False))
 
 
 class NoVectorCpu(CpuTarget):
