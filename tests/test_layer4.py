@@ -259,12 +259,24 @@ def test_the_cpu_target_refuses_barriers_and_transfers_by_name() -> None:
         e = _refused(schedule, match, me.TargetError)
         assert "honoured by: gpu (not available here" in str(e)
         assert "created by" in str(e) and "(command #" in str(e)
+    # without a target nothing runs on a device, so there is nothing to copy back
+    e = _lower_blur(lambda f, inp, bx, by: by.device_to_host())
+    assert isinstance(e, me.ScheduleError)
+    assert "operation 'by_to_host' copies to the host elements of 'by' that the device has " \
+           "not written (yet)" in str(e)
 
 
 def test_gpu_tags_are_refused_naming_loop_and_command() -> None:
-    e = _refused(lambda f, inp, bx, by: by.gpu("i", "j"), "cannot honour tag 'gpu_block' on "
-                 "loop 'i' of by", me.TargetError)
-    assert "set by by.gpu(blocks=('i',), threads=('j',)) (command #0)" in str(e)
+    e = _refused(lambda f, inp, bx, by: (by.gpu("i", "j"), bx.gpu("i", "j")),
+                 "cannot honour tag 'gpu_block' on loop 'i' of ", me.TargetError)
+    assert "(set by bx.gpu(blocks=('i',), threads=('j',)) (command #1))" in str(e) or \
+        "(set by by.gpu(blocks=('i',), threads=('j',)) (command #0))" in str(e)
+
+
+def test_a_buffer_on_both_sides_needs_copies() -> None:
+    e = _lower_blur(lambda f, inp, bx, by: by.gpu("i", "j"))
+    assert isinstance(e, me.ScheduleError)
+    assert "buffer 'bx' is used on the host (by bx) and on the device (by by)" in str(e)
 
 
 def _lower_blur(schedule) -> me.MiddleEndError | object:
@@ -276,17 +288,26 @@ def _lower_blur(schedule) -> me.MiddleEndError | object:
         return e
 
 
+def _on_gpu(f, inp, bx, by):
+    by.gpu("i", "j")
+    bx.gpu("i", "j")
+
+
 def test_host_device_copies_are_checked_without_a_target() -> None:
-    ok = _lower_blur(lambda f, inp, bx, by: (inp.host_to_device(), by.device_to_host()))
+    ok = _lower_blur(lambda f, inp, bx, by: (_on_gpu(f, inp, bx, by), inp.host_to_device(),
+                                             by.device_to_host()))
     assert not isinstance(ok, Exception)
     text = ok.layers_text().split("== Layer IV")[1]
     assert "host_to_device inp_to_device" in text and "device_to_host by_to_host" in text
-    early = _lower_blur(lambda f, inp, bx, by: by.device_to_host().before(by, me.ROOT))
+    early = _lower_blur(lambda f, inp, bx, by: (
+        _on_gpu(f, inp, bx, by), by.device_to_host().before(by, me.ROOT)))
     assert isinstance(early, me.ScheduleError)
-    assert "operation 'by_to_host' reads elements of 'by' before they are produced" in \
-        str(early)
-    first = _lower_blur(lambda f, inp, bx, by: bx.host_to_device())
-    assert isinstance(first, me.ScheduleError) and "'bx_to_device'" in str(first)
+    assert "operation 'by_to_host' copies to the host elements of 'by' that the device has " \
+           "not written (yet)" in str(early)
+    late = _lower_blur(lambda f, inp, bx, by: (
+        _on_gpu(f, inp, bx, by), inp.host_to_device().after(bx, me.ROOT)))
+    assert isinstance(late, me.ScheduleError)
+    assert "bx would read 'inp' on the device where nothing put it" in str(late)
 
 
 def test_sends_and_receives_are_scheduled_and_printed() -> None:

@@ -78,6 +78,12 @@ def _every_command_program() -> me.Function:
         r = me.Var("r", 1, 4)
         s = me.send([r], a[r, 0], [1, N], r - 1, ["async", "nonblocking"])
         me.receive([r], tmp[r - 1, 0], [1, N], r, "sync", matching=s, name="recv")
+        a.cache_shared_at(c, "si").after(b, me.ROOT)
+        b.cache_local_at(d, "j", name="bl")
+        tmp.tag_gpu_shared()
+        d.tag_gpu_constant()
+        d.gpu_threads("i")
+        f.operation("a_shared_end").after(c, "si")
     return f
 
 

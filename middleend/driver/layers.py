@@ -71,7 +71,7 @@ def _layer4(low: Lowered) -> list[str]:
 
 def _operation(low: Lowered, o: Op) -> list[str]:
     s = low.ts.comps[o.name]
-    lines = [f"{o.kind} {o.name}: {o.command} (command #{o.index})",
+    lines = [f"{o.kind} {o.name}: {o.described}",
              f"  schedule {s.full}"]
     inst = s.ext_domain if s.ext_domain is not None else o.domain
     proj = s.proj

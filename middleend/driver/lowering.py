@@ -6,10 +6,11 @@ legality -> loop AST, one pass per step, in this order:
 3. ``expected_dataflow``  what every read must see (Layer I semantics, exact)
 4. ``build_layer4``   the Layer IV operations: their domains and exact footprints
 5. ``apply_command``  each loop transformation, per computation or operation
-6. ``finalize``       compute_at, operation placement and ordering: the time-space
-7. ``build_physical`` accesses in time-space, loop-local allocations
-8. ``check_dataflow``, ``check_parallel``  legality (unless skipped)
-9. ``build_program``  the loop AST every target prints
+6. ``plan_device``    what runs on a GPU, where buffers live, the default host/device copies
+7. ``finalize``       compute_at, operation placement and ordering: the time-space
+8. ``build_physical`` accesses in time-space (per memory), loop-local allocations
+9. ``check_dataflow``, ``check_parallel``, ``check_barriers``  legality (unless skipped)
+10. ``build_program`` the loop AST every target prints
 
 Everything is rebuilt from the Function and its command log in a fresh ISL context whose
 operation count is bounded, so a pathological input fails with a clear error instead of
@@ -38,6 +39,7 @@ from ..ir.function import Function
 from ..ir.loopast import Program
 from ..passes.data import Layer3, build_layer3
 from ..passes.dataflow import Expected, expected_dataflow
+from ..passes.device import DevicePlan, plan_device
 from ..passes.layer1 import Layer1, build_layer1
 from ..passes.layer4 import Layer4, build_layer4
 from ..passes.legality import check_dataflow, check_parallel
@@ -60,6 +62,7 @@ class Analysis:
     exp: Expected
     ts: TimeSpace
     ph: Physical
+    dev: DevicePlan
 
     def check(self) -> None:
         check_dataflow(self.l1, self.l3, self.ts, self.exp, self.ph, self.l4)
@@ -75,6 +78,7 @@ class Lowered:
     ts: TimeSpace
     exp: Expected
     ph: Physical
+    dev: DevicePlan
     program: Program
 
     def layers_text(self) -> str:
@@ -116,9 +120,10 @@ def _analyse_unchecked(fn: Function, commands: list[cmd.Command],
         if e.comp not in scheds:
             raise ScheduleError(f"{e.describe()}: unknown or inlined computation {e.comp!r}",
                                 command=e.describe())
+    dev = plan_device(fn, l1, l3, l4, scheds, commands)
     ts = finalize(scheds, l1.declared, events, l1.reads_of, l4.ops)
-    ph = build_physical(l1, l3, ts, exp, l4)
-    return Analysis(l1, l3, l4, exp, ts, ph)
+    ph = build_physical(l1, l3, ts, exp, l4, dev)
+    return Analysis(l1, l3, l4, exp, ts, ph, dev)
 
 
 def _new_ctx(max_ops: int) -> isl.Context:
@@ -128,7 +133,7 @@ def _new_ctx(max_ops: int) -> isl.Context:
 
 
 def _program(fn: Function, a: Analysis) -> Program:
-    return build_program(fn, a.l1, a.l3, a.l4, a.ts, a.ph, a.exp)
+    return build_program(fn, a.l1, a.l3, a.l4, a.ts, a.ph, a.exp, a.dev)
 
 
 def lower(fn: Function, outputs: Sequence[Any] | None = None, check_legality: bool = True,
@@ -155,7 +160,7 @@ def lower(fn: Function, outputs: Sequence[Any] | None = None, check_legality: bo
                 f"function {fn.name!r}: ISL exceeded its bound of {max_isl_ops} operations "
                 "(set MIDDLEEND_ISL_MAX_OPS to raise it)") from None
         raise MiddleEndError(f"function {fn.name!r}: ISL failed: {e}") from e
-    return Lowered(fn.name, a.l1, a.l3, a.l4, a.ts, a.exp, a.ph, program)
+    return Lowered(fn.name, a.l1, a.l3, a.l4, a.ts, a.exp, a.ph, a.dev, program)
 
 
 def _blame(fn: Function, commands: list[cmd.Command], outputs: Sequence[Any] | None,

@@ -152,7 +152,10 @@ class Parallelize(Command):
 
 @dataclass(frozen=True)
 class Gpu(Command):
-    """Tag loops as GPU blocks and threads (as many of each)."""
+    """Tag loops as GPU blocks and threads (up to three of each; either may be empty:
+    ``gpu_threads`` maps a producer computed inside a block to the block's threads).
+    The last loop of each list maps to the x dimension (the fastest varying), the one
+    before it to y, then z."""
 
     blocks: tuple[str, ...]
     threads: tuple[str, ...]
@@ -215,7 +218,7 @@ SCHEDULE_COMMANDS = (
     Interchange, Split, Tile, Shift, Skew, Reverse, After, ComputeAt, Unroll, Vectorize,
     Parallelize, Gpu, TileGpu, Distribute, Pipeline, SetSchedule,
 )
-DATA_COMMANDS = (StoreIn, StorageFold, AllocateAt)
+DATA_COMMANDS = (StoreIn, StorageFold, AllocateAt)  # and TagMemory (Layer III/IV)
 
 
 @dataclass
@@ -238,6 +241,8 @@ class CommandLog:
 # copies, the operation itself for send/receive.
 
 OPERATION_KINDS = ("copy", "barrier", "host_to_device", "device_to_host", "send", "receive")
+# Memory spaces a buffer can be tagged with (Table II's tag_gpu_*), beside the host.
+MEMORY_SPACES = ("gpu_global", "gpu_shared", "gpu_local", "gpu_constant")
 SEND_PROPERTIES = ("sync", "async", "blocking", "nonblocking")
 
 
@@ -312,4 +317,67 @@ class Receive(Send):
     matching: str = ""
 
 
-OPERATION_COMMANDS = (CopyAt, BarrierAt, HostToDevice, DeviceToHost, Send, Receive)
+@dataclass(frozen=True)
+class CacheSharedAt(Command):
+    """``C.cache_shared_at(P, level)``: copy what ``P`` reads of ``C``'s buffer (``comp``:
+    a computation or a buffer) below its loop ``level`` into GPU shared memory, by the
+    block's threads together, with the barriers it needs, and make ``P`` read the copy.
+    ``name`` names the copy; its barriers are ``<name>_in``, ``<name>_out``, ``<name>_end``
+    and its buffer ``<name>_buf``."""
+
+    consumer: str
+    level: str
+    name: str
+
+
+@dataclass(frozen=True)
+class CacheLocalAt(Command):
+    """``C.cache_local_at(P, level)``: the same into each thread's private (local) memory;
+    no barrier is needed."""
+
+    consumer: str
+    level: str
+    name: str
+
+
+@dataclass(frozen=True)
+class TagMemory(Command):
+    """Store the buffer of ``comp`` (a buffer or a computation) in ``space`` (one of
+    ``MEMORY_SPACES``)."""
+
+    space: str
+
+
+OPERATION_COMMANDS = (CopyAt, BarrierAt, HostToDevice, DeviceToHost, Send, Receive,
+                      CacheSharedAt, CacheLocalAt)
+
+
+def tags_of(c: Command) -> list[tuple[str, str]]:
+    """The loop tags a command sets, with the loop each is on (what a target must
+    honour)."""
+    if isinstance(c, Gpu):
+        return [("gpu_block", d) for d in c.blocks] + [("gpu_thread", d) for d in c.threads]
+    if isinstance(c, TileGpu):
+        return [("gpu_block", c.i0), ("gpu_block", c.j0), ("gpu_thread", c.i1),
+                ("gpu_thread", c.j1)]
+    if isinstance(c, Vectorize):
+        return [("vector", c.inner)]
+    if isinstance(c, Unroll):
+        return [("unroll", c.dim if c.factor is None else c.inner)]
+    tag = {Parallelize: "parallel", Distribute: "distribute", Pipeline: "pipeline"}.get(type(c))
+    return [(tag, c.dim)] if tag is not None else []  # type: ignore[attr-defined]
+
+
+def operations_of(c: Command) -> list[tuple[str, str]]:
+    """The Layer IV operations a command creates, as (kind, name)."""
+    if isinstance(c, (CopyAt, CacheLocalAt)):
+        return [("copy", c.name)]
+    if isinstance(c, CacheSharedAt):
+        return [("copy", c.name), ("barrier", f"{c.name}_in")]
+    if isinstance(c, (BarrierAt, HostToDevice, DeviceToHost)):
+        kind = {BarrierAt: "barrier", HostToDevice: "host_to_device",
+                DeviceToHost: "device_to_host"}[type(c)]
+        return [(kind, c.name)]
+    if isinstance(c, Send):
+        return [("receive" if isinstance(c, Receive) else "send", c.comp)]
+    return []

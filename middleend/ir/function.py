@@ -21,7 +21,7 @@ from . import types as t
 from .errors import DefinitionError
 from .expr import Access, Expr, as_index_tuple, wrap
 from .names import check_name
-from .operations import Operation, device_to_host, host_to_device
+from .operations import Operation, _Placed
 from .scheduling import Schedulable, dim_name, level_name, positive
 from .types import DType
 
@@ -90,7 +90,7 @@ class _Indexable:
         return Access(self, as_index_tuple(idx))
 
 
-class Buffer(_Indexable):
+class Buffer(_Indexable, _Placed):
     """A Layer III buffer. Reading ``buf[i, j]`` reads its current content (memory
     semantics, resolved by exact dataflow), unlike ``comp[i, j]`` which names a value."""
 
@@ -109,16 +109,6 @@ class Buffer(_Indexable):
     def __repr__(self) -> str:
         return f"Buffer({self.name})"
 
-    def host_to_device(self, name: str | None = None) -> Operation:
-        """Layer IV: an operation copying what the program uses of this buffer to the
-        device (see :func:`middleend.ir.operations.host_to_device`)."""
-        return host_to_device(self, name)
-
-    def device_to_host(self, name: str | None = None) -> Operation:
-        """Layer IV: an operation copying what the program writes of this buffer back to
-        the host."""
-        return device_to_host(self, name)
-
 
 class Input(Buffer):
     """An input array of the kernel (a buffer of kind input)."""
@@ -127,7 +117,7 @@ class Input(Buffer):
         super().__init__(name, sizes, dtype, INPUT)
 
 
-class Computation(_Indexable, Schedulable):
+class Computation(_Indexable, Schedulable, _Placed):
     """A Layer I computation: a domain (its Vars, an optional predicate) and an expression.
     The scheduling methods record commands; nothing is applied until compile time."""
 
@@ -195,16 +185,6 @@ class Computation(_Indexable, Schedulable):
     def inline(self) -> Computation:
         return self._log(cmd.Inline(self.name))
 
-    # -- Layer IV -------------------------------------------------------------------------
-    def host_to_device(self, name: str | None = None) -> Operation:
-        """An operation copying this computation's buffer (what the program uses of it) to
-        the device, as ``C.host_to_device()`` in Table II."""
-        return host_to_device(self, name)
-
-    def device_to_host(self, name: str | None = None) -> Operation:
-        """An operation copying what the program writes of this computation's buffer back
-        to the host."""
-        return device_to_host(self, name)
 
     # -- data mapping (Layer III) ------------------------------------------------------
     def store_in(self, buffer: Buffer | Computation, indices: Sequence[Any] | None = None

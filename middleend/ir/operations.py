@@ -122,6 +122,72 @@ def _transfer(buffer: Any, name: str | None,
     return op
 
 
+def cache_at(buffer: Any, consumer: Any, level: Any, space: str, name: str | None = None
+             ) -> Operation:
+    """``cache_shared_at``/``cache_local_at`` of Table II: a copy of what ``consumer``
+    reads of ``buffer`` below its loop ``level`` into GPU shared (or local) memory; the
+    shared copy is made by the block's threads together, between barriers."""
+    what = f"cache_{space}_at"
+    b = _buffer_name(buffer, what)
+    p = _consumer(consumer, what)
+    fn = _function_of(consumer)
+    lv = dim_name(level)
+    op = Operation(fn, name or f"{b}_{space}", "copy")
+    fn._reserve(f"{op.name}_buf")
+    if space == "shared":
+        for suffix in ("in", "out", "end"):
+            Operation(fn, f"{op.name}_{suffix}", "barrier")
+        fn.commands.add(cmd.CacheSharedAt(b, p, lv, op.name))
+    else:
+        fn.commands.add(cmd.CacheLocalAt(b, p, lv, op.name))
+    return op
+
+
+def tag_memory(buffer: Any, space: str) -> None:
+    """Store ``buffer`` (or a computation's buffer) in a GPU memory space."""
+    if space not in cmd.MEMORY_SPACES:
+        raise DefinitionError(f"unknown memory space {space!r} (known: "
+                              f"{', '.join(cmd.MEMORY_SPACES)})")
+    b = _buffer_name(buffer, f"tag_{space}")
+    _function_of(buffer).commands.add(cmd.TagMemory(b, space))
+
+
+class _Placed:
+    """What a buffer or a computation (its buffer) can be asked for in Layer IV."""
+
+    def host_to_device(self, name: str | None = None) -> Operation:
+        """An operation copying what the program uses of this buffer to the device
+        (Table II's ``C.host_to_device()``)."""
+        return host_to_device(self, name)
+
+    def device_to_host(self, name: str | None = None) -> Operation:
+        """An operation copying what the program writes of this buffer back to the host."""
+        return device_to_host(self, name)
+
+    def cache_shared_at(self, consumer: Any, level: Any, name: str | None = None
+                        ) -> Operation:
+        """Copy what ``consumer`` reads of this buffer below its loop ``level`` into GPU
+        shared memory (by the block's threads, with barriers) and redirect the reads."""
+        return cache_at(self, consumer, level, "shared", name)
+
+    def cache_local_at(self, consumer: Any, level: Any, name: str | None = None
+                       ) -> Operation:
+        """The same into each thread's private memory."""
+        return cache_at(self, consumer, level, "local", name)
+
+    def tag_gpu_global(self) -> None:
+        tag_memory(self, "gpu_global")
+
+    def tag_gpu_shared(self) -> None:
+        tag_memory(self, "gpu_shared")
+
+    def tag_gpu_local(self) -> None:
+        tag_memory(self, "gpu_local")
+
+    def tag_gpu_constant(self) -> None:
+        tag_memory(self, "gpu_constant")
+
+
 def _props(props: Any, what: str) -> tuple[str, ...]:
     items = (props,) if isinstance(props, str) else tuple(props or ())
     out = []

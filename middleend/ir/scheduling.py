@@ -116,12 +116,34 @@ class Schedulable:
     parallel = parallelize
 
     def gpu(self, *dims: Any) -> Any:
-        """Tag loops as GPU blocks (first half) and threads (second half), as in the paper."""
+        """Tag loops as GPU blocks (first half) and threads (second half), as in the paper;
+        the last loop of each half is the x dimension."""
         names = tuple(dim_name(d) for d in dims)
-        if not names or len(names) % 2:
-            raise DefinitionError(f"{self.name}.gpu needs as many block loops as thread loops")
+        if not names or len(names) % 2 or len(names) > 6:
+            raise DefinitionError(f"{self.name}.gpu needs as many block loops as thread loops "
+                                  "(at most three of each)")
         h = len(names) // 2
         return self._log(cmd.Gpu(self.name, names[:h], names[h:]))
+
+    def gpu_blocks(self, *dims: Any) -> Any:
+        """Tag up to three loops as GPU blocks (the last is x)."""
+        return self.gpu_loops(dims, ())
+
+    def gpu_threads(self, *dims: Any) -> Any:
+        """Tag up to three loops as GPU threads (the last is x): for a computation placed
+        inside a block by compute_at, or a copy's own loops."""
+        return self.gpu_loops((), dims)
+
+    def gpu_loops(self, blocks: Any, threads: Any) -> Any:
+        """Tag up to three loops as GPU blocks and up to three as threads (one command;
+        ``gpu``, ``gpu_blocks`` and ``gpu_threads`` are its usual forms)."""
+        b = tuple(dim_name(d) for d in blocks)
+        t = tuple(dim_name(d) for d in threads)
+        if len(b) > 3 or len(t) > 3 or not (b or t):
+            raise DefinitionError(f"{self.name}: GPU mappings take one to three block loops "
+                                  f"and up to three thread loops (or the reverse), got "
+                                  f"{len(b)} and {len(t)}")
+        return self._log(cmd.Gpu(self.name, b, t))
 
     def tile_gpu(self, i: Any, j: Any, t1: int, t2: int, i0: Any, j0: Any, i1: Any,
                  j1: Any) -> Any:

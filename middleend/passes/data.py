@@ -44,6 +44,7 @@ class BufferInfo:
     alloc_at: tuple[str, str, str] | None = None  # (consumer, loop level, command text)
     writers: list[str] = field(default_factory=list)
     copy_of: str | None = None  # a copy_at destination: the buffer it holds a tile of
+    space: str | None = None  # a memory space it was tagged with (commands.MEMORY_SPACES)
 
 
 @dataclass

@@ -53,7 +53,8 @@ class Op:
     index: int
     domain: isl.Set
     dims: list[str]
-    placement: str  # "at" (the consumer's level), "first", "last"
+    placement: str  # "at" (before the consumer at its level), "after" (after it), "first",
+    # "last"
     consumer: str | None = None
     level: str | None = None
     src: str | None = None
@@ -65,6 +66,7 @@ class Op:
     peer: Expr | None = None
     properties: tuple[str, ...] = ()
     iterators: list[str] = field(default_factory=list)  # send/receive: its own iterators
+    cache: str | None = None  # a cache_shared_at / cache_local_at copy: "shared" / "local"
 
     @property
     def transparent(self) -> bool:
@@ -72,8 +74,13 @@ class Op:
         return self.kind in TRANSPARENT
 
     @property
+    def command_index(self) -> int | None:
+        return None if self.index < 0 else self.index
+
+    @property
     def described(self) -> str:
-        return f"{self.command} (command #{self.index})"
+        """The command that created it, with its index (or why the compiler added it)."""
+        return self.command if self.index < 0 else f"{self.command} (command #{self.index})"
 
 
 @dataclass
@@ -101,7 +108,34 @@ def build_layer4(fn: Function, l1: Layer1, l3: Layer3, commands: list[cmd.Comman
             _host_device(l4, l1, l3, c, k)
         elif isinstance(c, cmd.Send):
             _send(l4, l1, l3, c, k)
+        elif isinstance(c, (cmd.CacheSharedAt, cmd.CacheLocalAt)):
+            _cache(l4, l1, l3, fn, c, k)
+        elif isinstance(c, cmd.TagMemory):
+            buf = l3.store.get(c.comp, c.comp)
+            if buf not in l3.buffers:
+                raise _fail(c, k, f"unknown buffer or computation {c.comp!r}")
+            l3.buffers[buf].space = c.space
     return l4
+
+
+def _cache(l4: Layer4, l1: Layer1, l3: Layer3, fn: Function,
+           c: cmd.CacheSharedAt | cmd.CacheLocalAt, k: int) -> None:
+    """cache_shared_at / cache_local_at: a copy into a new buffer in that memory; in
+    shared memory, between barriers (before the copy, after it, and after the consumer's
+    iteration, so that the next iteration's copy never overwrites what a thread still
+    reads)."""
+    shared = isinstance(c, cmd.CacheSharedAt)
+    copy = cmd.CopyAt(c.consumer, c.level, c.comp, f"{c.name}_buf", c.name)
+    text = c.describe()
+    if shared:
+        _barrier(l4, l1, cmd.BarrierAt(c.consumer, c.level, f"{c.name}_in"), k, text)
+    _copy(l4, l1, l3, fn, copy, k, text)
+    l3.buffers[copy.dst].space = "gpu_shared" if shared else "gpu_local"
+    l4.ops[c.name].cache = "shared" if shared else "local"
+    if shared:
+        _barrier(l4, l1, cmd.BarrierAt(c.consumer, c.level, f"{c.name}_out"), k, text)
+        _barrier(l4, l1, cmd.BarrierAt(c.consumer, c.level, f"{c.name}_end"), k, text)
+        l4.ops[f"{c.name}_end"].placement = "after"
 
 
 def _fail(c: cmd.Command, k: int, msg: str, comps: tuple[str, ...] = ()) -> ScheduleError:
@@ -138,7 +172,10 @@ def _consumer(l1: Layer1, c: cmd.Command, k: int) -> str:
     return c.comp
 
 
-def _copy(l4: Layer4, l1: Layer1, l3: Layer3, fn: Function, c: cmd.CopyAt, k: int) -> None:
+def _copy(l4: Layer4, l1: Layer1, l3: Layer3, fn: Function, c: cmd.CopyAt, k: int,
+          written: str | None = None) -> None:
+    """``written``: the command as the user wrote it, when the copy is part of another
+    (cache_shared_at)."""
     p = _consumer(l1, c, k)
     src = l3.store.get(c.src, c.src)
     if src not in l3.buffers:
@@ -167,9 +204,9 @@ def _copy(l4: Layer4, l1: Layer1, l3: Layer3, fn: Function, c: cmd.CopyAt, k: in
     acc = acc.set_tuple_name(isl.dim_type.out, c.name)
     for q, d in enumerate(dims):
         acc = acc.set_dim_name(isl.dim_type.out, q, d)
-    op = Op(c.name, "copy", c.describe(), k, dom, dims, "at", consumer=p, level=c.level,
-            src=src, dst=dst.name, read=_identity(dom, src), write=_identity(dom, dst.name),
-            acc=acc, refs=[r.ref for r in refs])
+    op = Op(c.name, "copy", written or c.describe(), k, dom, dims, "at", consumer=p,
+            level=c.level, src=src, dst=dst.name, read=_identity(dom, src),
+            write=_identity(dom, dst.name), acc=acc, refs=[r.ref for r in refs])
     for r in refs:
         l4.redirect[r.ref] = dst.name
     l4.ops[c.name] = op
@@ -199,13 +236,14 @@ def _dst_buffer(l3: Layer3, fn: Function, c: cmd.CopyAt, k: int, sb: BufferInfo
     return b
 
 
-def _barrier(l4: Layer4, l1: Layer1, c: cmd.BarrierAt, k: int) -> None:
+def _barrier(l4: Layer4, l1: Layer1, c: cmd.BarrierAt, k: int,
+             written: str | None = None) -> None:
     p = _consumer(l1, c, k)
     dom = isl.Set.universe(_named_elements(l1, c.name, []))
     pdom = l1.comps[p].domain
     acc = isl.Map.from_domain_and_range(pdom, dom)
-    l4.ops[c.name] = Op(c.name, "barrier", c.describe(), k, dom, [], "at", consumer=p,
-                        level=c.level, acc=acc)
+    l4.ops[c.name] = Op(c.name, "barrier", written or c.describe(), k, dom, [], "at",
+                        consumer=p, level=c.level, acc=acc)
 
 
 def _host_device(l4: Layer4, l1: Layer1, l3: Layer3, c: cmd.HostToDevice | cmd.DeviceToHost,
@@ -213,16 +251,29 @@ def _host_device(l4: Layer4, l1: Layer1, l3: Layer3, c: cmd.HostToDevice | cmd.D
     buf = l3.store.get(c.comp, c.comp)
     if buf not in l3.buffers:
         raise _fail(c, k, f"unknown buffer or computation {c.comp!r}")
+    kind = "host_to_device" if isinstance(c, cmd.HostToDevice) else "device_to_host"
+    transfer(l4, l1, l3, kind, buf, c.name, c.describe(), k)
+
+
+def transfer(l4: Layer4, l1: Layer1, l3: Layer3, kind: str, buf: str, name: str,
+             command: str, index: int, users: set[str] | None = None) -> Op:
+    """A host/device copy of the elements of ``buf`` that ``users`` (default: every
+    computation) read (``host_to_device``) or write (``device_to_host``); it runs first /
+    last unless ordered otherwise."""
     b = l3.buffers[buf]
     elems: isl.Set | None = None
-    if isinstance(c, cmd.HostToDevice):
+    if kind == "host_to_device":
         for comp in l1.comps.values():
+            if users is not None and comp.name not in users:
+                continue
             for r in comp.reads:
                 if l4.buffer_of(l3, r) == buf:
                     e = logical_access(l1, l3, r).range()
                     elems = e if elems is None else elems.union(e)
     else:
         for w in b.writers:
+            if users is not None and w not in users:
+                continue
             e = l3.logical[w].intersect_domain(l1.comps[w].domain).range()
             elems = e if elems is None else elems.union(e)
     space = _named_elements(l1, buf, [f"e{q}" for q in range(b.ndim)])
@@ -230,11 +281,12 @@ def _host_device(l4: Layer4, l1: Layer1, l3: Layer3, c: cmd.HostToDevice | cmd.D
         elems = isl.Set.empty(space)
     elems = elems.intersect(box(b, elems.get_space())).coalesce()
     dims = [f"{buf}_{q}" for q in range(b.ndim)]
-    dom = _as_op(elems, c.name, dims)
-    kind = "host_to_device" if isinstance(c, cmd.HostToDevice) else "device_to_host"
-    l4.ops[c.name] = Op(c.name, kind, c.describe(), k, dom, dims,
-                        "first" if kind == "host_to_device" else "last", src=buf, dst=buf,
-                        read=_identity(dom, buf), write=_identity(dom, buf))
+    dom = _as_op(elems, name, dims)
+    op = Op(name, kind, command, index, dom, dims,
+            "first" if kind == "host_to_device" else "last", src=buf, dst=buf,
+            read=_identity(dom, buf), write=_identity(dom, buf))
+    l4.ops[name] = op
+    return op
 
 
 def _send(l4: Layer4, l1: Layer1, l3: Layer3, c: cmd.Send, k: int) -> None:

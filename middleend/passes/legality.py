@@ -18,6 +18,7 @@ from ..ir.errors import ScheduleError
 from ..ir.islutil import maps_of, sets_of
 from .data import Layer3
 from .dataflow import Expected
+from .device import DEVICE_PREFIX
 from .layer1 import Layer1, Read
 from .layer4 import Layer4, Op
 from .physical import Physical
@@ -117,6 +118,8 @@ def check_dataflow(l1: Layer1, l3: Layer3, ts: TimeSpace, exp: Expected, ph: Phy
     flow = info.set_schedule_map(sched).compute_flow()
     deps = flow.get_may_dependence()
     chains = _Chains(deps, ts, ph, l4)
+    _check_device_reads(ph, l4, deps, names)
+    _check_operation_reads(l1, l3, exp, ph, l4, chains, names)
     by_ref = {ref: o for o in l4.ops.values() for ref in o.refs}
     for r in exp.reads:
         if r.ref not in ph.reads:
@@ -147,7 +150,7 @@ def check_dataflow(l1: Layer1, l3: Layer3, ts: TimeSpace, exp: Expected, ph: Phy
                     .replace("it would run before", "the copy would run before"),
                     computations=tuple(dict.fromkeys([*srcs, op.name, r.comp])),
                     dependence=_fmt(names, dep) or str(bad), command=op.command,
-                    command_index=op.index)
+                    command_index=op.command_index)
             raise ScheduleError(
                 f"illegal schedule: {r.comp!r} would not read the value of {r.target!r} that "
                 f"Layer I prescribes (" + seen,
@@ -171,7 +174,29 @@ def check_dataflow(l1: Layer1, l3: Layer3, ts: TimeSpace, exp: Expected, ph: Phy
                 f"{_fmt(names, got_w)})",
                 computations=tuple(l3.buffers[bname].writers),
                 dependence=_fmt(names, exp_w.reverse()))
-    _check_operation_reads(l1, l3, exp, ph, l4, chains, names)
+
+
+def _check_device_reads(ph: Physical, l4: Layer4, deps: isl.UnionMap,
+                        names: dict[str, list[str]]) -> None:
+    """Device memory starts empty: every element read there must have been written there
+    first (by a host_to_device copy, or by the device itself). A copy back to the host
+    is checked with its own words (:func:`_check_operation_reads`)."""
+    sinks = [(f"R{k}", m) for k, m in ph.reads.items()] + \
+        [(f"O_{k}", m) for k, m in ph.op_reads.items()
+         if l4.ops[k].kind != "device_to_host"]
+    for key, m in sinks:
+        buf = m.get_tuple_name(isl.dim_type.out)
+        if not buf.startswith(DEVICE_PREFIX):
+            continue
+        sourced = _strip(deps, key).range()
+        missing = isl.UnionSet.from_set(m.domain()).subtract(sourced)
+        if not missing.is_empty():
+            where = _fmt_set(names, missing.apply(ph.tinv))
+            who = sorted({x.get_tuple_name() for x in sets_of(missing.apply(ph.tinv))})
+            raise ScheduleError(
+                f"illegal schedule: {', '.join(who)} would read {buf[len(DEVICE_PREFIX):]!r} "
+                f"on the device where nothing put it (no host_to_device copy covers it "
+                f"before): {where}", computations=tuple(who))
 
 
 def _check_copied(l1: Layer1, names: dict[str, list[str]], r: Read, op: Op,
@@ -184,7 +209,7 @@ def _check_copied(l1: Layer1, names: dict[str, list[str]], r: Read, op: Op,
         raise ScheduleError(
             f"illegal schedule: {r.comp!r} reads {op.dst!r} before the copy {op.name!r} "
             f"fills it (at {where})", computations=(op.name, r.comp),
-            command=op.command, command_index=op.index)
+            command=op.command, command_index=op.command_index)
 
 
 def _check_operation_reads(l1: Layer1, l3: Layer3, exp: Expected, ph: Physical, l4: Layer4,
@@ -206,11 +231,16 @@ def _check_operation_reads(l1: Layer1, l3: Layer3, exp: Expected, ph: Physical, 
             early = unsourced.apply(ph.tinv).apply(isl.UnionMap.from_map(o.read))
             early = early.intersect(isl.UnionSet.from_set(produced))
             if not early.is_empty():
+                what = {"device_to_host": "copies to the host elements of {b} that the "
+                                          "device has not written (yet)",
+                        "host_to_device": "copies to the device elements of {b} that the "
+                                          "host has not written (yet)"}.get(
+                    o.kind, "reads elements of {b} before they are produced")
                 raise ScheduleError(
-                    f"illegal schedule: operation {o.name!r} reads elements of {o.src!r} "
-                    f"before they are produced: {_fmt_set(names, early)}",
+                    f"illegal schedule: operation {o.name!r} "
+                    f"{what.format(b=repr(o.src))}: {_fmt_set(names, early)}",
                     computations=(o.name, *l3.buffers[o.src].writers), command=o.command,
-                    command_index=o.index)
+                    command_index=o.command_index)
         if o.kind == "device_to_host" and o.src in exp.final:
             inst = flow.apply_domain(ph.tinv).apply_range(ph.tinv)  # op[e] -> P[y]
             got = _rename_all_domains(inst, o.src)
@@ -222,7 +252,7 @@ def _check_operation_reads(l1: Layer1, l3: Layer3, exp: Expected, ph: Physical, 
                     f"illegal schedule: operation {o.name!r} copies {o.src!r} back before "
                     f"its final value is written (expected {_fmt(names, want)}, got "
                     f"{_fmt(names, got)})", computations=(o.name, *l3.buffers[o.src].writers),
-                    command=o.command, command_index=o.index)
+                    command=o.command, command_index=o.command_index)
 
 
 def check_parallel(l1: Layer1, l3: Layer3, ts: TimeSpace, ph: Physical) -> None:

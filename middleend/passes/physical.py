@@ -16,6 +16,7 @@ import islpy as isl
 from ..ir.errors import ScheduleError
 from .data import Layer3
 from .dataflow import Expected, logical_access, may_write
+from .device import DEVICE_PREFIX, DevicePlan
 from .layer1 import Layer1
 from .layer4 import Layer4
 from .placement import TimeSpace
@@ -53,14 +54,21 @@ def _t_space(ts: TimeSpace, l1: Layer1) -> isl.Space:
     return isl.Space.set_alloc(l1.ctx, 0, 2 * ts.depth + 1).align_params(l1.param_space)
 
 
-def _fold(l3: Layer3, m: isl.Map, buf: str) -> isl.Map:
+def _fold(l3: Layer3, m: isl.Map, buf: str, name: str | None = None) -> isl.Map:
+    """``m`` (an access of ``buf``) after ``buf``'s storage folds, its element space named
+    ``name`` (the device's copy of the buffer, say)."""
     f = l3.fold_map(buf, m.range().get_space())
-    return m if f is None else m.apply_range(f)
+    m = m if f is None else m.apply_range(f)
+    return m if name is None or name == buf else m.set_tuple_name(isl.dim_type.out, name)
 
 
 def build_physical(l1: Layer1, l3: Layer3, ts: TimeSpace, exp: Expected,
-                   l4: Layer4 | None = None) -> Physical:
+                   l4: Layer4 | None = None, dev: DevicePlan | None = None) -> Physical:
+    """The accesses in time-space. With a device plan, a buffer that has a host and a
+    device copy is two memories: statements on the device access ``_dev_<buffer>``, and
+    host/device copies read one and write the other."""
     l4 = l4 or Layer4()
+    dev = dev or DevicePlan()
     tinv: isl.UnionMap | None = None
     to_t: dict[str, isl.Map] = {}
     for n in ts.order:
@@ -77,21 +85,30 @@ def build_physical(l1: Layer1, l3: Layer3, ts: TimeSpace, exp: Expected,
             continue
         buf = l3.store[n]
         w = to_t[n].apply_range(l3.logical[n])
-        writes[n] = _fold(l3, w, buf)
+        writes[n] = _fold(l3, w, buf, dev.name_for(buf, n))
     reads = {}
     for r in exp.reads:
         buf = l4.buffer_of(l3, r)  # a copy's destination when copy_at redirected the read
-        if l3.buffers[buf].role == "input":
-            continue
+        name = dev.name_for(buf, r.comp)
+        if l3.buffers[buf].role == "input" and name == buf:
+            continue  # nothing writes a host input: every read sees the caller's data
         acc = logical_access(l1, l3, r).set_tuple_name(isl.dim_type.out, buf)
-        reads[r.ref] = _fold(l3, to_t[r.comp].apply_range(acc), buf)
+        reads[r.ref] = _fold(l3, to_t[r.comp].apply_range(acc), buf, name)
     phys = Physical(tinv, writes, reads,
                     {n for n in ts.order if n not in l4.ops and may_write(l1, l3, n)})
     for o in l4.ops.values():
-        if o.write is not None and o.dst is not None:
-            phys.op_writes[o.name] = _fold(l3, to_t[o.name].apply_range(o.write), o.dst)
-        if o.read is not None and o.src is not None:
-            phys.op_reads[o.name] = _fold(l3, to_t[o.name].apply_range(o.read), o.src)
+        src, dst = o.src, o.dst
+        if src is not None:
+            src_name = DEVICE_PREFIX + src if o.kind == "device_to_host" else \
+                dev.name_for(src, o.name)
+        if dst is not None:
+            dst_name = DEVICE_PREFIX + dst if o.kind == "host_to_device" else \
+                dev.name_for(dst, o.name)
+        if o.write is not None and dst is not None:
+            phys.op_writes[o.name] = _fold(l3, to_t[o.name].apply_range(o.write), dst,
+                                           dst_name)
+        if o.read is not None and src is not None:
+            phys.op_reads[o.name] = _fold(l3, to_t[o.name].apply_range(o.read), src, src_name)
     for b in l3.buffers.values():
         if b.alloc_at is not None:
             _localise(phys, ts, l1, l3, b.name, b.alloc_at)

@@ -234,14 +234,14 @@ def finalize(comps: dict[str, CompSchedule], declared: list[str], events: list[c
     ops = ops or {}
     _resolve_compute_at(comps, events, reads_of)
     for o in ops.values():
-        if o.placement == "at":
+        if o.placement in ("at", "after"):
             assert o.consumer is not None and o.level is not None and o.acc is not None
             c = comps[o.consumer]
             if o.level not in c.ext_dims:
                 raise ScheduleError(f"{o.command}: {o.consumer!r} has no loop {o.level!r}; "
                                     f"its loops are {c.ext_dims}",
                                     computations=(o.name, o.consumer), command=o.command,
-                                    command_index=o.index)
+                                    command_index=o.command_index)
             extend_at(comps[o.name], c, c.ext_dims.index(o.level) + 1, o.acc)
     order = _Order([n for n in declared if n in comps])
 
@@ -256,6 +256,9 @@ def finalize(comps: dict[str, CompSchedule], declared: list[str], events: list[c
         if o.placement == "at":
             assert o.consumer is not None
             order.insert_before(o.name, o.consumer, comps[o.name].n_outer)
+        elif o.placement == "after":
+            assert o.consumer is not None
+            order.insert_after(o.name, o.consumer, comps[o.name].n_outer)
         elif o.placement == "first":  # in the order written, before every computation
             order.insert_at(o.name, first)
             first += 1

@@ -18,6 +18,7 @@ from ..ir.loopast import BufAccess, BufferDecl, IInt, IterRef, Node, ParamRef, P
 from .astgen import generate, iexpr
 from .data import Layer3, box
 from .dataflow import Expected
+from .device import DevicePlan
 from .layer1 import Layer1
 from .layer4 import Layer4, Op
 from .physical import Physical
@@ -25,7 +26,7 @@ from .placement import TimeSpace
 
 
 def build_program(fn: Function, l1: Layer1, l3: Layer3, l4: Layer4, ts: TimeSpace,
-                  ph: Physical, exp: Expected) -> Program:
+                  ph: Physical, exp: Expected, dev: DevicePlan | None = None) -> Program:
     pmap = {p: f"p_{p}" for p in l1.params}
     cb = isl.AstBuild.from_context(l1.context)
     decls = []
@@ -138,7 +139,7 @@ def _op_info(o: Op, l3: Layer3, ph: Physical) -> StmtInfo:
         peer = rebuild(o.peer, lambda n: IterRef(n.name) if isinstance(n, Var) else
                        (ParamRef(n.name) if isinstance(n, Param) else None))
     return StmtInfo(o.name, tuple(o.dims), store, value, None, o.kind,
-                    f"{o.command} (command #{o.index})", peer, o.properties)
+                    o.described, peer, o.properties)
 
 
 def _subst_iters(e: Expr, repl: dict[str, Expr]) -> Expr:

@@ -74,6 +74,10 @@ def _lower(req: pb.Request, timer: _Timer, limits: Limits, max_ops: int,
         target = registry.get(opts["target"])
     if target is not None:
         opts["target_options"] = target.resolve_options(opts["target_options"])
+        try:
+            target.check_commands(fn.commands.items)
+        except TargetError as e:
+            raise _with_alternatives(e, registry) from None
     ops = opts["max_isl_operations"]
     ops = max_ops if ops <= 0 else min(ops, max_ops)
     with timer.phase("lower"):

@@ -12,10 +12,11 @@ name (:mod:`middleend.driver.targets`).
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from ..ir.commands import Command, operations_of, tags_of
 from ..ir.errors import TargetError, TargetUnavailable
 from ..ir.loopast import Alloc, Block, For, If, Node, Program, Stmt
 from .artifact import Artifact
@@ -111,10 +112,32 @@ class Target(abc.ABC):
         return out
 
     # ------------------------------------------------------------------ compile
+    def check_commands(self, commands: Sequence[Command]) -> None:
+        """Refuse, before anything is lowered, a command that asks for a loop tag or a
+        Layer IV operation this target does not honour (the loop AST is checked again
+        after lowering, for what the compiler adds)."""
+        for k, c in enumerate(commands):
+            for tag, loop in tags_of(c):
+                if tag not in self.tags:
+                    raise TargetError(
+                        f"target {self.name!r} cannot honour tag {tag!r} on loop {loop!r} "
+                        f"of {c.comp} (set by {c.describe()} (command #{k}))",
+                        target=self.name, computations=(c.comp,), loop=loop,
+                        command=c.describe(), feature=("tag", tag))
+            for op, name in operations_of(c):
+                if op not in self.operations:
+                    raise TargetError(
+                        f"target {self.name!r} cannot honour the {op} operation {name!r} "
+                        f"(created by {c.describe()} (command #{k}))", target=self.name,
+                        computations=(name,), command=c.describe(),
+                        feature=("operation", op))
+
     def check(self, program: Program) -> None:
         """Refuse, before any code is printed, a loop tag or a Layer IV operation this
-        target does not honour, naming the computations, the loop and the command."""
-        for node, loops in walk(program.body):
+        target does not honour, naming the computations, the loop and the command (tags
+        first: an operation the compiler inserted for them is a consequence)."""
+        nodes = list(walk(program.body))
+        for node, _ in nodes:
             if isinstance(node, For) and node.tag is not None and node.tag not in self.tags:
                 comps = tuple(sorted(computations_in(node)))
                 raise TargetError(
@@ -123,6 +146,7 @@ class Target(abc.ABC):
                     + (f" (set by {node.command})" if node.command else ""),
                     target=self.name, computations=comps, loop=node.name or node.var,
                     command=node.command or None, feature=("tag", node.tag))
+        for node, loops in nodes:
             if isinstance(node, Stmt):
                 info = program.stmts.get(node.comp)
                 if info is not None and info.op is not None and \

@@ -54,6 +54,11 @@ from ..ir.operations import Operation
 from .encode import BINARY, ELEM, KIND, UNARY
 from .v1 import middleend_pb2 as pb
 
+# Commands called on a buffer or a computation's buffer.
+_ON_BUFFERS = frozenset({"host_to_device", "device_to_host", "cache_shared_at",
+                         "cache_local_at", "tag_memory"})
+SPACES = {pb.GPU_GLOBAL: "gpu_global", pb.GPU_SHARED: "gpu_shared", pb.GPU_LOCAL: "gpu_local",
+          pb.GPU_CONSTANT: "gpu_constant"}
 # Commands that only a Layer I computation can take (not an operation).
 _COMPUTATION_ONLY = frozenset({"compute_at", "inline", "store_in", "storage_fold",
                                "allocate_at", "copy_at", "barrier_at"})
@@ -340,13 +345,12 @@ class _Decoder:
         if which in ("send", "receive"):
             self.guarded(sub, lambda: self.send(m.computation, which, a, sub))
             return
-        if which in ("host_to_device", "device_to_host"):
+        if which in _ON_BUFFERS:
             buf = self.comps.get(m.computation) or self.buffers.get(m.computation)
             if buf is None:
                 raise self.fail(f"{path}.computation", f"unknown buffer or computation "
                                                        f"{quoted(m.computation)}")
-            move = ops.host_to_device if which == "host_to_device" else ops.device_to_host
-            self.guarded(sub, lambda: self._op(move(buf, a.name or None)))
+            self.guarded(sub, lambda: self.on_buffer(buf, which, a, sub))
             return
         comp: Any = self.comps.get(m.computation) or self.ops.get(m.computation)
         if comp is None:
@@ -389,7 +393,7 @@ class _Decoder:
             "vectorize": lambda: comp.vectorize(a.dim, a.factor, a.outer, a.inner),
             "parallelize": lambda: comp.parallelize(a.dim),
             "set_schedule": lambda: comp.set_schedule(a.isl_map),
-            "gpu": lambda: comp.gpu(*a.blocks, *a.threads),
+            "gpu": lambda: comp.gpu_loops(a.blocks, a.threads),
             "tile_gpu": lambda: comp.tile_gpu(a.i, a.j, a.t1, a.t2, a.i0, a.j0, a.i1, a.j1),
             "distribute": lambda: comp.distribute(a.dim),
             "pipeline": lambda: comp.pipeline(a.dim),
@@ -400,8 +404,6 @@ class _Decoder:
                                                     buffer_or_name(a.dst), a.name or None)),
             "barrier_at": lambda: self._op(ops.barrier_at(comp, a.level, a.name or None)),
         }
-        if which == "gpu" and len(a.blocks) != len(a.threads):
-            raise self.fail(sub, "gpu needs as many block loops as thread loops")
         if isinstance(comp, Operation) and which in _COMPUTATION_ONLY:
             raise self.fail(sub, f"{which} applies to computations, and {comp.name!r} is "
                                  f"a {comp.kind} operation")
@@ -409,6 +411,26 @@ class _Decoder:
 
     def _op(self, op: Operation) -> None:
         self.ops[op.name] = op
+
+    def on_buffer(self, buf: Any, which: str, a: Any, path: str) -> None:
+        """The commands called on a buffer (or a computation's buffer)."""
+        if which == "tag_memory":
+            if a.space not in SPACES:
+                raise self.fail(f"{path}.space", "a memory space to tag must be GPU_GLOBAL, "
+                                                 "GPU_SHARED, GPU_LOCAL or GPU_CONSTANT")
+            ops.tag_memory(buf, SPACES[a.space])
+        elif which in ("host_to_device", "device_to_host"):
+            move = ops.host_to_device if which == "host_to_device" else ops.device_to_host
+            self._op(move(buf, a.name or None))
+        else:
+            if a.consumer not in self.comps:
+                raise self.fail(f"{path}.consumer", f"unknown computation "
+                                                    f"{quoted(a.consumer)}")
+            space = "shared" if which == "cache_shared_at" else "local"
+            op = ops.cache_at(buf, self.comps[a.consumer], a.level, space, a.name or None)
+            self._op(op)
+            for o in self.fn.operations if self.fn is not None else ():
+                self.ops.setdefault(o.name, o)  # its barriers
 
     def send(self, name: str, which: str, a: Any, path: str) -> None:
         """A send or receive: its domain (ISL text) gives the iterators its expressions

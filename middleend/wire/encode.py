@@ -30,6 +30,8 @@ BINARY = {"add": pb.ADD, "sub": pb.SUB, "mul": pb.MUL, "div": pb.DIV, "floordiv"
           "ge": pb.GE, "eq": pb.EQ, "ne": pb.NE, "and": pb.AND, "or": pb.OR}
 UNARY = {"neg": pb.NEG, "not": pb.NOT}
 KIND = {"input": pb.INPUT, "output": pb.OUTPUT, "temporary": pb.TEMPORARY, "inout": pb.INOUT}
+SPACE = {"gpu_global": pb.GPU_GLOBAL, "gpu_shared": pb.GPU_SHARED, "gpu_local": pb.GPU_LOCAL,
+         "gpu_constant": pb.GPU_CONSTANT}
 FILE_ROLE = {"shared_object": pb.SHARED_OBJECT, "header": pb.HEADER, "source": pb.SOURCE,
              "build_log": pb.BUILD_LOG, "kernel_source": pb.KERNEL_SOURCE,
              "script": pb.SCRIPT, "executable": pb.EXECUTABLE}
@@ -125,6 +127,9 @@ def encode_command(c: cmd.Command, out: Any, pspace: isl.Space | None = None) ->
         if pspace is None:
             raise DefinitionError(f"{c.describe()}: encoding it needs the function's params")
         _send(c, msg, pspace)
+        return out
+    if isinstance(c, cmd.TagMemory):
+        msg.space = SPACE[c.space]
         return out
     if isinstance(c, cmd.StoreIn):
         msg.buffer = c.buffer

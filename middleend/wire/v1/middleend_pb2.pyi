@@ -532,6 +532,32 @@ class HostToDevice(_message.Message):
     name: str
     def __init__(self, name: _Optional[str] = ...) -> None: ...
 
+class CacheSharedAt(_message.Message):
+    __slots__ = ("consumer", "level", "name")
+    CONSUMER_FIELD_NUMBER: _ClassVar[int]
+    LEVEL_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    consumer: str
+    level: str
+    name: str
+    def __init__(self, consumer: _Optional[str] = ..., level: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+
+class CacheLocalAt(_message.Message):
+    __slots__ = ("consumer", "level", "name")
+    CONSUMER_FIELD_NUMBER: _ClassVar[int]
+    LEVEL_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    consumer: str
+    level: str
+    name: str
+    def __init__(self, consumer: _Optional[str] = ..., level: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+
+class TagMemory(_message.Message):
+    __slots__ = ("space",)
+    SPACE_FIELD_NUMBER: _ClassVar[int]
+    space: MemorySpace
+    def __init__(self, space: _Optional[_Union[MemorySpace, str]] = ...) -> None: ...
+
 class DeviceToHost(_message.Message):
     __slots__ = ("name",)
     NAME_FIELD_NUMBER: _ClassVar[int]
@@ -573,7 +599,7 @@ class Receive(_message.Message):
     def __init__(self, domain: _Optional[str] = ..., buffer: _Optional[str] = ..., start: _Optional[_Iterable[_Union[Expr, _Mapping]]] = ..., size: _Optional[_Iterable[_Union[Expr, _Mapping]]] = ..., peer: _Optional[_Union[Expr, _Mapping]] = ..., properties: _Optional[_Iterable[str]] = ..., matching: _Optional[str] = ...) -> None: ...
 
 class Command(_message.Message):
-    __slots__ = ("computation", "interchange", "split", "tile", "shift", "skew", "reverse", "after", "before", "then", "compute_at", "inline", "unroll", "vectorize", "parallelize", "set_schedule", "gpu", "tile_gpu", "distribute", "pipeline", "store_in", "storage_fold", "allocate_at", "copy_at", "barrier_at", "host_to_device", "device_to_host", "send", "receive")
+    __slots__ = ("computation", "interchange", "split", "tile", "shift", "skew", "reverse", "after", "before", "then", "compute_at", "inline", "unroll", "vectorize", "parallelize", "set_schedule", "gpu", "tile_gpu", "distribute", "pipeline", "store_in", "storage_fold", "allocate_at", "copy_at", "barrier_at", "host_to_device", "device_to_host", "send", "receive", "cache_shared_at", "cache_local_at", "tag_memory")
     COMPUTATION_FIELD_NUMBER: _ClassVar[int]
     INTERCHANGE_FIELD_NUMBER: _ClassVar[int]
     SPLIT_FIELD_NUMBER: _ClassVar[int]
@@ -603,6 +629,9 @@ class Command(_message.Message):
     DEVICE_TO_HOST_FIELD_NUMBER: _ClassVar[int]
     SEND_FIELD_NUMBER: _ClassVar[int]
     RECEIVE_FIELD_NUMBER: _ClassVar[int]
+    CACHE_SHARED_AT_FIELD_NUMBER: _ClassVar[int]
+    CACHE_LOCAL_AT_FIELD_NUMBER: _ClassVar[int]
+    TAG_MEMORY_FIELD_NUMBER: _ClassVar[int]
     computation: str
     interchange: Interchange
     split: Split
@@ -632,7 +661,10 @@ class Command(_message.Message):
     device_to_host: DeviceToHost
     send: Send
     receive: Receive
-    def __init__(self, computation: _Optional[str] = ..., interchange: _Optional[_Union[Interchange, _Mapping]] = ..., split: _Optional[_Union[Split, _Mapping]] = ..., tile: _Optional[_Union[Tile, _Mapping]] = ..., shift: _Optional[_Union[Shift, _Mapping]] = ..., skew: _Optional[_Union[Skew, _Mapping]] = ..., reverse: _Optional[_Union[Reverse, _Mapping]] = ..., after: _Optional[_Union[After, _Mapping]] = ..., before: _Optional[_Union[Before, _Mapping]] = ..., then: _Optional[_Union[Then, _Mapping]] = ..., compute_at: _Optional[_Union[ComputeAt, _Mapping]] = ..., inline: _Optional[_Union[Inline, _Mapping]] = ..., unroll: _Optional[_Union[Unroll, _Mapping]] = ..., vectorize: _Optional[_Union[Vectorize, _Mapping]] = ..., parallelize: _Optional[_Union[Parallelize, _Mapping]] = ..., set_schedule: _Optional[_Union[SetSchedule, _Mapping]] = ..., gpu: _Optional[_Union[Gpu, _Mapping]] = ..., tile_gpu: _Optional[_Union[TileGpu, _Mapping]] = ..., distribute: _Optional[_Union[Distribute, _Mapping]] = ..., pipeline: _Optional[_Union[Pipeline, _Mapping]] = ..., store_in: _Optional[_Union[StoreIn, _Mapping]] = ..., storage_fold: _Optional[_Union[StorageFold, _Mapping]] = ..., allocate_at: _Optional[_Union[AllocateAt, _Mapping]] = ..., copy_at: _Optional[_Union[CopyAt, _Mapping]] = ..., barrier_at: _Optional[_Union[BarrierAt, _Mapping]] = ..., host_to_device: _Optional[_Union[HostToDevice, _Mapping]] = ..., device_to_host: _Optional[_Union[DeviceToHost, _Mapping]] = ..., send: _Optional[_Union[Send, _Mapping]] = ..., receive: _Optional[_Union[Receive, _Mapping]] = ...) -> None: ...
+    cache_shared_at: CacheSharedAt
+    cache_local_at: CacheLocalAt
+    tag_memory: TagMemory
+    def __init__(self, computation: _Optional[str] = ..., interchange: _Optional[_Union[Interchange, _Mapping]] = ..., split: _Optional[_Union[Split, _Mapping]] = ..., tile: _Optional[_Union[Tile, _Mapping]] = ..., shift: _Optional[_Union[Shift, _Mapping]] = ..., skew: _Optional[_Union[Skew, _Mapping]] = ..., reverse: _Optional[_Union[Reverse, _Mapping]] = ..., after: _Optional[_Union[After, _Mapping]] = ..., before: _Optional[_Union[Before, _Mapping]] = ..., then: _Optional[_Union[Then, _Mapping]] = ..., compute_at: _Optional[_Union[ComputeAt, _Mapping]] = ..., inline: _Optional[_Union[Inline, _Mapping]] = ..., unroll: _Optional[_Union[Unroll, _Mapping]] = ..., vectorize: _Optional[_Union[Vectorize, _Mapping]] = ..., parallelize: _Optional[_Union[Parallelize, _Mapping]] = ..., set_schedule: _Optional[_Union[SetSchedule, _Mapping]] = ..., gpu: _Optional[_Union[Gpu, _Mapping]] = ..., tile_gpu: _Optional[_Union[TileGpu, _Mapping]] = ..., distribute: _Optional[_Union[Distribute, _Mapping]] = ..., pipeline: _Optional[_Union[Pipeline, _Mapping]] = ..., store_in: _Optional[_Union[StoreIn, _Mapping]] = ..., storage_fold: _Optional[_Union[StorageFold, _Mapping]] = ..., allocate_at: _Optional[_Union[AllocateAt, _Mapping]] = ..., copy_at: _Optional[_Union[CopyAt, _Mapping]] = ..., barrier_at: _Optional[_Union[BarrierAt, _Mapping]] = ..., host_to_device: _Optional[_Union[HostToDevice, _Mapping]] = ..., device_to_host: _Optional[_Union[DeviceToHost, _Mapping]] = ..., send: _Optional[_Union[Send, _Mapping]] = ..., receive: _Optional[_Union[Receive, _Mapping]] = ..., cache_shared_at: _Optional[_Union[CacheSharedAt, _Mapping]] = ..., cache_local_at: _Optional[_Union[CacheLocalAt, _Mapping]] = ..., tag_memory: _Optional[_Union[TagMemory, _Mapping]] = ...) -> None: ...
 
 class Function(_message.Message):
     __slots__ = ("name", "params", "inputs", "computations", "commands", "buffers", "outputs")
