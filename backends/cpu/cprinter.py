@@ -9,8 +9,9 @@ lowering owns the naming scheme (see :mod:`middleend.loopast`).
 
 from __future__ import annotations
 
-from backends.cpu.cexpr import ExprPrinter, ident, iexpr_c, store_value
-from backends.cpu.cruntime import runtime_text
+from backends.clike.cexpr import ExprPrinter, ident, iexpr_c
+from backends.clike.cruntime import runtime_text
+from backends.clike.cstmt import comment, dims_lines, statement_lines
 from middleend.ir.errors import TargetError
 from middleend.ir.loopast import (
     Alloc,
@@ -36,11 +37,6 @@ _PRAGMAS = {
 }
 _ROLES = frozenset({"input", "output", "inout", "temporary"})
 _CANONICAL = {"lt": "<", "le": "<=", "gt": ">", "ge": ">="}
-
-
-def _comment(text: str) -> str:
-    """Make a user-visible name safe inside a C comment."""
-    return "".join(ch if ch.isalnum() or ch in "_.-:" else "_" for ch in text)
 
 
 def _const_size(e: object) -> int | None:
@@ -87,14 +83,8 @@ class CPrinter:
         self.lines.append("    " * depth + text)
 
     def _dims(self, depth: int, b: BufferDecl) -> None:
-        """Define the clamped dimension sizes ``d_<buf>_<k>`` and row-major strides
-        ``s_<buf>_<k>`` once, where the buffer comes into existence."""
-        n = len(b.sizes)
-        for k, size in enumerate(b.sizes):
-            self.emit(depth, f"const int64_t d_{b.name}_{k} = me_dim({iexpr_c(size)});")
-        for k in reversed(range(n)):
-            stride = "1" if k == n - 1 else f"s_{b.name}_{k + 1} * d_{b.name}_{k + 1}"
-            self.emit(depth, f"const int64_t s_{b.name}_{k} = {stride};")
+        for line in dims_lines(b):
+            self.emit(depth, line)
 
     def _count(self, b: BufferDecl) -> str:
         """Number of elements of ``b`` (saturating; the allocator clamps it to >= 1)."""
@@ -168,7 +158,7 @@ class CPrinter:
                               f"canonical '{var} <= hi' OpenMP needs (For.hi is None)")
         if cond is None:
             cond = iexpr_c(f.cond)
-        self.emit(depth, f"/* loop {_comment(label)} */")
+        self.emit(depth, f"/* loop {comment(label)} */")
         if f.tag == "vector" and f.width is not None and f.width > 1:
             self.emit(depth, f"{_PRAGMAS[f.tag]} simdlen({int(f.width)})")
         elif f.tag is not None:
@@ -189,26 +179,8 @@ class CPrinter:
                               target="cpu", computations=(s.comp,),
                               command=info.command or None, feature=("operation",
                                                                      str(info.op)))
-        store = info.store
-        decl = self.buffers.get(store.buffer)
-        if decl is not None and decl.role == "input":
-            raise TargetError(f"computation {s.comp!r} writes input buffer {store.buffer!r}")
-        self.emit(depth, f"{{ /* {_comment(s.comp)} */")
-        for name, e in s.bindings:
-            self.emit(depth + 1, f"const int64_t {ident(name, 'binding')} = {iexpr_c(e)};")
-        value = store_value(self.exprs, info.value, store.type_)
-        lets, in_bounds, target = self.exprs.store_target(store)
-        body = [*lets, f"{target} = {value};" if in_bounds is None else
-                f"if ({in_bounds}) {target} = {value}; else me_flag(&me_err);"]
-        inner = depth + 1
-        if info.guard is not None:
-            self.emit(depth + 1, f"if ({self.exprs.value(info.guard)}) {{")
-            inner += 1
-        for line in body:
-            self.emit(inner, line)
-        if info.guard is not None:
-            self.emit(depth + 1, "}")
-        self.emit(depth, "}")
+        for rel, line in statement_lines(self.exprs, self.buffers, s, info):
+            self.emit(depth + rel, line)
 
     def _alloc(self, a: Alloc, depth: int) -> None:
         b = self.buffers.get(a.buffer)

@@ -42,7 +42,7 @@ from ..passes.dataflow import Expected, expected_dataflow
 from ..passes.device import DevicePlan, plan_device
 from ..passes.layer1 import Layer1, build_layer1
 from ..passes.layer4 import Layer4, build_layer4
-from ..passes.legality import check_dataflow, check_parallel
+from ..passes.legality import check_barriers, check_dataflow, check_parallel
 from ..passes.physical import Physical, build_physical
 from ..passes.placement import TimeSpace, finalize
 from ..passes.program import build_program
@@ -67,6 +67,8 @@ class Analysis:
     def check(self) -> None:
         check_dataflow(self.l1, self.l3, self.ts, self.exp, self.ph, self.l4)
         check_parallel(self.l1, self.l3, self.ts, self.ph)
+        if self.dev.on_device:
+            check_barriers(self.l1, self.ts, self.ph, self.l4, self.dev.on_device)
 
 
 @dataclass

@@ -159,6 +159,7 @@ class StmtInfo:
     command: str = ""
     peer: Expr | None = None
     properties: tuple[str, ...] = ()
+    device: bool = False  # runs on the GPU (inside a kernel)
 
 
 # --------------------------------------------------------------------------- loop nest
@@ -193,6 +194,11 @@ class For(Node):
     hi: IExpr | None = None
     width: int | None = None  # for 'vector': the vectorize factor (a simdlen hint)
     command: str = ""  # the command that set ``tag``, as written (for a target's refusal)
+    # GPU loops: ``axis`` 0/1/2 is x/y/z; ``extent`` the most iterations it has, over the
+    # loops around it inside its kernel: for a block loop an expression of the params and
+    # of the host loops' iterators (the grid's size), for a thread loop a constant
+    axis: int | None = None
+    extent: IExpr | None = None
 
 
 @dataclass(frozen=True)
@@ -205,11 +211,24 @@ class If(Node):
 @dataclass(frozen=True)
 class Stmt(Node):
     """One instance of ``comp``: binds its iterators (and the offsets of buffers allocated
-    inside loops) from loop iterators, then executes the StmtInfo of ``comp``."""
+    inside loops) from loop iterators, then executes the StmtInfo of ``comp``.
+
+    A host/device copy is one Stmt for all its elements: ``box`` is then the first and
+    the last element it copies (row-major order) and whether every element between them
+    is one it copies (``exact``; when not, a target copying the whole range must not
+    overwrite the others: it uploads the range first)."""
 
     comp: str
     bindings: tuple[tuple[str, IExpr], ...]
     leaf: int = -1  # which ISL leaf it came from (the compiler's bookkeeping)
+    box: Box | None = None
+
+
+@dataclass(frozen=True)
+class Box:
+    first: tuple[IExpr, ...]
+    last: tuple[IExpr, ...]
+    exact: bool
 
 
 @dataclass(frozen=True)
@@ -224,7 +243,12 @@ class Alloc(Node):
 class BufferDecl:
     """``role``: 'input' / 'output' / 'inout' (kernel arguments; an inout one is read and
     written in place and must be passed by the caller) or 'temporary' (allocated by the
-    kernel, at function entry if ``local`` is False, else by an Alloc node)."""
+    kernel, at function entry if ``local`` is False, else by an Alloc node).
+
+    ``memory``: 'host'; 'device' (a temporary only the device uses); 'both' (an argument
+    the device uses: the caller's array and a device copy, with host/device copies
+    between them); or a space it was tagged with: 'gpu_global', 'gpu_shared',
+    'gpu_local', 'gpu_constant'."""
 
     name: str
     dtype: DType
@@ -232,6 +256,7 @@ class BufferDecl:
     role: str
     local: bool = False
     fully_written: bool = True  # outputs only: False if some elements are never written
+    memory: str = "host"
 
 
 @dataclass(frozen=True)

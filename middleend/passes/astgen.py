@@ -16,6 +16,7 @@ import islpy as isl
 
 from ..ir.errors import ScheduleError
 from ..ir.loopast import Alloc, Block, For, IExpr, If, IInt, IOp, IVar, Node, Stmt
+from .gpu_ast import Leaf, annotate
 from .physical import LocalAlloc, Physical
 from .placement import TimeSpace
 from .schedule import check_unrollable
@@ -66,10 +67,11 @@ class _StmtRec:
 
 def generate(ts: TimeSpace, ph: Physical, params: list[str], context: isl.Set,
              iter_names: dict[str, list[str]], store_buf: dict[str, str],
-             read_bufs: dict[str, set[str]]) -> Node:
+             read_bufs: dict[str, set[str]], gpu: GpuFacts | None = None) -> Node:
     """Build the loop AST. ``iter_names``: statement (computation or operation) -> its own
     iterator names; ``store_buf``/``read_bufs``: which buffers each statement writes/reads
-    (for offsets of loop-local buffers; an operation may write none)."""
+    (for offsets of loop-local buffers; an operation may write none). ``gpu``: for a
+    program with statements on a GPU, what :func:`gpu_ast.annotate` needs."""
     ctx = context.get_ctx()
     ntd = 2 * ts.depth + 1
     pmap = {p: f"p_{p}" for p in params}
@@ -117,13 +119,28 @@ def generate(ts: TimeSpace, ph: Physical, params: list[str], context: isl.Set,
         body = _translate(root, recs, pmap, ts)
         _check_nesting(body, None)
         try:
-            return _place_allocs(body, ts, ph, users, recs)
+            placed = _place_allocs(body, ts, ph, users, recs)
         except ScheduleError:
             if keep == local_users or not local_users:
                 raise
             # separating vector tails moved pieces of a thread's iterations apart: generate
             # the users of loop-local buffers without the separation
             keep = local_users
+            continue
+        if gpu is None:
+            return placed
+        leaves = [Leaf(r.comp, r.domain) for r in recs]
+        return annotate(placed, ts, leaves, context, lambda e: iexpr(e, pmap), gpu.kinds,
+                        gpu.boxes)
+
+
+@dataclass
+class GpuFacts:
+    """What the GPU annotation needs beside the schedule: each statement's operation
+    kind (None for a computation) and each host/device copy's buffer elements."""
+
+    kinds: dict[str, str | None]
+    boxes: dict[str, isl.Set]
 
 
 TAIL = "_tail_"  # users' names cannot start with '_'

@@ -363,3 +363,81 @@ def _fmt(names: dict[str, list[str]], u: isl.UnionMap) -> str:
                     m = m.set_dim_name(dt, k, v)
         out = out.union(isl.UnionMap.from_map(m))
     return str(out)
+
+
+def check_barriers(l1: Layer1, ts: TimeSpace, ph: Physical, l4: Layer4,
+                   on_device: set[str]) -> None:
+    """Threads of a GPU block run at their own pace between barriers: when an instance
+    depends on another of the same block that another thread may run (a different thread
+    loop, or a statement the block's first thread runs alone), a barrier of that block
+    must come between them. A missing barrier is an error here, never a race on the
+    device.
+
+    Which thread runs an instance: targets run iteration ``t`` of a thread loop on thread
+    ``t mod blockDim`` of its axis (the last thread loop of a statement is x, then y, z),
+    so two instances whose thread loops have equal values, axis by axis, are one
+    thread's, in program order; statements without thread loops run on the block's first
+    thread only. Everything else may be two threads."""
+    stmts = [n for n in ts.order if n in on_device]
+    blocks = {n: ts.gpu_dims(n, "gpu_block") for n in stmts}
+    threads = {n: ts.gpu_dims(n, "gpu_thread") for n in stmts}
+    if not any(blocks.values()):
+        return
+    ntd = 2 * ts.depth + 1
+    tsp = isl.Space.set_alloc(l1.ctx, 0, ntd).align_params(l1.param_space)
+    acc_w = isl.UnionMap.empty(l1.param_space)
+    for w in (*ph.writes.values(), *ph.op_writes.values()):
+        acc_w = acc_w.union(isl.UnionMap.from_map(w))
+    acc_r = isl.UnionMap.empty(l1.param_space)
+    for r in (*ph.reads.values(), *ph.op_reads.values()):
+        acc_r = acc_r.union(isl.UnionMap.from_map(r))
+    pairs = (acc_w.apply_range(acc_w.reverse()).union(acc_w.apply_range(acc_r.reverse()))
+             .union(acc_r.apply_range(acc_w.reverse())))
+    before = isl.UnionMap.from_map(isl.Map.lex_lt(tsp))
+    pairs = pairs.intersect(before)
+    bars = [o.name for o in l4.ops.values() if o.kind == "barrier" and o.name in on_device]
+    names = {n: c.vars for n, c in l1.comps.items()}
+    names.update({n: list(ts.comps[n].ext_dims) for n in stmts if n not in names})
+    points = {n: isl.UnionSet.from_set(ts.comps[n].full.range()) for n in stmts}
+    for a in stmts:
+        for b in stmts:
+            if not blocks[a] or blocks[a] != blocks[b]:
+                continue  # different kernels: launches run one after the other
+            if not threads[a] and not threads[b]:
+                continue  # the block's first thread runs both
+            dep = pairs.intersect_domain(points[a]).intersect_range(points[b])
+            if dep.is_empty():
+                continue
+            upto = 2 * max(blocks[a]) + 1  # same kernel and same block: equal up to here
+            dep = dep.intersect(_equal_upto(tsp, upto))
+            if len(threads[a]) == len(threads[b]):  # the same thread: program order
+                dep = dep.subtract(_same_thread(tsp, threads[a], threads[b]))
+            for bar in bars:
+                if dep.is_empty():
+                    break
+                bp = isl.UnionSet.from_set(ts.comps[bar].full.range())
+                to_bar = before.intersect_range(bp).intersect(_equal_upto(tsp, upto))
+                dep = dep.subtract(to_bar.apply_range(before.intersect_domain(bp)))
+            if not dep.is_empty():
+                inst = dep.apply_domain(ph.tinv).apply_range(ph.tinv)
+                raise ScheduleError(
+                    f"illegal schedule: {b!r} depends on {a!r} in the same GPU block, "
+                    "possibly in another thread, with no barrier between them (add "
+                    "me.barrier_at(consumer, level) at a block-level loop between them)",
+                    computations=(a, b), dependence=_fmt(names, inst))
+
+
+def _same_thread(space: isl.Space, ta: list[int], tb: list[int]) -> isl.UnionMap:
+    """{ T -> T' : the thread loops of T and T' have equal values, axis by axis }."""
+    m = isl.Map.universe(space.map_from_set())
+    for da, db in zip(ta, tb, strict=True):
+        m = m.equate(isl.dim_type.in_, 2 * da + 1, isl.dim_type.out, 2 * db + 1)
+    return isl.UnionMap.from_map(m)
+
+
+def _equal_upto(space: isl.Space, k: int) -> isl.UnionMap:
+    """{ T -> T' : T and T' agree on dims 0..k }."""
+    m = isl.Map.universe(space.map_from_set())
+    for q in range(k + 1):
+        m = m.equate(isl.dim_type.in_, q, isl.dim_type.out, q)
+    return isl.UnionMap.from_map(m)

@@ -46,6 +46,19 @@ class TimeSpace:
                 return tag
         return None
 
+    def effective_tag(self, comp: str, dyn: int) -> str | None:
+        """The tag of ``comp``'s loop at ``dyn``, its own or, for the outer loops it shares
+        with a consumer (compute_at, copy_at), the consumer's."""
+        s = self.comps[comp]
+        if dyn < s.n_outer and s.outer_of is not None:
+            return self.effective_tag(s.outer_of, dyn)
+        return self.tag_at(comp, dyn)
+
+    def gpu_dims(self, comp: str, tag: str) -> list[int]:
+        """The loop positions (outermost first) of ``comp``'s loops tagged ``tag``."""
+        return [d for d in range(len(self.comps[comp].ext_dims))
+                if self.effective_tag(comp, d) == tag]
+
     def tag_origin(self, comp: str, dyn: int) -> str:
         """The command that tagged ``comp``'s loop at ``dyn`` ("" if untagged)."""
         s = self.comps[comp]
@@ -134,7 +147,7 @@ def extend_at(s: CompSchedule, c: CompSchedule, lvl: int, acc: isl.Map) -> None:
     for k, nm in enumerate(names):
         proj = proj.set_dim_name(isl.dim_type.in_, k, nm)
         esched = esched.set_dim_name(isl.dim_type.in_, k, nm)
-    s.ext_domain, s.proj, s.n_outer = ext, proj, lvl
+    s.ext_domain, s.proj, s.n_outer, s.outer_of = ext, proj, lvl, c.name
     s.ext_sched = esched.reset_tuple_id(isl.dim_type.out)
     s.ext_dims = c.ext_dims[:lvl] + list(s.dims)
 

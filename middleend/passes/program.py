@@ -15,8 +15,8 @@ from ..ir.errors import DefinitionError
 from ..ir.expr import Access, Cast, Expr, rebuild
 from ..ir.function import Buffer, Computation, Function, Param, Var, _BufferOf
 from ..ir.loopast import BufAccess, BufferDecl, IInt, IterRef, Node, ParamRef, Program, StmtInfo
-from .astgen import generate, iexpr
-from .data import Layer3, box
+from .astgen import GpuFacts, generate, iexpr
+from .data import Layer3, box, buffer_space
 from .dataflow import Expected
 from .device import DevicePlan
 from .layer1 import Layer1
@@ -48,25 +48,35 @@ def build_program(fn: Function, l1: Layer1, l3: Layer3, l4: Layer4, ts: TimeSpac
             # which the kernel wrapper must then hand back zeroed, not uninitialised
             elems = exp.covered.get(b.name)
             full = elems is not None and box(b, elems.get_space()).is_subset(elems)
-        decls.append(BufferDecl(b.name, b.dtype, tuple(sizes), b.role, la is not None, full))
+        memory = dev.memory.get(b.name, "host") if dev is not None else "host"
+        decls.append(BufferDecl(b.name, b.dtype, tuple(sizes), b.role, la is not None, full,
+                                memory))
     stmts: dict[str, StmtInfo] = {}
     store_buf: dict[str, str] = {}
     read_bufs: dict[str, set[str]] = {}
     iters: dict[str, list[str]] = {}
+    on_device = dev.on_device if dev is not None else set()
     for n in ts.order:
         if n in l4.ops:
             o = l4.ops[n]
-            stmts[n] = _op_info(o, l3, ph)
+            stmts[n] = _op_info(o, l3, ph, n in on_device)
             if o.dst is not None:
                 store_buf[n] = o.dst
             read_bufs[n] = {o.src} if o.src is not None else set()
             iters[n] = list(o.dims)
         else:
-            stmts[n] = _stmt_info(n, l1, l3, l4, ph)
+            stmts[n] = _stmt_info(n, l1, l3, l4, ph, n in on_device)
             store_buf[n] = l3.store[n]
             read_bufs[n] = {l4.buffer_of(l3, r) for r in l1.comps[n].reads}
             iters[n] = list(l1.comps[n].vars)
-    body: Node = generate(ts, ph, l1.params, l1.context, iters, store_buf, read_bufs)
+    gpu = None
+    if on_device:
+        kinds = {n: (l4.ops[n].kind if n in l4.ops else None) for n in ts.order}
+        boxes = {o.name: box(l3.buffers[o.src], buffer_space(l1, l3.buffers[o.src]))
+                 for o in l4.ops.values()
+                 if o.kind in ("host_to_device", "device_to_host") and o.src is not None}
+        gpu = GpuFacts(kinds, boxes)
+    body: Node = generate(ts, ph, l1.params, l1.context, iters, store_buf, read_bufs, gpu)
     bounds = {p.name: (p.min, p.max) for p in fn.params if (p.min, p.max) != (None, None)}
     return Program(fn.name, tuple(l1.params), tuple(decls), body, stmts, bounds)
 
@@ -76,7 +86,8 @@ def _offsets(ph: Physical, buf: str) -> tuple[str, ...] | None:
     return None if la is None else tuple(f"o_{buf}_{q}" for q in range(len(la.offsets)))
 
 
-def _stmt_info(name: str, l1: Layer1, l3: Layer3, l4: Layer4, ph: Physical) -> StmtInfo:
+def _stmt_info(name: str, l1: Layer1, l3: Layer3, l4: Layer4, ph: Physical,
+               device: bool) -> StmtInfo:
     c = l1.comps[name]
     affine_nodes = {id(r.node) for r in c.reads if r.access is not None}
     redirected = {id(r.node): l4.redirect[r.ref] for r in c.reads if r.ref in l4.redirect}
@@ -119,10 +130,10 @@ def _stmt_info(name: str, l1: Layer1, l3: Layer3, l4: Layer4, ph: Physical) -> S
     if value.dtype != store.dtype:
         value = Cast(store.dtype, value)
     guard = None if c.guard is None else conv(c.guard)
-    return StmtInfo(name, tuple(c.vars), store, value, guard)
+    return StmtInfo(name, tuple(c.vars), store, value, guard, device=device)
 
 
-def _op_info(o: Op, l3: Layer3, ph: Physical) -> StmtInfo:
+def _op_info(o: Op, l3: Layer3, ph: Physical, device: bool) -> StmtInfo:
     """A Layer IV operation as a statement: its own iterators index the elements it reads
     and writes (a send's and a receive's element dims follow its own iterators)."""
     nb = len(o.dims) - len(o.iterators)
@@ -139,7 +150,7 @@ def _op_info(o: Op, l3: Layer3, ph: Physical) -> StmtInfo:
         peer = rebuild(o.peer, lambda n: IterRef(n.name) if isinstance(n, Var) else
                        (ParamRef(n.name) if isinstance(n, Param) else None))
     return StmtInfo(o.name, tuple(o.dims), store, value, None, o.kind,
-                    o.described, peer, o.properties)
+                    o.described, peer, o.properties, device)
 
 
 def _subst_iters(e: Expr, repl: dict[str, Expr]) -> Expr:

@@ -45,6 +45,7 @@ class CompSchedule:
     ext_sched: isl.Map | None = None  # ext_domain -> loops (outer loops first)
     ext_dims: list[str] = field(default_factory=list)
     betas: list[int] = field(default_factory=list)
+    outer_of: str | None = None  # the statement whose outer loops it shares (compute_at, ...)
     full: isl.Map | None = None  # ext_domain -> time-space
 
     def pos(self, d: str, c: cmd.Command) -> int:

@@ -13,11 +13,12 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from backends.cpu.cruntime import suffix
 from middleend.ir.errors import TargetError
 from middleend.ir.expr import Access, Binary, Call, Cast, Const, Expr, Select, Unary
 from middleend.ir.loopast import BufAccess, BufferDecl, IExpr, IInt, IOp, IterRef, IVar, ParamRef
 from middleend.ir.types import DType, int64
+
+from .cruntime import suffix
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -147,9 +148,13 @@ class ExprPrinter:
     (for strides and dimension sizes), ``in_scope`` the names whose storage is visible at
     the point of printing (local buffers exist only inside their Alloc)."""
 
-    def __init__(self, buffers: Mapping[str, BufferDecl], in_scope: set[str]) -> None:
+    def __init__(self, buffers: Mapping[str, BufferDecl], in_scope: set[str],
+                 err: str = "&me_err") -> None:
+        """``err``: the C expression of the pointer to the error flag (a local's address
+        on the CPU, a kernel argument on a GPU)."""
         self.buffers = buffers
         self.in_scope = in_scope
+        self.err = err
 
     # ------------------------------------------------------------------ buffer elements
     def element(self, acc: BufAccess) -> str:
@@ -173,7 +178,7 @@ class ExprPrinter:
         subs = []
         for k in range(rank):
             text = self._subscript(acc, k)
-            subs.append(f"me_chk({text}, d_{buf}_{k}, &me_err)" if acc.checked else text)
+            subs.append(f"me_chk({text}, d_{buf}_{k}, {self.err})" if acc.checked else text)
         return _linear(buf, subs)
 
     def _subscript(self, acc: BufAccess, k: int) -> str:

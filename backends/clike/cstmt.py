@@ -1,0 +1,55 @@
+"""Printing one statement instance and a buffer's shape, the same in every C-family
+target: the statement's bindings, its guard, and ``store = value`` (a checked store only
+when its subscripts are in bounds, else the error flag is raised)."""
+
+from __future__ import annotations
+
+from middleend.ir.errors import TargetError
+from middleend.ir.loopast import BufferDecl, Stmt, StmtInfo
+
+from .cexpr import ExprPrinter, ident, iexpr_c, store_value
+
+
+def comment(text: str) -> str:
+    """Make a user-visible name safe inside a C comment."""
+    return "".join(ch if ch.isalnum() or ch in "_.-:" else "_" for ch in text)
+
+
+def dims_lines(b: BufferDecl) -> list[str]:
+    """The clamped dimension sizes ``d_<buf>_<k>`` and row-major strides ``s_<buf>_<k>``,
+    defined once where the buffer comes into existence."""
+    n = len(b.sizes)
+    lines = [f"const int64_t d_{b.name}_{k} = me_dim({iexpr_c(size)});"
+             for k, size in enumerate(b.sizes)]
+    for k in reversed(range(n)):
+        stride = "1" if k == n - 1 else f"s_{b.name}_{k + 1} * d_{b.name}_{k + 1}"
+        lines.append(f"const int64_t s_{b.name}_{k} = {stride};")
+    return lines
+
+
+def statement_lines(exprs: ExprPrinter, buffers: dict[str, BufferDecl], s: Stmt,
+                    info: StmtInfo) -> list[tuple[int, str]]:
+    """The C lines of one instance of a computation or a copy, as (indent, text), indents
+    relative to the statement's own block."""
+    store, value = info.store, info.value
+    if store is None or value is None:
+        raise TargetError(f"statement {s.comp!r} ({info.op} operation) stores nothing")
+    decl = buffers.get(store.buffer)
+    if decl is not None and decl.role == "input":
+        raise TargetError(f"computation {s.comp!r} writes input buffer {store.buffer!r}")
+    out = [(0, f"{{ /* {comment(s.comp)} */")]
+    for name, e in s.bindings:
+        out.append((1, f"const int64_t {ident(name, 'binding')} = {iexpr_c(e)};"))
+    text = store_value(exprs, value, store.type_)
+    lets, in_bounds, target = exprs.store_target(store)
+    body = [*lets, f"{target} = {text};" if in_bounds is None else
+            f"if ({in_bounds}) {target} = {text}; else me_flag({exprs.err});"]
+    inner = 1
+    if info.guard is not None:
+        out.append((1, f"if ({exprs.value(info.guard)}) {{"))
+        inner = 2
+    out.extend((inner, line) for line in body)
+    if info.guard is not None:
+        out.append((1, "}"))
+    out.append((0, "}"))
+    return out
