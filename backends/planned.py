@@ -44,10 +44,6 @@ class PlannedTarget(Target):
         raise self._refuse()
 
 
-GPU = PlannedTarget(
-    "gpu", "CUDA and OpenCL kernels with host launchers (planned)",
-    frozenset({"gpu_block", "gpu_thread", "unroll"}),
-    frozenset({"copy", "barrier", "host_to_device", "device_to_host"}))
 MPI = PlannedTarget(
     "mpi", "C with MPI across ranks, run with mpiexec (planned)",
     frozenset({"distribute", "parallel", "vector", "unroll"}),

@@ -41,9 +41,9 @@ for pkg in middleend backends frontends; do
 done
 
 if [ "$needs_install" -eq 1 ]; then
-    log "installing middleend and its dependencies into .venv (pip install -e '.[test]')"
+    log "installing middleend and its dependencies into .venv (pip install -e '.[test,gpu]')"
     "$PY" -m pip install --quiet --upgrade pip
-    "$PY" -m pip install --quiet -e '.[test]'
+    "$PY" -m pip install --quiet -e '.[test,gpu]'
     rm -f "$VENV"/.installed-*
     touch "$STAMP"
 fi

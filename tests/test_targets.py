@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 import middleend as me
+from backends.clike.build import cache_key
 from backends.cpu import CpuTarget
 from backends.cpu.build import (
-    cache_key,
     compile_shared,
     compiler,
     compiler_identity,

@@ -29,7 +29,8 @@ _UNSIGNED: dict[str, str] = {
 @dataclass(frozen=True)
 class Dialect:
     """How one C-family language spells what the helpers need: ``fn`` qualifies a helper
-    function, ``flag`` is the type of a pointer to an error flag and ``set_flag`` sets one
+    function (``flag_fn`` one that raises the error flag: device code only, on a GPU),
+    ``flag`` is the type of a pointer to an error flag and ``set_flag`` sets one
     (atomically: many threads may), ``header`` comes first; ``host`` dialects also get the
     allocation helpers."""
 
@@ -39,6 +40,7 @@ class Dialect:
     flag: str
     set_flag: str
     host: bool
+    flag_fn: str = "static inline"
 
 
 CPU = Dialect("c", """\
@@ -51,8 +53,8 @@ CPU = Dialect("c", """\
 
 _COMMON = """\
 /* Error reporting: never abort, report through flags (see the kernel). */
-{fn} void me_flag({flag}flag) {{ {set_flag}; }}
-{fn} int64_t me_chk(int64_t i, int64_t n, {flag}err) {{
+{flag_fn} void me_flag({flag}flag) {{ {set_flag}; }}
+{flag_fn} int64_t me_chk(int64_t i, int64_t n, {flag}err) {{
     if (i < 0 || i >= n) {{ me_flag(err); return 0; }}
     return i;
 }}
@@ -135,7 +137,8 @@ def _helpers_for(dt: DType) -> str:
 
 def runtime_text(d: Dialect = CPU) -> str:
     """The header and every helper, in a fixed order (so the cache key is stable)."""
-    parts = [d.header, _COMMON.format(fn=d.fn, flag=d.flag, set_flag=d.set_flag)]
+    parts = [d.header, _COMMON.format(fn=d.fn, flag=d.flag, set_flag=d.set_flag,
+                                      flag_fn=d.flag_fn)]
     if d.host:
         parts.append(_HOST)
     parts.append("/* Floor division/modulo, abs, min and max per type. */\n")

@@ -1,10 +1,5 @@
-"""Building generated C into a shared object, with a content-addressed on-disk cache.
-
-The cache key covers everything that determines the binary (the source, the compiler's
-identity and the flags), so a hit can be reused without recompiling; writes go through a
-temporary file in the cache directory and ``os.replace`` so that concurrent builders never
-observe a half-written library.
-"""
+"""Building generated C for this machine's CPU (the C compiler, its flags, the host's
+instruction set), through the shared cached builder of :mod:`backends.clike.build`."""
 
 from __future__ import annotations
 
@@ -12,10 +7,9 @@ import hashlib
 import os
 import shlex
 import subprocess
-import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
+from backends.clike.build import BuiltLibrary, build_cached, tool_identity
 from middleend.ir.errors import BuildError
 from middleend.target.paths import cache_root
 
@@ -25,19 +19,6 @@ FLAGS: tuple[str, ...] = ("-O3", "-march=native", "-fopenmp", "-fPIC", "-shared"
                           "-std=gnu99", "-ffp-contract=off", "-fwrapv")
 
 
-@dataclass(frozen=True)
-class BuiltLibrary:
-    """A built (or cached) shared object: ``path`` to load, ``key`` its cache key,
-    ``source`` the C it came from, ``log`` the compiler output, ``cached`` whether it was
-    reused rather than compiled now."""
-
-    path: Path
-    key: str
-    source: str
-    log: str
-    cached: bool
-
-
 def compiler() -> list[str]:
     """The compiler command, from ``$CC`` (which may carry arguments) or ``cc``."""
     cmd = shlex.split(os.environ.get("CC", "") or "cc")
@@ -45,17 +26,8 @@ def compiler() -> list[str]:
 
 
 def compiler_identity(cc: list[str]) -> str:
-    """The first line of ``cc --version``: part of the cache key so that a compiler
-    upgrade never reuses stale binaries."""
-    try:
-        proc = subprocess.run([*cc, "--version"], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise BuildError(f"cannot run the C compiler: {exc}", [*cc, "--version"], "") from exc
-    if proc.returncode != 0:
-        raise BuildError("the C compiler does not answer --version", [*cc, "--version"],
-                         proc.stdout + proc.stderr)
-    lines = (proc.stdout or proc.stderr).splitlines()
-    return lines[0].strip() if lines else " ".join(cc)
+    """The first line of ``cc --version`` (part of every cache key)."""
+    return tool_identity(cc, "C compiler")
 
 
 def host_isa(cc: list[str]) -> tuple[str, str]:
@@ -102,25 +74,6 @@ def cache_dir() -> Path:
     return cache_root() / "cpu"
 
 
-def cache_key(source: str, identity: str, flags: tuple[str, ...]) -> str:
-    h = hashlib.sha256()
-    for part in (source, identity, "\0".join(flags)):
-        h.update(part.encode())
-        h.update(b"\0\1\0")
-    return h.hexdigest()
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def flags_for(fp_contract: bool = False) -> tuple[str, ...]:
     """The compiler flags; ``fp_contract`` lets gcc fuse multiply-adds (faster, but float
     results may then differ from numpy's in the last bits)."""
@@ -131,34 +84,12 @@ def flags_for(fp_contract: bool = False) -> tuple[str, ...]:
 
 def compile_shared(source: str, directory: Path | None = None,
                    fp_contract: bool = False) -> BuiltLibrary:
-    """Compile ``source`` to ``<cache>/<key>.so`` unless it is already there.
+    """Compile ``source`` to ``<cache>/<key>.so`` unless it is already there (the key also
+    covers the host's instruction set: ``-march=native`` differs between machines).
 
     Raises BuildError (with the command and the compiler log) when the compiler fails."""
     cc = compiler()
-    flags = flags_for(fp_contract)
-    key = cache_key(source, compiler_identity(cc) + "\0" + host_isa(cc)[1], flags)
-    out_dir = directory if directory is not None else cache_dir()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    so, log_path = out_dir / f"{key}.so", out_dir / f"{key}.log"
-    if so.exists():
-        log = log_path.read_text() if log_path.exists() else ""
-        return BuiltLibrary(so, key, source, log, True)
-    src = out_dir / f"{key}.c"
-    _write_atomic(src, source)
-    fd, tmp_so = tempfile.mkstemp(dir=out_dir, prefix=".tmp-", suffix=".so")
-    os.close(fd)
-    cmd = [*cc, *flags, str(src), "-o", tmp_so, "-lm"]
-    try:
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise BuildError(f"cannot run the C compiler: {exc}", cmd, "") from exc
-        log = proc.stdout + proc.stderr
-        _write_atomic(log_path, log)
-        if proc.returncode != 0:
-            raise BuildError(f"the C compiler failed (exit status {proc.returncode}) on "
-                             f"{src}", cmd, log)
-        os.replace(tmp_so, so)
-    finally:
-        Path(tmp_so).unlink(missing_ok=True)
-    return BuiltLibrary(so, key, source, log, False)
+    return build_cached(source, cc, flags_for(fp_contract),
+                        compiler_identity(cc) + "\0" + host_isa(cc)[1],
+                        directory if directory is not None else cache_dir(), ".c",
+                        "C compiler", ["-lm"])

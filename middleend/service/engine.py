@@ -85,7 +85,7 @@ def _lower(req: pb.Request, timer: _Timer, limits: Limits, max_ops: int,
                     max_isl_ops=ops)
     if target is not None:
         try:
-            target.check(low.program)
+            target.check(low.program, opts["target_options"])
         except TargetError as e:
             raise _with_alternatives(e, registry) from None
     return low, target, opts

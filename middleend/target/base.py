@@ -132,7 +132,7 @@ class Target(abc.ABC):
                         computations=(name,), command=c.describe(),
                         feature=("operation", op))
 
-    def check(self, program: Program) -> None:
+    def check(self, program: Program, options: Mapping[str, Any] | None = None) -> None:
         """Refuse, before any code is printed, a loop tag or a Layer IV operation this
         target does not honour, naming the computations, the loop and the command (tags
         first: an operation the compiler inserted for them is a consequence)."""

@@ -76,6 +76,10 @@ class Kernel(abc.ABC):
             raise KernelArgumentError(f"kernel {sig.name}: names {sorted(clash)} are both "
                                       f"parameters and buffers; keyword calls would be ambiguous")
 
+    def _error_text(self, rc: int) -> str | None:
+        """The message of a status beyond ``RC_MESSAGES`` (a target's runtime error)."""
+        return None
+
     @abc.abstractmethod
     def _invoke(self, params: list[int], arrays: list[np.ndarray]) -> int:
         """Run the kernel on checked arguments (params in signature order, then the
@@ -214,6 +218,9 @@ class Kernel(abc.ABC):
             passed.append(arr)
         rc = self._invoke([params[p] for p in self.signature.params], passed)
         if rc != 0:
+            text = self._error_text(rc)
+            if text is not None:
+                raise KernelRuntimeError(text)
             msg = RC_MESSAGES.get(rc, "kernel {name} failed with status " + str(rc))
             raise KernelRuntimeError(msg.format(name=name))
         return {b.name: arrays[b.name] for b in self._arguments

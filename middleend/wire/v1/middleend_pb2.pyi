@@ -691,12 +691,18 @@ class CpuOptions(_message.Message):
     def __init__(self, fp_contract: _Optional[bool] = ...) -> None: ...
 
 class GpuOptions(_message.Message):
-    __slots__ = ("arch", "host_wrapper")
+    __slots__ = ("arch", "dialect", "fp_contract", "max_threads_per_block", "shared_memory_kib")
     ARCH_FIELD_NUMBER: _ClassVar[int]
-    HOST_WRAPPER_FIELD_NUMBER: _ClassVar[int]
+    DIALECT_FIELD_NUMBER: _ClassVar[int]
+    FP_CONTRACT_FIELD_NUMBER: _ClassVar[int]
+    MAX_THREADS_PER_BLOCK_FIELD_NUMBER: _ClassVar[int]
+    SHARED_MEMORY_KIB_FIELD_NUMBER: _ClassVar[int]
     arch: str
-    host_wrapper: bool
-    def __init__(self, arch: _Optional[str] = ..., host_wrapper: _Optional[bool] = ...) -> None: ...
+    dialect: str
+    fp_contract: bool
+    max_threads_per_block: int
+    shared_memory_kib: int
+    def __init__(self, arch: _Optional[str] = ..., dialect: _Optional[str] = ..., fp_contract: _Optional[bool] = ..., max_threads_per_block: _Optional[int] = ..., shared_memory_kib: _Optional[int] = ...) -> None: ...
 
 class MpiOptions(_message.Message):
     __slots__ = ("ranks",)

@@ -1,0 +1,209 @@
+"""Device code: one kernel function per :class:`~backends.gpu.plan.KernelPlan`, printed
+from the loop AST in CUDA or OpenCL C (the :class:`Spelling` says how each dialect writes
+a block index, a barrier, shared memory, a kernel's signature; everything else is the
+C-family printing the cpu target uses too)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from backends.clike.cexpr import ExprPrinter, ident, iexpr_c
+from backends.clike.cruntime import Dialect, runtime_text
+from backends.clike.cstmt import comment, dims_lines, statement_lines
+from middleend.ir.errors import TargetError
+from middleend.ir.loopast import (
+    Alloc,
+    Block,
+    BufferDecl,
+    For,
+    If,
+    Node,
+    Program,
+    Stmt,
+    ieval,
+)
+
+from .plan import KernelPlan
+
+AXES = "xyz"
+
+
+@dataclass(frozen=True)
+class Spelling:
+    """How a GPU dialect spells the kernel-level constructs."""
+
+    dialect: Dialect
+    kernel: str  # before the kernel's name
+    global_: str  # address-space qualifier of a device buffer pointer
+    constant: str  # ... of a buffer in constant memory
+    restrict: str
+    shared: str  # qualifier of a shared-memory array
+    block_index: tuple[str, str, str]
+    thread_index: tuple[str, str, str]
+    barrier: str
+    flag: str  # the error flag's parameter type
+    bool_storage: str  # the element type of a bool buffer ("bool" or "uchar")
+    unroll: str
+
+
+def _elem(b: BufferDecl, sp: Spelling) -> str:
+    return sp.bool_storage if b.dtype.is_bool else b.dtype.c_name
+
+
+def kernel_signature(program: Program, k: KernelPlan, sp: Spelling,
+                     decls: dict[str, BufferDecl]) -> str:
+    """``<qualifiers> name(params..., host loop iterators..., buffers..., error flag)``."""
+    args = [f"int64_t {ident('p_' + q, 'parameter name')}" for q in program.params]
+    args += [f"int64_t {ident(v, 'loop iterator')}" for v in k.host_vars]
+    for name in k.buffers:
+        b = decls[name]
+        if b.memory == "gpu_constant":
+            qual = sp.constant
+        elif b.role == "input":
+            qual = f"{sp.global_}const "
+        else:
+            qual = sp.global_
+        args.append(f"{qual}{_elem(b, sp)}* {sp.restrict} b_{ident(name, 'buffer name')}")
+    args.append(f"{sp.flag} me_err")
+    return f"{sp.kernel} {ident(k.name, 'kernel name')}({', '.join(args)})"
+
+
+def device_source(program: Program, kernels: tuple[KernelPlan, ...], sp: Spelling,
+                  prelude: str = "") -> str:
+    """The device translation unit: the helpers, then every kernel."""
+    decls = {b.name: b for b in program.buffers}
+    parts = [prelude, runtime_text(sp.dialect)]
+    for k in kernels:
+        parts.append(_KernelPrinter(program, k, sp, decls).text())
+    return "\n".join(p for p in parts if p)
+
+
+class _KernelPrinter:
+    def __init__(self, program: Program, k: KernelPlan, sp: Spelling,
+                 decls: dict[str, BufferDecl]) -> None:
+        self.p, self.k, self.sp, self.decls = program, k, sp, decls
+        self.lines: list[str] = []
+        self.in_scope = set(k.buffers)
+        self.exprs = ExprPrinter(decls, self.in_scope, err="me_err")
+
+    def emit(self, depth: int, text: str) -> None:
+        self.lines.append("    " * depth + text)
+
+    def text(self) -> str:
+        k, sp = self.k, self.sp
+        self.emit(0, f"{kernel_signature(self.p, k, sp, self.decls)} {{")
+        for name in k.shared:
+            b = self.decls[name]
+            self.emit(1, f"{sp.shared} {_elem(b, sp)} b_{name}[{_constant_size(b)}];")
+        for name in (*k.buffers, *k.shared):
+            for line in dims_lines(self.decls[name]):
+                self.emit(1, line)
+            self.in_scope.add(name)
+        self.node(k.body, 1, set())
+        self.emit(0, "}")
+        return "\n".join(self.lines) + "\n"
+
+    def node(self, n: Node, depth: int, threads: set[int]) -> None:
+        """``threads``: the axes whose thread loops enclose ``n``."""
+        if isinstance(n, Block):
+            for c in n.body:
+                self.node(c, depth, threads)
+        elif isinstance(n, For):
+            self._for(n, depth, threads)
+        elif isinstance(n, If):
+            self.emit(depth, f"if ({iexpr_c(n.cond)}) {{")
+            self.node(n.then, depth + 1, threads)
+            if n.orelse is not None:
+                self.emit(depth, "} else {")
+                self.node(n.orelse, depth + 1, threads)
+            self.emit(depth, "}")
+        elif isinstance(n, Alloc):
+            self._alloc(n, depth, threads)
+        elif isinstance(n, Stmt):
+            self._stmt(n, depth, threads)
+        else:
+            raise TargetError(f"unexpected node {type(n).__name__} in kernel {self.k.name}")
+
+    def _for(self, f: For, depth: int, threads: set[int]) -> None:
+        var = ident(f.var, "loop iterator")
+        cond = iexpr_c(f.cond)
+        self.emit(depth, f"/* loop {comment(f.name or var)} */")
+        if f.tag == "gpu_block":
+            assert f.axis is not None
+            idx = self.sp.block_index[f.axis]
+            self.emit(depth, f"{{ const int64_t {var} = {iexpr_c(f.init)} + "
+                             f"(int64_t){idx} * {f.step}LL;")
+            self.emit(depth + 1, f"if ({cond}) {{")
+            self.node(f.body, depth + 2, threads)
+            self.emit(depth + 1, "}")
+            self.emit(depth, "}")
+            return
+        if f.tag == "gpu_thread":
+            assert f.axis is not None
+            size = self.k.block[f.axis]
+            tid = self.sp.thread_index[f.axis]
+            init = iexpr_c(f.init)
+            # the first iteration t >= init with t = thread (mod block size)
+            first = f"{init} + me_fmod_i64((int64_t){tid} - {init}, {size}LL)"
+            self.emit(depth, f"for (int64_t {var} = {first}; {cond}; {var} += {size}LL) {{")
+            self.node(f.body, depth + 1, threads | {f.axis})
+            self.emit(depth, "}")
+            return
+        if f.tag == "unroll":
+            self.emit(depth, self.sp.unroll)
+        self.emit(depth, f"for (int64_t {var} = {iexpr_c(f.init)}; {cond}; {var} += {f.step}) {{")
+        self.node(f.body, depth + 1, threads)
+        self.emit(depth, "}")
+
+    def _alloc(self, a: Alloc, depth: int, threads: set[int]) -> None:
+        if a.buffer in self.k.shared:  # declared at the top of the kernel
+            self.node(a.body, depth, threads)
+            return
+        b = self.decls[a.buffer]
+        self.emit(depth, f"{{ /* {b.name}: one per thread */")
+        self.emit(depth + 1, f"{_elem(b, self.sp)} b_{b.name}[{_constant_size(b)}];")
+        for line in dims_lines(b):
+            self.emit(depth + 1, line)
+        self.in_scope.add(b.name)
+        self.node(a.body, depth + 1, threads)
+        self.in_scope.discard(b.name)
+        self.emit(depth, "}")
+
+    def _stmt(self, s: Stmt, depth: int, threads: set[int]) -> None:
+        info = self.p.stmts[s.comp]
+        if info.op == "barrier":
+            self.emit(depth, f"{self.sp.barrier} /* {comment(s.comp)} */")
+            return
+        if info.op not in (None, "copy"):
+            raise TargetError(f"operation {s.comp!r} ({info.op}) cannot run inside a kernel",
+                              computations=(s.comp,))
+        alone = [a for a in range(3) if a not in threads and self.k.block[a] > 1]
+        if alone:  # outside the thread loops of these axes: their first thread only
+            cond = " && ".join(f"{self.sp.thread_index[a]} == 0" for a in alone)
+            self.emit(depth, f"if ({cond}) {{")
+            depth += 1
+        for rel, line in statement_lines(self.exprs, self.decls, s, info):
+            self.emit(depth + rel, line)
+        if alone:
+            self.emit(depth - 1, "}")
+
+
+def _constant_size(b: BufferDecl) -> int:
+    total = 1
+    for e in b.sizes:
+        try:
+            v = ieval(e, {})
+        except KeyError:
+            raise TargetError(f"buffer {b.name!r} is allocated inside a kernel but its size "
+                              f"is not a constant ({e}); tile the loops it is allocated in"
+                              ) from None
+        total *= max(int(v), 0)
+    return max(total, 1)
+
+
+def shared_bytes(k: KernelPlan, decls: dict[str, BufferDecl]) -> int:
+    """The shared memory a block of kernel ``k`` needs."""
+    return sum(_constant_size(decls[b]) * decls[b].dtype.bits // 8 for b in k.shared)
+
+
+__all__ = ["AXES", "Spelling", "device_source", "kernel_signature", "shared_bytes"]
