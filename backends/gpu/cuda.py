@@ -45,6 +45,7 @@ HEADER = """\
 #include <stdio.h>
 #include <math.h>
 #include <cuda_runtime.h>
+#define restrict __restrict__
 """
 
 _HOST_HELPERS = """\

@@ -85,6 +85,7 @@ class _KernelPrinter:
         self.lines: list[str] = []
         self.in_scope = set(k.buffers)
         self.exprs = ExprPrinter(decls, self.in_scope, err="me_err")
+        self.npred = 0
 
     def emit(self, depth: int, text: str) -> None:
         self.lines.append("    " * depth + text)
@@ -103,14 +104,28 @@ class _KernelPrinter:
         self.emit(0, "}")
         return "\n".join(self.lines) + "\n"
 
-    def node(self, n: Node, depth: int, threads: set[int]) -> None:
-        """``threads``: the axes whose thread loops enclose ``n``."""
-        if isinstance(n, Block):
+    def node(self, n: Node, depth: int, threads: set[int], pred: str | None = None) -> None:
+        """``threads``: the axes whose thread loops enclose ``n``; ``pred``: the condition
+        under which the block executes ``n``, kept as a value rather than as an ``if``
+        around a region holding a barrier (every thread must reach every barrier, and
+        OpenCL compilers such as PoCL's mishandle barriers inside conditionals)."""
+        if pred is not None and not self._has_barrier(n):
+            self.emit(depth, f"if ({pred}) {{")
+            self.node(n, depth + 1, threads)
+            self.emit(depth, "}")
+        elif isinstance(n, Block):
             for c in n.body:
-                self.node(c, depth, threads)
+                self.node(c, depth, threads, pred)
         elif isinstance(n, For):
-            self._for(n, depth, threads)
+            self._for(n, depth, threads, pred)
         elif isinstance(n, If):
+            if self._has_barrier(n):
+                then = self._predicate(depth, pred, iexpr_c(n.cond))
+                self.node(n.then, depth, threads, then)
+                if n.orelse is not None:
+                    other = self._predicate(depth, pred, f"!({iexpr_c(n.cond)})")
+                    self.node(n.orelse, depth, threads, other)
+                return
             self.emit(depth, f"if ({iexpr_c(n.cond)}) {{")
             self.node(n.then, depth + 1, threads)
             if n.orelse is not None:
@@ -118,13 +133,31 @@ class _KernelPrinter:
                 self.node(n.orelse, depth + 1, threads)
             self.emit(depth, "}")
         elif isinstance(n, Alloc):
-            self._alloc(n, depth, threads)
+            self._alloc(n, depth, threads, pred)
         elif isinstance(n, Stmt):
             self._stmt(n, depth, threads)
         else:
             raise TargetError(f"unexpected node {type(n).__name__} in kernel {self.k.name}")
 
-    def _for(self, f: For, depth: int, threads: set[int]) -> None:
+    def _has_barrier(self, n: Node) -> bool:
+        if isinstance(n, Stmt):
+            return self.p.stmts[n.comp].op == "barrier"
+        if isinstance(n, (For, Alloc)):
+            return self._has_barrier(n.body)
+        if isinstance(n, Block):
+            return any(self._has_barrier(c) for c in n.body)
+        if isinstance(n, If):
+            return self._has_barrier(n.then) or (n.orelse is not None and
+                                                 self._has_barrier(n.orelse))
+        return False
+
+    def _predicate(self, depth: int, outer: str | None, cond: str) -> str:
+        name = f"me_p{self.npred}"
+        self.npred += 1
+        self.emit(depth, f"const int {name} = {f'{outer} && ' if outer else ''}({cond});")
+        return name
+
+    def _for(self, f: For, depth: int, threads: set[int], pred: str | None) -> None:
         var = ident(f.var, "loop iterator")
         cond = iexpr_c(f.cond)
         self.emit(depth, f"/* loop {comment(f.name or var)} */")
@@ -133,11 +166,17 @@ class _KernelPrinter:
             idx = self.sp.block_index[f.axis]
             self.emit(depth, f"{{ const int64_t {var} = {iexpr_c(f.init)} + "
                              f"(int64_t){idx} * {f.step}LL;")
-            self.emit(depth + 1, f"if ({cond}) {{")
-            self.node(f.body, depth + 2, threads)
-            self.emit(depth + 1, "}")
+            if self._has_barrier(f.body):
+                inner = self._predicate(depth + 1, pred, cond)
+                self.node(f.body, depth + 1, threads, inner)
+            else:
+                self.emit(depth + 1, f"if ({cond}) {{")
+                self.node(f.body, depth + 2, threads)
+                self.emit(depth + 1, "}")
             self.emit(depth, "}")
             return
+        if pred is not None:  # a loop around a barrier: every thread iterates it
+            cond = f"{pred} && {cond}"
         if f.tag == "gpu_thread":
             assert f.axis is not None
             size = self.k.block[f.axis]
@@ -152,12 +191,12 @@ class _KernelPrinter:
         if f.tag == "unroll":
             self.emit(depth, self.sp.unroll)
         self.emit(depth, f"for (int64_t {var} = {iexpr_c(f.init)}; {cond}; {var} += {f.step}) {{")
-        self.node(f.body, depth + 1, threads)
+        self.node(f.body, depth + 1, threads, pred)
         self.emit(depth, "}")
 
-    def _alloc(self, a: Alloc, depth: int, threads: set[int]) -> None:
+    def _alloc(self, a: Alloc, depth: int, threads: set[int], pred: str | None) -> None:
         if a.buffer in self.k.shared:  # declared at the top of the kernel
-            self.node(a.body, depth, threads)
+            self.node(a.body, depth, threads, pred)
             return
         b = self.decls[a.buffer]
         self.emit(depth, f"{{ /* {b.name}: one per thread */")
@@ -165,7 +204,7 @@ class _KernelPrinter:
         for line in dims_lines(b):
             self.emit(depth + 1, line)
         self.in_scope.add(b.name)
-        self.node(a.body, depth + 1, threads)
+        self.node(a.body, depth + 1, threads, pred)
         self.in_scope.discard(b.name)
         self.emit(depth, "}")
 

@@ -135,10 +135,11 @@ def _has_copies(transfers: set[tuple[str, str | None]], buf: str) -> bool:
 def _default(l4: Layer4, l1: Layer1, l3: Layer3, scheds: dict[str, CompSchedule],
              plan: DevicePlan, transfers: set[tuple[str, str | None]], taken: set[str],
              buf: str, dev_readers: set[str], dev_writers: set[str], role: str) -> None:
-    """The copies the user did not schedule: what the device reads goes there first; what
-    it writes of an argument comes back last."""
+    """The copies the user did not schedule: what the device reads of the caller's data
+    (an input's, an in/out argument's) goes there first; what it writes of an argument
+    comes back last. An output's elements are the device's own: none goes up."""
     wanted = []
-    if dev_readers or role == "inout":
+    if role in ("input", "inout") and (dev_readers or role == "inout"):
         wanted.append(("host_to_device", "to_device", dev_readers or None,
                        "inserted: the device reads it"))
     if dev_writers and role in ("output", "inout"):

@@ -270,6 +270,11 @@ def transfer(l4: Layer4, l1: Layer1, l3: Layer3, kind: str, buf: str, name: str,
                 if l4.buffer_of(l3, r) == buf:
                     e = logical_access(l1, l3, r).range()
                     elems = e if elems is None else elems.union(e)
+        for o in l4.ops.values():  # copies made on the device (cache_shared_at)
+            if o.kind == "copy" and o.src == buf and o.read is not None and \
+                    (users is None or o.name in users):
+                e = o.read.range().reset_tuple_id().set_tuple_name(buf)
+                elems = e if elems is None else elems.union(e)
     else:
         for w in b.writers:
             if users is not None and w not in users:

@@ -39,4 +39,4 @@ class NativeKernel(Kernel):
         return int(self._fn(*params, *(a.ctypes.data for a in arrays)))
 
     def __repr__(self) -> str:
-        return f"NativeKernel({self.signature.name!r}, {str(self.library_path)!r})"
+        return f"{type(self).__name__}({self.signature.name!r}, {str(self.library_path)!r})"
