@@ -12,6 +12,7 @@ from __future__ import annotations
 from backends.clike.cexpr import ExprPrinter, ident, iexpr_c
 from backends.clike.cruntime import runtime_text
 from backends.clike.cstmt import comment, dims_lines, statement_lines
+from backends.clike.entry import c_declaration, generate_header
 from middleend.ir.errors import TargetError
 from middleend.ir.loopast import (
     Alloc,
@@ -211,26 +212,6 @@ class CPrinter:
         if not shadowing:
             self.in_scope.discard(b.name)
         self.emit(depth, "}")
-
-
-def c_declaration(program: Program) -> str:
-    """``int me_<name>(int64_t p_<param>..., T* restrict b_<buffer>...)`` (no semicolon):
-    params first, then the input and output buffers in declaration order."""
-    name = ident(f"me_{program.name}", "kernel name")
-    args = [f"int64_t {ident('p_' + q, 'parameter name')}" for q in program.params]
-    for b in program.arguments:
-        const = "const " if b.role == "input" else ""
-        args.append(f"{const}{b.dtype.c_name}* restrict {ident('b_' + b.name, 'buffer name')}")
-    return f"int {name}({', '.join(args) or 'void'})"
-
-
-def generate_header(program: Program) -> str:
-    """A C header declaring the entry point, for callers outside Python."""
-    guard = ident(f"ME_{program.name.upper()}_H", "header guard")
-    return "\n".join([
-        f"#ifndef {guard}", f"#define {guard}", "#include <stdint.h>",
-        "/* Returns 0; 1: a data-dependent index was out of bounds; 2: out of memory. */",
-        f"{c_declaration(program)};", f"#endif /* {guard} */", ""])
 
 
 def generate_c(program: Program) -> str:

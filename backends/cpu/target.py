@@ -7,6 +7,7 @@ import shutil
 from collections.abc import Mapping
 from typing import Any
 
+from backends.clike.entry import c_declaration, generate_header
 from middleend.ir.errors import BuildError
 from middleend.ir.loopast import Program, Signature
 from middleend.target import (
@@ -29,7 +30,7 @@ from .build import (
     flags_for,
     host_isa,
 )
-from .cprinter import c_declaration, generate_c, generate_header
+from .cprinter import generate_c
 
 INSTALL = ("install gcc with OpenMP (Debian/Ubuntu: apt-get install gcc libgomp1) or set CC "
            "to such a compiler")

@@ -21,7 +21,7 @@ from backends.clike.build import BuiltLibrary, build_cached, tool_identity
 from backends.clike.cexpr import ident, iexpr_c
 from backends.clike.cruntime import Dialect
 from backends.clike.cstmt import dims_lines
-from backends.cpu.cprinter import c_declaration
+from backends.clike.entry import c_declaration
 from middleend.ir.errors import TargetError
 from middleend.ir.loopast import Block, For, If, Node, Program, Signature, Stmt
 from middleend.target import NativeKernel

@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from backends.cpu.cprinter import c_declaration, generate_header
+from backends.clike.entry import c_declaration, generate_header
 from middleend.ir.errors import TargetError, TargetUnavailable
 from middleend.ir.loopast import Program, Signature
 from middleend.target import (

@@ -184,6 +184,11 @@ def _check_operations(l4: Layer4, loops: dict[str, list[tuple[str, str | None]]]
     for o in l4.ops.values():
         if o.consumer is None or o.level is None:
             continue
+        names = [n for n, _ in loops[o.consumer]]
+        if o.level not in names:
+            raise ScheduleError(f"{o.command}: {o.consumer!r} has no loop {o.level!r}; its "
+                                f"loops are {names}", computations=(o.name, o.consumer),
+                                command=o.command, command_index=o.command_index)
         prefix = loops[o.name][:len(loops[o.name]) - len(o.dims)]
         tags = [t for _, t in prefix]
         if o.kind == "barrier" or o.cache == "shared":
