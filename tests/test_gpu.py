@@ -45,11 +45,25 @@ def test_blur_figure3b_and_variants(variant, shape, tiles, rng, assert_close_f32
     assert_close_f32(k(inp=a)["by"], blur_ref(a))
 
 
+@pytest.mark.parametrize("variant", BLUR_VARIANTS)
+def test_one_block_per_axis(variant, rng, assert_close_f32) -> None:
+    """Sizes equal to the tiles: ISL prints no block loop (one iteration each); the
+    statements of the block must still form one kernel, the per-block buffer inside it."""
+    a = rng.random((8 + 2, 32 + 2, 3), dtype=np.float32)
+    k = opencl(schedule_blur_gpu(ex.blur((8 + 2, 32 + 2)), variant, 8, 32).fn)
+    assert_close_f32(k(inp=a)["by"], blur_ref(a))
+
+
 def test_figure3b_uses_shared_memory_and_a_barrier() -> None:
     b = schedule_blur_gpu(ex.blur(), "figure3b", 8, 32)
     text = b.fn.layers()
     layer4 = text.split("== Layer IV")[1]
     assert "barrier barrier_by_j0" in layer4
+    assert "allocate bx[10, 32, 3] at loop j0 of by (one array per block, in gpu shared " \
+        "memory)" in layer4
+    layer3 = text.split("== Layer III")[1].split("== Layer IV")[0]
+    assert "buffer inp[" in layer3 and "memory: host and device" in layer3
+    assert "(its device copy)" in layer4
     assert "host_to_device inp_to_device: host_to_device of inp (inserted" in layer4
     assert "device_to_host by_to_host" in layer4
     k = opencl(b.fn)

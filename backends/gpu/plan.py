@@ -20,7 +20,7 @@ host at launch); block sizes the largest thread-loop extents per axis.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from middleend.ir.errors import TargetError
 from middleend.ir.expr import walk
@@ -85,6 +85,8 @@ class _Planner:
         self.decls = {b.name: b for b in program.buffers}
         self.kernels: list[KernelPlan] = []
         self.uploads: list[Stmt] = []
+        self.pending: dict[str, Alloc] = {}  # local buffers allocated around host code
+        self.sunk: dict[str, int] = {}  # such a buffer -> the kernel it moved into
 
     def run(self) -> GpuPlan:
         host = self.host(self.p.body, [])
@@ -93,48 +95,99 @@ class _Planner:
 
     # ------------------------------------------------------------------ host side
     def host(self, n: Node, host_vars: list[str]) -> Node:
+        """The host program for ``n``: host loops and conditions stay, each maximal
+        subtree of device statements sharing one kernel key becomes a launch."""
+        if not isinstance(n, If) and self.key(n) is not None:
+            return self.kernel(n, host_vars)
         if isinstance(n, For):
             if n.tag in ("gpu_block", "gpu_thread"):
-                return self.kernel(n, host_vars)
+                comps = sorted({s.comp for s in _stmts(n)})
+                raise TargetError(
+                    f"GPU loop {n.name!r} is shared by statements that start their GPU "
+                    f"loops at different levels ({', '.join(comps)}); give them the same "
+                    "GPU loops, or separate them with compute_at/after", computations=comps)
             return For(n.var, n.init, n.cond, n.step, self.host(n.body, [*host_vars, n.var]),
                        None, n.dim, n.name, n.hi)
         if isinstance(n, Block):
-            return Block(tuple(self.host(c, host_vars) for c in n.body))
+            return Block(tuple(self._host_block(n.body, host_vars)))
         if isinstance(n, If):
             els = self.host(n.orelse, host_vars) if n.orelse is not None else None
             return If(n.cond, self.host(n.then, host_vars), els)
-        if isinstance(n, Alloc):  # device buffers are allocated once, at entry
-            return self.host(n.body, host_vars)
+        if isinstance(n, Alloc):
+            if not self.decls[n.buffer].local:
+                return self.host(n.body, host_vars)  # device buffers are allocated at entry
+            # a loop-local buffer whose loops ISL did not print (GPU loops of one
+            # iteration): it moves into the one kernel that uses it
+            self.pending[n.buffer] = n
+            out = self.host(n.body, host_vars)
+            del self.pending[n.buffer]
+            return out
         if isinstance(n, Stmt):
-            info = self.p.stmts[n.comp]
-            if info.op in TRANSFERS:
-                if n.box is None:
-                    raise TargetError(f"host/device copy {n.comp!r} has no range")
-                if info.op == "device_to_host" and not n.box.exact:
-                    if _vars_of(n.box.first + n.box.last) & set(host_vars):
-                        raise TargetError(
-                            f"copy back {n.comp!r}: its range is not exactly what it copies "
-                            "and depends on the host loops around it; copy it back outside "
-                            "them", computations=(n.comp,))
-                    self.uploads.append(n)
-                return n
-            if info.op == "barrier":
-                return Block(())  # between launches: a launch boundary is a barrier
-            if not info.device:
-                raise TargetError(
-                    f"computation {n.comp!r} runs on the host: the gpu target runs every "
-                    "computation on the device (map a loop with gpu(), tile_gpu(), "
-                    "gpu_blocks() or gpu_threads(), or compute it inside a kernel)",
-                    computations=(n.comp,))
-            return self.kernel(n, host_vars)
+            return self._host_stmt(n, host_vars)
         raise TargetError(f"unexpected node {type(n).__name__} in the host program")
+
+    def _host_block(self, body: tuple[Node, ...], host_vars: list[str]) -> list[Node]:
+        """Consecutive siblings of one kernel key run in one launch (ISL may print no
+        loop for a GPU loop of one iteration, leaving its statements side by side)."""
+        out: list[Node] = []
+        group: list[Node] = []
+        key: tuple[int, tuple[int, ...]] | None = None
+
+        def flush() -> None:
+            if group:
+                out.append(self.kernel(group[0] if len(group) == 1 else Block(tuple(group)),
+                                       host_vars))
+                group.clear()
+
+        for c in _flatten(body):
+            k = self.key(c)
+            if isinstance(c, If) and (not group or k != key):
+                k = None  # a condition around whole launches stays on the host
+            if k is None or k != key:
+                flush()
+            key = k
+            if k is None:
+                out.append(self.host(c, host_vars))
+            else:
+                group.append(c)
+        flush()
+        return out
+
+    def _host_stmt(self, n: Stmt, host_vars: list[str]) -> Node:
+        info = self.p.stmts[n.comp]
+        if info.op in TRANSFERS:
+            if n.box is None:
+                raise TargetError(f"host/device copy {n.comp!r} has no range")
+            if info.op == "device_to_host" and not n.box.exact:
+                if _vars_of(n.box.first + n.box.last) & set(host_vars):
+                    raise TargetError(
+                        f"copy back {n.comp!r}: its range is not exactly what it copies "
+                        "and depends on the host loops around it; copy it back outside "
+                        "them", computations=(n.comp,))
+                self.uploads.append(n)
+            return n
+        if info.op == "barrier":
+            return Block(())  # between launches: a launch boundary is a barrier
+        raise TargetError(
+            f"computation {n.comp!r} runs on the host: the gpu target runs every "
+            "computation on the device (map a loop with gpu(), tile_gpu(), "
+            "gpu_blocks() or gpu_threads(), or compute it inside a kernel)",
+            computations=(n.comp,))
+
+    def key(self, n: Node) -> tuple[int, tuple[int, ...]] | None:
+        """The kernel key shared by every statement under ``n`` when ``n`` can be (part
+        of) one kernel: all are device statements with one key and no loop under ``n``
+        runs on the host (is above the first GPU loop); else None."""
+        keys = {self.p.stmts[s.comp].kernel for s in _stmts(n)}
+        if len(keys) != 1:
+            return None
+        (k,) = keys
+        if k is None or any(d < 2 * k[0] + 1 for d in _loop_dims(n)):
+            return None
+        return k
 
     # ------------------------------------------------------------------ kernels
     def kernel(self, root: Node, host_vars: list[str]) -> Launch:
-        grid: dict[int, list[IExpr]] = {}
-        block: dict[int, int] = {}
-        shared: list[str] = []
-        self._scan(root, False, grid, block, shared)
         used = set()
         names: set[str] = set()
         for s in _stmts(root):
@@ -144,6 +197,21 @@ class _Planner:
                     used |= {a.buffer for a in walk(e) if isinstance(a, BufAccess)}
             names |= _vars_of(tuple(x for _, x in s.bindings))
         names |= _loop_vars(root)
+        for b, alloc in self.pending.items():
+            if b not in used:
+                continue
+            if b in self.sunk:
+                raise TargetError(
+                    f"buffer {b!r} is local to a loop but used by two kernel launches (#"
+                    f"{self.sunk[b]} and #{len(self.kernels)}); device memory local to a "
+                    "loop lives in one kernel: compute it at a GPU loop of its consumer, or "
+                    "at the root", computations=tuple(sorted(s.comp for s in _stmts(root))))
+            self.sunk[b] = len(self.kernels)
+            root = replace(alloc, body=root)
+        grid: dict[int, list[IExpr]] = {}
+        block: dict[int, int] = {}
+        shared: list[str] = []
+        self._scan(root, False, grid, block, shared)
         bufs = tuple(b.name for b in self.p.buffers
                      if b.name in used and not b.local)
         for b in bufs:
@@ -214,6 +282,26 @@ def _stmts(n: Node) -> list[Stmt]:
         return [s for c in n.body for s in _stmts(c)]
     if isinstance(n, If):
         return _stmts(n.then) + (_stmts(n.orelse) if n.orelse is not None else [])
+    return []
+
+
+def _flatten(body: tuple[Node, ...]) -> list[Node]:
+    """Nested blocks spliced into one sequence."""
+    out: list[Node] = []
+    for c in body:
+        out.extend(_flatten(c.body) if isinstance(c, Block) else [c])
+    return out
+
+
+def _loop_dims(n: Node) -> list[int]:
+    if isinstance(n, For):
+        return [n.dim, *_loop_dims(n.body)]
+    if isinstance(n, Alloc):
+        return _loop_dims(n.body)
+    if isinstance(n, Block):
+        return [d for c in n.body for d in _loop_dims(c)]
+    if isinstance(n, If):
+        return _loop_dims(n.then) + (_loop_dims(n.orelse) if n.orelse is not None else [])
     return []
 
 

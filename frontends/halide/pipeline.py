@@ -30,7 +30,8 @@ class HalideKernel:
     def __init__(self, hp: HPipeline, outputs: list[str], target: str, service: Any,
                  check_legality: bool = True,
                  extra_schedule: Callable[[Built], None] | None = None,
-                 fp_contract: bool = True) -> None:
+                 fp_contract: bool = True, target_options: dict[str, Any] | None = None
+                 ) -> None:
         self.pipeline = hp
         self.outputs = outputs
         self.target = target
@@ -38,6 +39,7 @@ class HalideKernel:
         self.check_legality = check_legality
         self.extra_schedule = extra_schedule
         self.fp_contract = fp_contract
+        self.target_options = dict(target_options or {})
         order = producer_order(hp, outputs)
         self.index_params = index_params(hp, order)
         self.params = {p.name: p for p in hp.external_parameters}
@@ -80,7 +82,8 @@ class HalideKernel:
                 kernel = built.fn.compile(self.target, outputs=built.outputs,
                                           check_legality=self.check_legality,
                                           service=self.service,
-                                          fp_contract=self.fp_contract)
+                                          fp_contract=self.fp_contract,
+                                          **self.target_options)
                 got = (built, kernel)
                 self._builds[spec] = got
                 self.compiles += 1
@@ -113,7 +116,7 @@ class HalideKernel:
 def compile_pipeline(outputs: Any, target: str = "cpu", service: Any = None,
                      check_legality: bool = True,
                      extra_schedule: Callable[[Built], None] | None = None,
-                     fp_contract: bool = True) -> HalideKernel:
+                     fp_contract: bool = True, **target_options: Any) -> HalideKernel:
     """Compile a Halide pipeline (an ``hl.Pipeline``, an ``hl.Func`` or a list of Funcs) with
     the middle-end. ``service``: None (embedded), a client of ``me.connect`` or
     ``"host:port"``. ``extra_schedule(built)`` may add middle-end commands to the translated
@@ -121,7 +124,8 @@ def compile_pipeline(outputs: Any, target: str = "cpu", service: Any = None,
     schedules Halide cannot express, such as fusing the loops of two outputs; the legality
     check still applies. ``fp_contract``: Halide's float semantics let the compiler fuse
     ``a * b + c`` into one rounding (FMA) unless ``strict_float`` is used; we do the same by
-    default so results match Halide's to the last bits more often."""
+    default so results match Halide's to the last bits more often. ``target_options``
+    are the target's own (``dialect="opencl"`` for the gpu target, ...)."""
     if isinstance(outputs, hl.Pipeline):
         pipe = outputs
     elif isinstance(outputs, hl.Func):
@@ -137,4 +141,4 @@ def compile_pipeline(outputs: Any, target: str = "cpu", service: Any = None,
         if n not in hp.funcs_by_name:
             raise UnsupportedHalideFeature(n, None, "an output missing from the serialization")
     return HalideKernel(hp, names, target, service, check_legality, extra_schedule,
-                        fp_contract)
+                        fp_contract, target_options)

@@ -21,6 +21,7 @@ from frontends.halide.errors import UnsupportedHalideFeature
 from frontends.halide.graph import definitions
 from frontends.halide.hir import HLoopLevel
 from frontends.names import Namer
+from middleend import barrier_at
 
 if TYPE_CHECKING:
     from frontends.halide.translate import FuncInfo, Translator
@@ -36,6 +37,7 @@ class StagePlan:
 
     loops: dict[str, str] = field(default_factory=dict)
     order: list[str] = field(default_factory=list)  # Halide dims, outermost first
+    gpu_blocks: set[str] = field(default_factory=set)  # our loops Halide maps to GPU blocks
 
 
 def plan_func_schedule(fi: FuncInfo, is_output: bool) -> None:
@@ -146,9 +148,11 @@ def schedule_stage(tr: Translator, fi: FuncInfo, k: int) -> None:
         elif dm.for_type not in ("Serial", "Vectorized", "Unrolled"):
             raise UnsupportedHalideFeature(f.name, k, f"a {dm.for_type} loop ({dm.var})")
     if blocks or threads:
-        if len(blocks) != len(threads):
-            raise UnsupportedHalideFeature(f.name, k, "GPU blocks without as many GPU threads")
-        run("gpu", *blocks, *threads)
+        if len(blocks) > 3 or len(threads) > 3:
+            raise UnsupportedHalideFeature(f.name, k, "more than three GPU block or thread "
+                                           "loops")
+        run("gpu_loops", tuple(blocks), tuple(threads))
+    plan.gpu_blocks = set(blocks)
     plan.order = order
     fi.plans.append(plan)
 
@@ -175,23 +179,28 @@ def place(tr: Translator, fi: FuncInfo) -> None:
     if f.updates:
         raise UnsupportedHalideFeature(f.name, None, "compute_at of a Func with update "
                                        "definitions (use compute_root)")
-    consumer, level = _loop(tr, f.name, cl)
+    consumer, level, cplan = _loop(tr, f.name, cl)
     for c in fi.comps[0]:
         c.compute_at(consumer, level)
     sl = s.store_level
     if sl.is_root:
         return
+    compute_level = level
     if not sl.is_inlined:
-        consumer2, store_at = _loop(tr, f.name, sl)
+        consumer2, store_at, _ = _loop(tr, f.name, sl)
         if consumer2 is not consumer:
             raise UnsupportedHalideFeature(f.name, None, "store_at and compute_at in "
                                            "different Funcs")
         level = store_at
     for c in fi.comps[0]:
         c.allocate_at(consumer, level)
+    if compute_level in cplan.gpu_blocks:
+        # computed per GPU block into its shared memory, by the block's threads: Halide
+        # synchronizes them before the consumer reads it; so do we
+        barrier_at(consumer, compute_level)
 
 
-def _loop(tr: Translator, producer: str, lv: HLoopLevel) -> tuple[Any, str]:
+def _loop(tr: Translator, producer: str, lv: HLoopLevel) -> tuple[Any, str, StagePlan]:
     ci = tr.info.get(lv.func_name)
     if ci is None:
         raise UnsupportedHalideFeature(producer, None, f"compute_at/store_at a Func "
@@ -207,4 +216,4 @@ def _loop(tr: Translator, producer: str, lv: HLoopLevel) -> tuple[Any, str]:
         raise UnsupportedHalideFeature(producer, None, f"compute_at/store_at loop "
                                        f"{lv.var_name!r} of {lv.func_name!r}: loops are "
                                        f"{plan.order}")
-    return ci.comps[stage][0], plan.loops[hits[0]]
+    return ci.comps[stage][0], plan.loops[hits[0]], plan

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import islpy as isl
 
-from ..ir.loopast import IExpr, IInt, IOp, IVar
+from ..ir.loopast import BufAccess, BufferDecl, IExpr, IInt, IOp, IVar
 from ..ir.printing import expr_str
 from ..passes.layer4 import Op
 
@@ -36,7 +36,13 @@ def layers_sections(low: Lowered) -> tuple[str, str, str, str]:
             sizes = ", ".join(cb.expr_from_pw_aff(x.project_domain_on_params()).to_C_str()
                               for x in b.sizes)
         fold = f" storage_fold {b.fold}" if b.fold else ""
-        l3.append(f"buffer {b.name}[{sizes}] {b.dtype.name} {b.role}{fold}")
+        mem = ""
+        if low.dev.on_device:
+            m = low.dev.memory.get(b.name, "host")
+            mem = "  memory: " + {"both": "host and device (host_to_device/device_to_host "
+                                  "copies)", "device": "device only"}.get(
+                                      m, _MEMORY_TEXT.get(m, m))
+        l3.append(f"buffer {b.name}[{sizes}] {b.dtype.name} {b.role}{fold}{mem}")
     for n in low.ts.order:
         if n in low.l4.ops:
             continue
@@ -59,7 +65,10 @@ def _layer4(low: Lowered) -> list[str]:
     for b in low.program.buffers:
         if b.role == "temporary":
             la = low.ph.local.get(b.name)
-            where = "function entry" if la is None else f"{la.where} (one array per thread)"
+            where = "function entry" if la is None else f"{la.where} ({_copies(low, b)})"
+            if (la is None and b.memory == "device") or b.memory in ("gpu_global",
+                                                                      "gpu_constant"):
+                where += f", in {_MEMORY_TEXT[b.memory]} memory"
             sizes = ", ".join(_c_text(x) for x in b.sizes)
             out.append(f"allocate {b.name}[{sizes}] at {where}")
     for o in low.l4.ops.values():
@@ -69,18 +78,44 @@ def _layer4(low: Lowered) -> list[str]:
     return out
 
 
+_MEMORY_TEXT = {"host": "host", "device": "gpu global", "gpu_global": "gpu global",
+                "gpu_shared": "gpu shared", "gpu_local": "gpu local (registers)",
+                "gpu_constant": "gpu constant"}
+
+
+def _copies(low: Lowered, b: BufferDecl) -> str:
+    """How many copies of a loop-local buffer exist at once: on a GPU one per block
+    (shared memory) outside the thread loops, one per thread inside them."""
+    if b.memory in ("host", "both"):
+        return "one array per thread"
+    if b.memory == "gpu_shared":
+        return "one array per block, in gpu shared memory"
+    la = low.ph.local[b.name]
+    writers = [n for n, info in low.program.stmts.items()
+               if isinstance(info.store, BufAccess) and info.store.buffer == b.name]
+    threads = any(2 * d + 1 < la.dim for n in writers
+                  for d in low.ts.gpu_dims(n, "gpu_thread"))
+    if b.memory == "gpu_local" or threads:
+        return "one array per GPU thread"
+    return "one array per block, in gpu shared memory"
+
+
 def _operation(low: Lowered, o: Op) -> list[str]:
     s = low.ts.comps[o.name]
     lines = [f"{o.kind} {o.name}: {o.described}",
              f"  schedule {s.full}"]
     inst = s.ext_domain if s.ext_domain is not None else o.domain
     proj = s.proj
+    side = {"host_to_device": ("", " (its device copy)"),
+            "device_to_host": (" (its device copy)", "")}.get(o.kind, ("", ""))
     if o.read is not None and proj is not None:
-        lines.append(f"  reads    {proj.apply_range(o.read).intersect_domain(inst).coalesce()}")
+        lines.append(f"  reads    {proj.apply_range(o.read).intersect_domain(inst).coalesce()}"
+                     + side[0])
     if o.write is not None and proj is not None:
         w = proj.apply_range(o.write).intersect_domain(inst).coalesce()
         la = low.ph.local.get(o.dst or "")
-        lines.append(f"  writes   {w}" + (" (minus the tile's origin)" if la else ""))
+        lines.append(f"  writes   {w}" + (" (minus the tile's origin)" if la else "")
+                     + side[1])
     if o.peer is not None:
         lines.append(f"  peer     {expr_str(o.peer)}   properties: "
                      f"{', '.join(o.properties) or '-'}")

@@ -160,6 +160,11 @@ class StmtInfo:
     peer: Expr | None = None
     properties: tuple[str, ...] = ()
     device: bool = False  # runs on the GPU (inside a kernel)
+    # on the device: (k, betas) where k is the position of its outermost GPU loop and betas
+    # the constant dims before it; statements with equal keys share one GPU loop nest (one
+    # kernel launch), even where ISL printed no loop for a GPU dim of one iteration, and
+    # a loop at a position below k runs on the host around the kernel
+    kernel: tuple[int, tuple[int, ...]] | None = None
 
 
 # --------------------------------------------------------------------------- loop nest

@@ -9,6 +9,8 @@ that created it, so that a target that cannot honour it says so by name.
 
 from __future__ import annotations
 
+import dataclasses
+
 import islpy as isl
 
 from ..ir.errors import DefinitionError
@@ -70,6 +72,10 @@ def build_program(fn: Function, l1: Layer1, l3: Layer3, l4: Layer4, ts: TimeSpac
             read_bufs[n] = {l4.buffer_of(l3, r) for r in l1.comps[n].reads}
             iters[n] = list(l1.comps[n].vars)
     gpu = None
+    for n in on_device & set(stmts):
+        first = min(ts.gpu_dims(n, "gpu_block") + ts.gpu_dims(n, "gpu_thread"), default=0)
+        stmts[n] = dataclasses.replace(stmts[n], kernel=(
+            first, tuple(ts.comps[n].betas[:first + 1])))
     if on_device:
         kinds = {n: (l4.ops[n].kind if n in l4.ops else None) for n in ts.order}
         boxes = {o.name: box(l3.buffers[o.src], buffer_space(l1, l3.buffers[o.src]))
