@@ -255,11 +255,11 @@ def test_a_block_loop_carrying_a_dependence_is_refused() -> None:
 
 def test_limits_of_a_block_are_checked() -> None:
     big = schedule_matmul_gpu(ex.matmul("mm"), 64, False)  # 64 x 64 threads
-    refused(big.fn, r"4096 threads per block \(64 x 64 x 1\), more than 1024",
-            me.TargetError)
+    refused(big.fn, r"4096 threads per block \(64 x 64 x 1\), more than "
+            "max_threads_per_block=1024", me.TargetError)
     shared = schedule_matmul_gpu(ex.matmul("mm2"), 32, True)  # 2 tiles of 4 KiB
-    refused(shared.fn, "needs 8192 bytes of shared memory per block", me.TargetError,
-            shared_memory_kib=4)
+    refused(shared.fn, "needs 8192 bytes of shared memory per block .* more than "
+            "shared_memory_kib=4 KiB", me.TargetError, shared_memory_kib=4)
     opencl(shared.fn, shared_memory_kib=48)
 
 
@@ -331,3 +331,24 @@ def test_the_default_dialect_is_opencl_without_a_gpu() -> None:
         pytest.skip("a GPU is present: the default is cuda")
     k = CUDA_PROGRAMS["heat2d"]().compile(target="gpu")
     assert k.artifact.launch["dialect"] == "opencl"
+
+
+# ---------------------------------------------------------------------------- the service
+
+
+def test_gpu_compile_through_the_service(client, tmp_path, monkeypatch, rng) -> None:
+    """The same GPU program compiled by a ``middleend serve`` process and in-process gives
+    the same kernels and launch facts, and the remote build runs correctly here."""
+    a = rng.random((20, 13), dtype=np.float32)
+    b = rng.random((13, 27), dtype=np.float32)
+    remote = schedule_matmul_gpu(ex.matmul("mm"), 8).fn.compile(
+        target="gpu", dialect="opencl", service=client)
+    np.testing.assert_allclose(remote(A=a, B=b)["C"], a @ b, rtol=1e-5, atol=1e-5)
+    monkeypatch.setenv("MIDDLEEND_CACHE_DIR", str(tmp_path / "embedded"))
+    local = opencl(schedule_matmul_gpu(ex.matmul("mm"), 8).fn)
+    assert remote.source == local.source and "__local float b_A_shared_buf" in local.source
+    assert remote.artifact.launch == local.artifact.launch
+    assert remote.artifact.options == local.artifact.options
+    with pytest.raises(me.TargetError, match="max_threads_per_block"):
+        schedule_matmul_gpu(ex.matmul("mm"), 16).fn.compile(
+            target="gpu", dialect="opencl", max_threads_per_block=128, service=client)

@@ -121,14 +121,15 @@ class GpuTarget(Target):
                 shape = " x ".join(map(str, k.block))
                 raise TargetError(
                     f"kernel {k.name} has {threads} threads per block ({shape}), more than "
-                    f"{most_threads}: use smaller tiles", target=self.name,
+                    f"max_threads_per_block={most_threads}: use smaller tiles (or raise the "
+                    "option where the device allows it)", target=self.name,
                     computations=_comps(k.body))
             need = shared_bytes(k, decls)
             if need > most_shared:
                 raise TargetError(
                     f"kernel {k.name} needs {need} bytes of shared memory per block "
-                    f"({', '.join(k.shared)}), more than {most_shared}: use smaller tiles or "
-                    "raise shared_memory_kib", target=self.name, computations=_comps(k.body))
+                    f"({', '.join(k.shared)}), more than shared_memory_kib={most_shared // 1024} "
+                    "KiB: use smaller tiles or raise the option where the device allows it", target=self.name, computations=_comps(k.body))
 
     def declaration(self, program: Program) -> str:
         return c_declaration(program) + ";"
