@@ -16,7 +16,10 @@ from middleend.ir.loopast import (
     Block,
     BufferDecl,
     For,
+    IExpr,
     If,
+    IInt,
+    IOp,
     Node,
     Program,
     Stmt,
@@ -44,6 +47,40 @@ class Spelling:
     flag: str  # the error flag's parameter type
     bool_storage: str  # the element type of a bool buffer ("bool" or "uchar")
     unroll: str
+
+
+def _residue(e: IExpr, m: int) -> int | None:
+    """``e mod m`` when it is the same for every value of the variables in ``e`` (their
+    coefficients are multiples of ``m``), else None."""
+    if isinstance(e, IInt):
+        return e.value % m
+    if isinstance(e, IOp):
+        args = [_residue(a, m) for a in e.args]
+        if e.op == "mul" and any(r == 0 for r in args):
+            return 0
+        if None in args:
+            return None
+        if e.op == "add":
+            return sum(args) % m  # type: ignore[arg-type]
+        if e.op == "sub":
+            return (args[0] - args[1]) % m  # type: ignore[operator]
+        if e.op == "neg":
+            return -args[0] % m  # type: ignore[operator]
+        if e.op == "mul":
+            return args[0] * args[1] % m  # type: ignore[operator]
+    return None
+
+
+def _first_iteration(init: IExpr, tid: str, size: int) -> str:
+    """The thread's first iteration of a thread loop: the first ``t >= init`` with
+    ``t = thread (mod size)`` (the mapping the barrier check assumes). Where ``init mod
+    size`` is a known constant (tiles aligned on the block) no run-time modulo is needed."""
+    r = _residue(init, size)
+    if r == 0:
+        return f"{iexpr_c(init)} + (int64_t){tid}"
+    if r is not None:
+        return f"{iexpr_c(init)} + ((int64_t){tid} + {size - r}LL) % {size}LL"
+    return f"{iexpr_c(init)} + me_fmod_i64((int64_t){tid} - {iexpr_c(init)}, {size}LL)"
 
 
 def _elem(b: BufferDecl, sp: Spelling) -> str:
@@ -181,9 +218,16 @@ class _KernelPrinter:
             assert f.axis is not None
             size = self.k.block[f.axis]
             tid = self.sp.thread_index[f.axis]
-            init = iexpr_c(f.init)
-            # the first iteration t >= init with t = thread (mod block size)
-            first = f"{init} + me_fmod_i64((int64_t){tid} - {init}, {size}LL)"
+            first = _first_iteration(f.init, tid, size)
+            if isinstance(f.extent, IInt) and f.extent.value <= size:
+                # at most one iteration per thread: no loop (which also lets an OpenCL
+                # compiler for CPUs vectorize across the work-items)
+                self.emit(depth, f"{{ const int64_t {var} = {first};")
+                self.emit(depth + 1, f"if ({cond}) {{")
+                self.node(f.body, depth + 2, threads | {f.axis})
+                self.emit(depth + 1, "}")
+                self.emit(depth, "}")
+                return
             self.emit(depth, f"for (int64_t {var} = {first}; {cond}; {var} += {size}LL) {{")
             self.node(f.body, depth + 1, threads | {f.axis})
             self.emit(depth, "}")

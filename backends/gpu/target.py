@@ -129,7 +129,8 @@ class GpuTarget(Target):
                 raise TargetError(
                     f"kernel {k.name} needs {need} bytes of shared memory per block "
                     f"({', '.join(k.shared)}), more than shared_memory_kib={most_shared // 1024} "
-                    "KiB: use smaller tiles or raise the option where the device allows it", target=self.name, computations=_comps(k.body))
+                    "KiB: use smaller tiles or raise the option where the device allows it",
+                    target=self.name, computations=_comps(k.body))
 
     def declaration(self, program: Program) -> str:
         return c_declaration(program) + ";"
