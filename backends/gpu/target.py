@@ -17,6 +17,7 @@ from typing import Any
 from backends.clike.entry import c_declaration, generate_header
 from middleend.ir.errors import TargetError, TargetUnavailable
 from middleend.ir.loopast import Program, Signature
+from middleend.ir.printing import iexpr_str
 from middleend.target import (
     Artifact,
     ArtifactFile,
@@ -193,11 +194,9 @@ def _cl_options(options: Mapping[str, Any]) -> tuple[str, ...]:
 def _launch_facts(gp: GpuPlan) -> dict[str, str]:
     """Per kernel: its block size and its grid (as expressions of the params), for the
     artifact's users."""
-    from backends.clike.cexpr import iexpr_c
-
     out = {}
     for k in gp.kernels:
-        out[k.name] = (f"grid ({', '.join(iexpr_c(g) for g in k.grid)}) x block "
+        out[k.name] = (f"grid ({', '.join(iexpr_str(g) for g in k.grid)}) x block "
                        f"({', '.join(map(str, k.block))})"
                        + (f", shared {', '.join(k.shared)}" if k.shared else ""))
     return out

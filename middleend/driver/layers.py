@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 import islpy as isl
 
-from ..ir.loopast import BufAccess, BufferDecl, IExpr, IInt, IOp, IVar
-from ..ir.printing import expr_str
+from ..ir.loopast import BufAccess, BufferDecl, IExpr
+from ..ir.printing import expr_str, iexpr_str
 from ..passes.layer4 import Op
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ def layers_sections(low: Lowered) -> tuple[str, str, str, str]:
     for b in low.l3.buffers.values():
         la = low.ph.local.get(b.name)
         if la is not None and not b.sizes:  # a copy's destination: sized per iteration
-            sizes = ", ".join(_c_text(x) for x in _decl(low, b.name))
+            sizes = ", ".join(iexpr_str(x) for x in _decl(low, b.name))
         else:
             sizes = ", ".join(cb.expr_from_pw_aff(x.project_domain_on_params()).to_C_str()
                               for x in b.sizes)
@@ -69,7 +69,7 @@ def _layer4(low: Lowered) -> list[str]:
             if (la is None and b.memory == "device") or b.memory in ("gpu_global",
                                                                       "gpu_constant"):
                 where += f", in {_MEMORY_TEXT[b.memory]} memory"
-            sizes = ", ".join(_c_text(x) for x in b.sizes)
+            sizes = ", ".join(iexpr_str(x) for x in b.sizes)
             out.append(f"allocate {b.name}[{sizes}] at {where}")
     for o in low.l4.ops.values():
         out.extend(_operation(low, o))
@@ -132,17 +132,3 @@ def format_layers(sections: Sequence[str]) -> str:
 
 def layers_text(low: Lowered) -> str:
     return format_layers(layers_sections(low))
-
-
-def _c_text(e: object) -> str:
-    """Index expressions of the loop AST in C-like text (for Layer IV)."""
-    if isinstance(e, IInt):
-        return str(e.value)
-    if isinstance(e, IVar):
-        return e.name[2:] if e.name.startswith("p_") else e.name
-    if isinstance(e, IOp):
-        sym = {"add": "+", "sub": "-", "mul": "*"}.get(e.op)
-        if sym and len(e.args) == 2:
-            return f"({_c_text(e.args[0])} {sym} {_c_text(e.args[1])})"
-        return f"{e.op}({', '.join(_c_text(a) for a in e.args)})"
-    return str(e)

@@ -35,3 +35,29 @@ def expr_str(e: Expr) -> str:
     if isinstance(e, BufAccess):
         return f"{e.buffer}[{', '.join(expr_str(i) for i in e.indices)}]"
     return type(e).__name__
+
+
+_ISYM = {"add": "+", "sub": "-", "mul": "*", "fdiv_q": "/", "pdiv_q": "/", "pdiv_r": "%",
+         "zdiv_r": "%", "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">",
+         "ge": ">=", "and": "&&", "or": "||"}
+
+
+def iexpr_str(e: object) -> str:
+    """A loop-AST index expression as users write it: params by their names (``M``, not
+    the generated ``p_M``), ``/`` the floor division (for Layer IV sizes, launch grids)."""
+    from .loopast import IInt, IOp, IVar
+
+    if isinstance(e, IInt):
+        return str(e.value)
+    if isinstance(e, IVar):
+        return e.name[2:] if e.name.startswith("p_") else e.name
+    if isinstance(e, IOp):
+        args = [iexpr_str(a) for a in e.args]
+        if e.op in _ISYM and len(args) == 2:
+            return f"({args[0]} {_ISYM[e.op]} {args[1]})"
+        if e.op == "neg":
+            return f"-{args[0]}"
+        if e.op == "not":
+            return f"!{args[0]}"
+        return f"{e.op}({', '.join(args)})"
+    return str(e)
