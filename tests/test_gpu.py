@@ -349,6 +349,8 @@ def test_gpu_compile_through_the_service(client, tmp_path, monkeypatch, rng) -> 
     assert remote.source == local.source and "__local float b_A_shared_buf" in local.source
     assert remote.artifact.launch == local.artifact.launch
     assert remote.artifact.options == local.artifact.options
+    assert remote.artifact.text("build_log").startswith("device: ")
+    assert "__kernel void me_mm_k0" in remote.artifact.text("kernel_source")
     with pytest.raises(me.TargetError, match="max_threads_per_block"):
         schedule_matmul_gpu(ex.matmul("mm"), 16).fn.compile(
             target="gpu", dialect="opencl", max_threads_per_block=128, service=client)

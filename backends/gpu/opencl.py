@@ -150,6 +150,8 @@ class OpenCLKernel(Kernel):
             raise BuildError(f"the OpenCL compiler of {self.device.name!r} refused the "
                              "kernels", ["clBuildProgram", *build_options], str(e)) from None
         self._kernels = {k["name"]: getattr(self._prog, k["name"]) for k in self._plan["kernels"]}
+        log = self._prog.get_build_info(self.device, cl.program_build_info.LOG) or ""
+        self.build_log = f"device: {self.device.name}\n{log.strip()}\n"
 
     def _invoke(self, params: list[int], arrays: list[np.ndarray]) -> int:
         cl = self._cl

@@ -168,12 +168,14 @@ class GpuTarget(Target):
         kernel, hplan = sources
         # building for the device happens when the kernel is loaded (OpenCL compiles for
         # the device it runs on); build once here so that errors surface at compile time
-        OpenCLKernel(sig, kernel.text, hplan.text, build_options=_cl_options(options))
+        log = OpenCLKernel(sig, kernel.text, hplan.text,
+                           build_options=_cl_options(options)).build_log
         files = (ArtifactFile(kernel.name, "kernel_source", kernel.text.encode()),
-                 ArtifactFile(hplan.name, "script", hplan.text.encode()))
+                 ArtifactFile(hplan.name, "script", hplan.text.encode()),
+                 ArtifactFile(f"{name}.log", "build_log", log.encode()))
         return Artifact(self.name, files, sig, self.declaration(program),
                         "clBuildProgram " + " ".join(_cl_options(options)), dict(options),
-                        launch), ""
+                        launch), log
 
     def load(self, artifact: Artifact, **kernel_args: Any) -> Kernel:
         if artifact.launch.get("dialect") == "cuda":

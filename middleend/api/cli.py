@@ -11,12 +11,14 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 
 from ..ir.errors import MiddleEndError
+from ..ir.function import Function
 from ..wire.v1 import middleend_pb2 as pb
 
 
@@ -115,16 +117,48 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _blur_gpu() -> Function:
+    from .examples import blur
+    from .examples_gpu import schedule_blur_gpu
+
+    return schedule_blur_gpu(blur()).fn
+
+
+def _matmul_gpu() -> Function:
+    from .examples import matmul
+    from .examples_gpu import schedule_matmul_gpu
+
+    return schedule_matmul_gpu(matmul()).fn
+
+
+def _blur_cpu() -> Function:
+    from .examples import blur, schedule_blur
+
+    return schedule_blur(blur()).fn
+
+
+def _heat2d() -> Function:
+    from .examples import heat2d
+
+    return heat2d().fn
+
+
+def _sgemm() -> Function:
+    from .examples import sgemm_packed
+
+    return sgemm_packed(256)
+
+
+# the programs `middleend example` writes (the gpu ones for `--target gpu`)
+_EXAMPLES: dict[str, Callable[[], Function]] = {
+    "blur": _blur_cpu, "heat2d": _heat2d, "sgemm": _sgemm, "blur_gpu": _blur_gpu,
+    "matmul_gpu": _matmul_gpu}
+
+
 def cmd_example(args: argparse.Namespace) -> int:
     from ..wire import encode_request
-    from . import examples
 
-    if args.name == "blur":
-        fn = examples.schedule_blur(examples.blur()).fn
-    elif args.name == "heat2d":
-        fn = examples.heat2d().fn
-    else:
-        fn = examples.sgemm_packed(256)
+    fn = _EXAMPLES[args.name]()
     req = encode_request(fn)
     if args.format == "json":
         data = json_format.MessageToJson(req).encode() + b"\n"
@@ -208,7 +242,7 @@ def parser() -> argparse.ArgumentParser:
     remote(ch)
     ch.set_defaults(run=cmd_check)
     ex = sub.add_parser("example", help="write one of the papers' programs as a request")
-    ex.add_argument("name", choices=("blur", "heat2d", "sgemm"))
+    ex.add_argument("name", choices=tuple(_EXAMPLES))
     ex.add_argument("-o", "--output", default="-")
     ex.add_argument("--format", choices=("json", "binary"), default="json")
     ex.set_defaults(run=cmd_example)
