@@ -26,7 +26,7 @@ from middleend.ir.loopast import (
     ieval,
 )
 
-from .plan import KernelPlan
+from .plan import KernelPlan, flatten
 
 AXES = "xyz"
 
@@ -151,8 +151,12 @@ class _KernelPrinter:
             self.node(n, depth + 1, threads)
             self.emit(depth, "}")
         elif isinstance(n, Block):
-            for c in n.body:
-                self.node(c, depth, threads, pred)
+            previous: Node | None = None
+            for c in flatten(n.body):
+                if not (self._is_barrier(c) and previous is not None
+                        and self._is_barrier(previous)):
+                    self.node(c, depth, threads, pred)  # two barriers in a row: one
+                previous = c
         elif isinstance(n, For):
             self._for(n, depth, threads, pred)
         elif isinstance(n, If):
@@ -175,6 +179,9 @@ class _KernelPrinter:
             self._stmt(n, depth, threads)
         else:
             raise TargetError(f"unexpected node {type(n).__name__} in kernel {self.k.name}")
+
+    def _is_barrier(self, n: Node) -> bool:
+        return isinstance(n, Stmt) and self.p.stmts[n.comp].op == "barrier"
 
     def _has_barrier(self, n: Node) -> bool:
         if isinstance(n, Stmt):

@@ -139,7 +139,7 @@ class _Planner:
                                        host_vars))
                 group.clear()
 
-        for c in _flatten(body):
+        for c in flatten(body):
             k = self.key(c)
             if isinstance(c, If) and (not group or k != key):
                 k = None  # a condition around whole launches stays on the host
@@ -285,11 +285,11 @@ def _stmts(n: Node) -> list[Stmt]:
     return []
 
 
-def _flatten(body: tuple[Node, ...]) -> list[Node]:
+def flatten(body: tuple[Node, ...]) -> list[Node]:
     """Nested blocks spliced into one sequence."""
     out: list[Node] = []
     for c in body:
-        out.extend(_flatten(c.body) if isinstance(c, Block) else [c])
+        out.extend(flatten(c.body) if isinstance(c, Block) else [c])
     return out
 
 
