@@ -269,8 +269,8 @@ def test_the_cpu_target_refuses_barriers_and_transfers_by_name() -> None:
 def test_gpu_tags_are_refused_naming_loop_and_command() -> None:
     e = _refused(lambda f, inp, bx, by: (by.gpu("i", "j"), bx.gpu("i", "j")),
                  "cannot honour tag 'gpu_block' on loop 'i' of ", me.TargetError)
-    assert "(set by bx.gpu(blocks=('i',), threads=('j',)) (command #1))" in str(e) or \
-        "(set by by.gpu(blocks=('i',), threads=('j',)) (command #0))" in str(e)
+    assert "(set by bx.gpu('i', 'j') (command #1))" in str(e) or \
+        "(set by by.gpu('i', 'j') (command #0))" in str(e)
 
 
 def test_a_buffer_on_both_sides_needs_copies() -> None:

@@ -160,6 +160,17 @@ class Gpu(Command):
     blocks: tuple[str, ...]
     threads: tuple[str, ...]
 
+    def describe(self) -> str:
+        """As the user wrote it: ``gpu_blocks(...)``, ``gpu_threads(...)``, ``gpu(...)``
+        (as many blocks as threads) or ``gpu_loops(blocks, threads)``."""
+        if not self.threads:
+            return f"{self.comp}.gpu_blocks({', '.join(map(repr, self.blocks))})"
+        if not self.blocks:
+            return f"{self.comp}.gpu_threads({', '.join(map(repr, self.threads))})"
+        if len(self.blocks) == len(self.threads):
+            return f"{self.comp}.gpu({', '.join(map(repr, self.blocks + self.threads))})"
+        return f"{self.comp}.gpu_loops(blocks={self.blocks!r}, threads={self.threads!r})"
+
 
 @dataclass(frozen=True)
 class TileGpu(Command):

@@ -126,15 +126,14 @@ def _cache(l4: Layer4, l1: Layer1, l3: Layer3, fn: Function,
     reads)."""
     shared = isinstance(c, cmd.CacheSharedAt)
     copy = cmd.CopyAt(c.consumer, c.level, c.comp, f"{c.name}_buf", c.name)
-    text = c.describe()
     if shared:
-        _barrier(l4, l1, cmd.BarrierAt(c.consumer, c.level, f"{c.name}_in"), k, text)
-    _copy(l4, l1, l3, fn, copy, k, text)
+        _barrier(l4, l1, cmd.BarrierAt(c.consumer, c.level, f"{c.name}_in"), k, c)
+    _copy(l4, l1, l3, fn, copy, k, c)
     l3.buffers[copy.dst].space = "gpu_shared" if shared else "gpu_local"
     l4.ops[c.name].cache = "shared" if shared else "local"
     if shared:
-        _barrier(l4, l1, cmd.BarrierAt(c.consumer, c.level, f"{c.name}_out"), k, text)
-        _barrier(l4, l1, cmd.BarrierAt(c.consumer, c.level, f"{c.name}_end"), k, text)
+        _barrier(l4, l1, cmd.BarrierAt(c.consumer, c.level, f"{c.name}_out"), k, c)
+        _barrier(l4, l1, cmd.BarrierAt(c.consumer, c.level, f"{c.name}_end"), k, c)
         l4.ops[f"{c.name}_end"].placement = "after"
 
 
@@ -165,33 +164,34 @@ def _identity(dom: isl.Set, target: str) -> isl.Map:
     return m.set_tuple_name(isl.dim_type.out, target)
 
 
-def _consumer(l1: Layer1, c: cmd.Command, k: int) -> str:
+def _consumer(l1: Layer1, c: cmd.Command, k: int, blame: cmd.Command | None = None) -> str:
     if c.comp not in l1.comps:
         what = "inlined" if c.comp in l1.inlined else "unknown"
-        raise _fail(c, k, f"{what} computation {c.comp!r}", (c.comp,))
+        raise _fail(blame or c, k, f"{what} computation {c.comp!r}", (c.comp,))
     return c.comp
 
 
 def _copy(l4: Layer4, l1: Layer1, l3: Layer3, fn: Function, c: cmd.CopyAt, k: int,
-          written: str | None = None) -> None:
-    """``written``: the command as the user wrote it, when the copy is part of another
-    (cache_shared_at)."""
-    p = _consumer(l1, c, k)
+          blame: cmd.Command | None = None) -> None:
+    """``blame``: the command as the user wrote it, when the copy is part of another
+    (cache_shared_at): errors and Layer IV name that one."""
+    who = blame or c
+    p = _consumer(l1, c, k, who)
     src = l3.store.get(c.src, c.src)
     if src not in l3.buffers:
-        raise _fail(c, k, f"unknown buffer or computation {c.src!r}")
+        raise _fail(who, k, f"unknown buffer or computation {c.src!r}")
     if l3.store[p] == src:
-        raise _fail(c, k, f"{p!r} writes {src!r}: a read-only copy of the buffer it updates "
+        raise _fail(who, k, f"{p!r} writes {src!r}: a read-only copy of the buffer it updates "
                           "would go stale (copy another computation's buffer)", (p,))
     refs = [r for r in l1.comps[p].reads if l4.buffer_of(l3, r) == src]
     if not refs:
-        raise _fail(c, k, f"{p!r} does not read {src!r}", (p,))
+        raise _fail(who, k, f"{p!r} does not read {src!r}", (p,))
     for r in refs:
         if r.access is None:
-            raise _fail(c, k, f"{p!r} reads {src!r} at a data-dependent index; its footprint "
+            raise _fail(who, k, f"{p!r} reads {src!r} at a data-dependent index; its footprint "
                               "is not exact, so it cannot be copied", (p,))
     sb = l3.buffers[src]
-    dst = _dst_buffer(l3, fn, c, k, sb)
+    dst = _dst_buffer(l3, fn, c, k, sb, who)
     acc: isl.Map | None = None
     for r in refs:
         a = logical_access(l1, l3, r)
@@ -204,7 +204,7 @@ def _copy(l4: Layer4, l1: Layer1, l3: Layer3, fn: Function, c: cmd.CopyAt, k: in
     acc = acc.set_tuple_name(isl.dim_type.out, c.name)
     for q, d in enumerate(dims):
         acc = acc.set_dim_name(isl.dim_type.out, q, d)
-    op = Op(c.name, "copy", written or c.describe(), k, dom, dims, "at", consumer=p,
+    op = Op(c.name, "copy", who.describe(), k, dom, dims, "at", consumer=p,
             level=c.level, src=src, dst=dst.name, read=_identity(dom, src),
             write=_identity(dom, dst.name), acc=acc, refs=[r.ref for r in refs])
     for r in refs:
@@ -212,37 +212,37 @@ def _copy(l4: Layer4, l1: Layer1, l3: Layer3, fn: Function, c: cmd.CopyAt, k: in
     l4.ops[c.name] = op
 
 
-def _dst_buffer(l3: Layer3, fn: Function, c: cmd.CopyAt, k: int, sb: BufferInfo
-                ) -> BufferInfo:
+def _dst_buffer(l3: Layer3, fn: Function, c: cmd.CopyAt, k: int, sb: BufferInfo,
+                who: cmd.Command) -> BufferInfo:
     """The copy's destination: a new temporary (sized per iteration by the compiler) or a
     declared temporary of the source's rank and type, never written by a computation."""
     at = (c.comp, c.level, c.describe())
     if c.dst in l3.buffers:
         b = l3.buffers[c.dst]
         if b.declared is None or b.declared.kind != TEMPORARY or b.writers:
-            raise _fail(c, k, f"destination {c.dst!r} must be a new buffer or a declared "
+            raise _fail(who, k, f"destination {c.dst!r} must be a new buffer or a declared "
                               "temporary that no computation writes")
         if b.ndim != sb.ndim or b.dtype != sb.dtype:
-            raise _fail(c, k, f"destination {c.dst!r} is {b.ndim}-d {b.dtype.name}; the "
+            raise _fail(who, k, f"destination {c.dst!r} is {b.ndim}-d {b.dtype.name}; the "
                               f"source {sb.name!r} is {sb.ndim}-d {sb.dtype.name}")
         if b.alloc_at is not None:
-            raise _fail(c, k, f"destination {c.dst!r} is already allocated at a loop")
+            raise _fail(who, k, f"destination {c.dst!r} is already allocated at a loop")
         b.alloc_at, b.copy_of = at, sb.name
         return b
     if c.dst in fn._names() - set(fn.reserved):
-        raise _fail(c, k, f"destination {c.dst!r} is the name of something else")
+        raise _fail(who, k, f"destination {c.dst!r} is the name of something else")
     b = BufferInfo(c.dst, sb.dtype, sb.ndim, [], TEMPORARY, alloc_at=at, copy_of=sb.name)
     l3.buffers[c.dst] = b
     return b
 
 
 def _barrier(l4: Layer4, l1: Layer1, c: cmd.BarrierAt, k: int,
-             written: str | None = None) -> None:
-    p = _consumer(l1, c, k)
+             blame: cmd.Command | None = None) -> None:
+    p = _consumer(l1, c, k, blame)
     dom = isl.Set.universe(_named_elements(l1, c.name, []))
     pdom = l1.comps[p].domain
     acc = isl.Map.from_domain_and_range(pdom, dom)
-    l4.ops[c.name] = Op(c.name, "barrier", written or c.describe(), k, dom, [], "at",
+    l4.ops[c.name] = Op(c.name, "barrier", (blame or c).describe(), k, dom, [], "at",
                         consumer=p, level=c.level, acc=acc)
 
 
