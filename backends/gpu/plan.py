@@ -38,6 +38,8 @@ from middleend.ir.loopast import (
     Node,
     Program,
     Stmt,
+    statements,
+    walk_nodes,
 )
 
 TRANSFERS = ("host_to_device", "device_to_host")
@@ -101,7 +103,7 @@ class _Planner:
             return self.kernel(n, host_vars)
         if isinstance(n, For):
             if n.tag in ("gpu_block", "gpu_thread"):
-                comps = sorted({s.comp for s in _stmts(n)})
+                comps = sorted({s.comp for s in statements(n)})
                 raise TargetError(
                     f"GPU loop {n.name!r} is shared by statements that start their GPU "
                     f"loops at different levels ({', '.join(comps)}); give them the same "
@@ -178,7 +180,7 @@ class _Planner:
         """The kernel key shared by every statement under ``n`` when ``n`` can be (part
         of) one kernel: all are device statements with one key and no loop under ``n``
         runs on the host (is above the first GPU loop); else None."""
-        keys = {self.p.stmts[s.comp].kernel for s in _stmts(n)}
+        keys = {self.p.stmts[s.comp].kernel for s in statements(n)}
         if len(keys) != 1:
             return None
         (k,) = keys
@@ -190,7 +192,7 @@ class _Planner:
     def kernel(self, root: Node, host_vars: list[str]) -> Launch:
         used = set()
         names: set[str] = set()
-        for s in _stmts(root):
+        for s in statements(root):
             info = self.p.stmts[s.comp]
             for e in (info.store, info.value, info.guard):
                 if e is not None:
@@ -205,7 +207,7 @@ class _Planner:
                     f"buffer {b!r} is local to a loop but used by two kernel launches (#"
                     f"{self.sunk[b]} and #{len(self.kernels)}); device memory local to a "
                     "loop lives in one kernel: compute it at a GPU loop of its consumer, or "
-                    "at the root", computations=tuple(sorted(s.comp for s in _stmts(root))))
+                    "at the root", computations=tuple(sorted(s.comp for s in statements(root))))
             self.sunk[b] = len(self.kernels)
             root = replace(alloc, body=root)
         grid: dict[int, list[IExpr]] = {}
@@ -273,18 +275,6 @@ def _max(es: list[IExpr]) -> IExpr:
     return out
 
 
-def _stmts(n: Node) -> list[Stmt]:
-    if isinstance(n, Stmt):
-        return [n]
-    if isinstance(n, (For, Alloc)):
-        return _stmts(n.body)
-    if isinstance(n, Block):
-        return [s for c in n.body for s in _stmts(c)]
-    if isinstance(n, If):
-        return _stmts(n.then) + (_stmts(n.orelse) if n.orelse is not None else [])
-    return []
-
-
 def flatten(body: tuple[Node, ...]) -> list[Node]:
     """Nested blocks spliced into one sequence."""
     out: list[Node] = []
@@ -294,15 +284,7 @@ def flatten(body: tuple[Node, ...]) -> list[Node]:
 
 
 def _loop_dims(n: Node) -> list[int]:
-    if isinstance(n, For):
-        return [n.dim, *_loop_dims(n.body)]
-    if isinstance(n, Alloc):
-        return _loop_dims(n.body)
-    if isinstance(n, Block):
-        return [d for c in n.body for d in _loop_dims(c)]
-    if isinstance(n, If):
-        return _loop_dims(n.then) + (_loop_dims(n.orelse) if n.orelse is not None else [])
-    return []
+    return [f.dim for f, _ in walk_nodes(n) if isinstance(f, For)]
 
 
 def _vars_of(es: tuple[IExpr, ...]) -> set[str]:

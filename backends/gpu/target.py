@@ -28,6 +28,7 @@ from middleend.target import (
     TargetOption,
     materialize,
 )
+from middleend.target.base import computations_in
 
 from .cuda import CudaKernel, build_cuda, cuda_source, gpu_arch, nvcc, nvcc_flags
 from .kernels import shared_bytes
@@ -205,6 +206,4 @@ def _launch_facts(gp: GpuPlan) -> dict[str, str]:
 
 
 def _comps(n: Any) -> tuple[str, ...]:
-    from middleend.target.base import computations_in
-
     return tuple(sorted(computations_in(n)))

@@ -9,6 +9,7 @@ resolved to :class:`BufAccess` nodes.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from .expr import Expr
@@ -298,3 +299,27 @@ class Signature:
     def of(program: Program) -> Signature:
         return Signature(program.name, f"me_{program.name}", program.params,
                          program.arguments, dict(program.param_bounds))
+
+
+def walk_nodes(node: Node, loops: tuple[str, ...] = ()
+               ) -> Iterator[tuple[Node, tuple[str, ...]]]:
+    """Every node of a loop AST, outermost first, with the names of the loops around it
+    (the one traversal the passes and the targets share)."""
+    yield node, loops
+    if isinstance(node, For):
+        yield from walk_nodes(node.body, (*loops, node.name or node.var))
+    elif isinstance(node, Block):
+        for child in node.body:
+            yield from walk_nodes(child, loops)
+    elif isinstance(node, If):
+        yield from walk_nodes(node.then, loops)
+        if node.orelse is not None:
+            yield from walk_nodes(node.orelse, loops)
+    elif isinstance(node, Alloc):
+        yield from walk_nodes(node.body, loops)
+
+
+def statements(node: Node) -> list[Stmt]:
+    """The statements under ``node``, in program order."""
+    return [n for n, _ in walk_nodes(node) if isinstance(n, Stmt)]
+

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import islpy as isl
 
 from ..ir.errors import ScheduleError
-from ..ir.loopast import Alloc, Block, For, IExpr, If, IInt, IOp, IVar, Node, Stmt
+from ..ir.loopast import Alloc, Block, For, IExpr, If, IInt, IOp, IVar, Node, Stmt, statements
 from .gpu_ast import Leaf, annotate
 from .physical import LocalAlloc, Physical
 from .placement import TimeSpace
@@ -265,18 +265,7 @@ def _check_nesting(node: Node, vector: For | None) -> None:
 
 
 def _comps_in(node: Node) -> set[str]:
-    if isinstance(node, Stmt):
-        return {node.comp}
-    if isinstance(node, Block):
-        out: set[str] = set()
-        for c in node.body:
-            out |= _comps_in(c)
-        return out
-    if isinstance(node, If):
-        return _comps_in(node.then) | (_comps_in(node.orelse) if node.orelse else set())
-    if isinstance(node, (For, Alloc)):
-        return _comps_in(node.body)
-    return set()
+    return {s.comp for s in statements(node)}
 
 
 def _loop_tag(body: Node, dim: int, ts: TimeSpace) -> tuple[str | None, str, str]:

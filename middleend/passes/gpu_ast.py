@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import islpy as isl
 
 from ..ir.errors import ScheduleError
-from ..ir.loopast import Alloc, Block, Box, For, IExpr, If, IInt, Node, Stmt
+from ..ir.loopast import Alloc, Block, Box, For, IExpr, If, IInt, Node, Stmt, statements
 from .placement import TimeSpace
 
 GPU_LOOPS = ("gpu_block", "gpu_thread")
@@ -198,24 +198,8 @@ def _anonymous(s: isl.Set) -> isl.Set:
 
 
 def _leaf_ids(n: Node) -> list[int]:
-    if isinstance(n, Stmt):
-        return [n.leaf]
-    if isinstance(n, (For, Alloc)):
-        return _leaf_ids(n.body)
-    if isinstance(n, Block):
-        return [x for c in n.body for x in _leaf_ids(c)]
-    if isinstance(n, If):
-        return _leaf_ids(n.then) + (_leaf_ids(n.orelse) if n.orelse is not None else [])
-    return []
+    return [s.leaf for s in statements(n)]
 
 
 def _comps(n: Node) -> set[str]:
-    if isinstance(n, Stmt):
-        return {n.comp}
-    if isinstance(n, (For, Alloc)):
-        return _comps(n.body)
-    if isinstance(n, Block):
-        return {x for c in n.body for x in _comps(c)}
-    if isinstance(n, If):
-        return _comps(n.then) | (_comps(n.orelse) if n.orelse is not None else set())
-    return set()
+    return {s.comp for s in statements(n)}

@@ -255,15 +255,22 @@ def _check_operation_reads(l1: Layer1, l3: Layer3, exp: Expected, ph: Physical, 
                     command=o.command, command_index=o.command_index)
 
 
-def check_parallel(l1: Layer1, l3: Layer3, ts: TimeSpace, ph: Physical) -> None:
-    """Every loop tagged parallel/vector (or a GPU/distributed dim) carries no dependence."""
-    names = {n: c.vars for n, c in l1.comps.items()}
+def _accesses(l1: Layer1, ph: Physical) -> tuple[isl.UnionMap, isl.UnionMap]:
+    """Every write and every read of the program (computations and operations), as
+    time-space point -> element."""
     acc_w = isl.UnionMap.empty(l1.param_space)
     for w in (*ph.writes.values(), *ph.op_writes.values()):
         acc_w = acc_w.union(isl.UnionMap.from_map(w))
     acc_r = isl.UnionMap.empty(l1.param_space)
     for r in (*ph.reads.values(), *ph.op_reads.values()):
         acc_r = acc_r.union(isl.UnionMap.from_map(r))
+    return acc_w, acc_r
+
+
+def check_parallel(l1: Layer1, l3: Layer3, ts: TimeSpace, ph: Physical) -> None:
+    """Every loop tagged parallel/vector (or a GPU/distributed dim) carries no dependence."""
+    names = {n: c.vars for n, c in l1.comps.items()}
+    acc_w, acc_r = _accesses(l1, ph)
     pairs = None
     seen: set[tuple[int, ...]] = set()
     ntd = 2 * ts.depth + 1
@@ -385,12 +392,7 @@ def check_barriers(l1: Layer1, ts: TimeSpace, ph: Physical, l4: Layer4,
         return
     ntd = 2 * ts.depth + 1
     tsp = isl.Space.set_alloc(l1.ctx, 0, ntd).align_params(l1.param_space)
-    acc_w = isl.UnionMap.empty(l1.param_space)
-    for w in (*ph.writes.values(), *ph.op_writes.values()):
-        acc_w = acc_w.union(isl.UnionMap.from_map(w))
-    acc_r = isl.UnionMap.empty(l1.param_space)
-    for r in (*ph.reads.values(), *ph.op_reads.values()):
-        acc_r = acc_r.union(isl.UnionMap.from_map(r))
+    acc_w, acc_r = _accesses(l1, ph)
     pairs = (acc_w.apply_range(acc_w.reverse()).union(acc_w.apply_range(acc_r.reverse()))
              .union(acc_r.apply_range(acc_w.reverse())))
     before = isl.UnionMap.from_map(isl.Map.lex_lt(tsp))

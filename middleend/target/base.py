@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 from ..ir.commands import Command, operations_of, tags_of
 from ..ir.errors import TargetError, TargetUnavailable
-from ..ir.loopast import Alloc, Block, For, If, Node, Program, Stmt
+from ..ir.loopast import For, Node, Program, Stmt, statements, walk_nodes
 from .artifact import Artifact
 from .kernel import Kernel
 
@@ -184,20 +184,9 @@ class Target(abc.ABC):
 
 def walk(node: Node, loops: tuple[str, ...] = ()) -> Iterator[tuple[Node, tuple[str, ...]]]:
     """Every node of a loop AST with the names of the loops around it."""
-    yield node, loops
-    if isinstance(node, For):
-        yield from walk(node.body, (*loops, node.name or node.var))
-    elif isinstance(node, Block):
-        for child in node.body:
-            yield from walk(child, loops)
-    elif isinstance(node, If):
-        yield from walk(node.then, loops)
-        if node.orelse is not None:
-            yield from walk(node.orelse, loops)
-    elif isinstance(node, Alloc):
-        yield from walk(node.body, loops)
+    return walk_nodes(node, loops)
 
 
 def computations_in(node: Node) -> set[str]:
     """The statements (computations and operations) inside ``node``."""
-    return {n.comp for n, _ in walk(node) if isinstance(n, Stmt)}
+    return {s.comp for s in statements(node)}
