@@ -37,9 +37,10 @@ class SummaryRow:
     note: str = ""
 
 
-def best_of_interleaved(fns: Mapping[str, Callable[[], object]], reps: int = DEFAULT_REPS,
-                        rounds: int = 2, warmup: int = 1) -> dict[str, float]:
-    """Best wall time (seconds, ``time.perf_counter``) of each callable over ``reps`` calls.
+def samples_interleaved(fns: Mapping[str, Callable[[], object]], reps: int = DEFAULT_REPS,
+                        rounds: int = 2, warmup: int = 1) -> dict[str, list[float]]:
+    """Every timed wall time (seconds, ``time.perf_counter``) of each callable, ``reps``
+    calls each (at least ``MIN_REPS``), in the order they ran.
 
     The calls are spread over ``rounds`` rounds; in each round every callable runs in turn,
     ``warmup`` untimed calls then its share of the timed calls. Alternating between the
@@ -49,7 +50,7 @@ def best_of_interleaved(fns: Mapping[str, Callable[[], object]], reps: int = DEF
     reps = max(reps, MIN_REPS)
     rounds = max(1, min(rounds, reps))
     per_round = [reps // rounds + (1 if r < reps % rounds else 0) for r in range(rounds)]
-    best = {name: float("inf") for name in fns}
+    samples: dict[str, list[float]] = {name: [] for name in fns}
     for count in per_round:
         for name, fn in fns.items():
             for _ in range(warmup):
@@ -57,8 +58,23 @@ def best_of_interleaved(fns: Mapping[str, Callable[[], object]], reps: int = DEF
             for _ in range(count):
                 t0 = time.perf_counter()
                 fn()
-                best[name] = min(best[name], time.perf_counter() - t0)
-    return best
+                samples[name].append(time.perf_counter() - t0)
+    return samples
+
+
+def best_of_interleaved(fns: Mapping[str, Callable[[], object]], reps: int = DEFAULT_REPS,
+                        rounds: int = 2, warmup: int = 1) -> dict[str, float]:
+    """Best wall time (seconds) of each callable over ``reps`` interleaved calls (the
+    minimum of :func:`samples_interleaved`)."""
+    return {name: min(v) for name, v in
+            samples_interleaved(fns, reps, rounds, warmup).items()}
+
+
+def spread(samples: Sequence[float]) -> float:
+    """How far a typical call is from the best one: (median - best) / best (0.05: the
+    median call took 5 % longer than the best)."""
+    best = min(samples)
+    return (float(np.median(samples)) - best) / best
 
 
 def best_of(fn: Callable[[], object], reps: int = DEFAULT_REPS, warmup: int = 1) -> float:
@@ -106,13 +122,19 @@ def short_error(exc: BaseException, limit: int = 110) -> str:
     return msg if len(msg) <= limit else msg[:limit - 3] + "..."
 
 
-def parse_args(description: str, flags: Mapping[str, str] | None = None
-               ) -> argparse.Namespace:
+def arg_parser(description: str, flags: Mapping[str, str] | None = None
+               ) -> argparse.ArgumentParser:
     """The common command line: ``--reps N`` (best of N rounds, N >= 5) plus the boolean
-    ``flags`` (``{"--name": "help"}``)."""
+    ``flags`` (``{"--name": "help"}``); add a script's own arguments to it."""
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--reps", type=int, default=DEFAULT_REPS,
                    help=f"timed rounds, best kept (>= {MIN_REPS}; default {DEFAULT_REPS})")
     for flag, help_text in (flags or {}).items():
         p.add_argument(flag, action="store_true", help=help_text)
-    return p.parse_args()
+    return p
+
+
+def parse_args(description: str, flags: Mapping[str, str] | None = None
+               ) -> argparse.Namespace:
+    """:func:`arg_parser`'s arguments, parsed."""
+    return arg_parser(description, flags).parse_args()

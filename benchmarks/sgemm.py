@@ -1,4 +1,11 @@
-"""sgemm C = A @ B (N = 1024, float32), ours vs numpy.matmul (OpenBLAS), in GFLOP/s.
+"""sgemm C = A @ B (N x N float32, N = 1024 by default), ours vs numpy.matmul (OpenBLAS).
+
+    python benchmarks/sgemm.py [--reps R] [--size N [N ...]]
+
+Per size N: GFLOP/s (2 N^3 flops per call) of every variant and of numpy, and the ratio
+ours/numpy, all timed interleaved in one run. Both sides write into a C preallocated once
+outside the timing (``np.matmul(A, B, out=C)``, our kernel called with ``C=``), so neither
+pays for allocating and faulting in a fresh N x N result per call.
 
 The formulations of ours, each checked against numpy before timing:
 
@@ -24,19 +31,20 @@ The vectorize factor reaches gcc as ``#pragma omp simd simdlen(nr)``: with nr = 
 multiply-add, so ``packed+fma`` (``compile(fp_contract=True)``) is also printed. The summary
 ratio is the exact (no-FMA) ``packed`` variant.
 
-Sizes are compile-time constants (N = 1024) as in the papers' benchmarks: with a
+Sizes are compile-time constants (one build per N) as in the papers' benchmarks: with a
 ``me.Param`` N the same schedule is correct (tests/test_allocation.py) but about half as
-fast here, because the packed panel's strides are then run-time values.
+fast here, because the packed panel's strides are then run-time values. The schedules'
+tiles (128-column panels, 64 x 256 x 64 for ``direct``) suit multiples of 256.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import common
 import numpy as np
-from common import SummaryRow, best_of_interleaved, check_close, print_table, short_error
+from common import SummaryRow, check_close, print_table, samples_interleaved, short_error, spread
 
 import middleend as me
 from middleend.api.examples import matmul, sgemm_copy_at, sgemm_packed
@@ -62,18 +70,18 @@ def define_direct(n: int = N, tiles: tuple[int, int, int] = (64, 256, 64), mr: i
     return mm.fn
 
 
-def define_packed() -> me.Function:
-    """The BLAS-like schedule of :func:`middleend.api.examples.sgemm_packed` at N = 1024."""
-    return sgemm_packed(N)
+def define_packed(n: int = N) -> me.Function:
+    """The BLAS-like schedule of :func:`middleend.api.examples.sgemm_packed`."""
+    return sgemm_packed(n)
 
 
-# name -> (definition, compile options)
-VARIANTS: dict[str, tuple[Callable[[], me.Function], dict[str, bool]]] = {
+# name -> (definition for a size N, compile options)
+VARIANTS: dict[str, tuple[Callable[[int], me.Function], dict[str, bool]]] = {
     "direct": (define_direct, {}),
     "packed": (define_packed, {}),
     "packed+fma": (define_packed, {"fp_contract": True}),
-    "copy_at": (lambda: sgemm_copy_at(N), {}),
-    "copy_at off": (lambda: sgemm_copy_at(N, pack=False), {}),
+    "copy_at": (sgemm_copy_at, {}),
+    "copy_at off": (lambda n: sgemm_copy_at(n, pack=False), {}),
 }
 
 
@@ -81,49 +89,72 @@ def gflops(seconds: float, n: int = N) -> float:
     return 2.0 * n ** 3 / seconds / 1e9
 
 
-def run(reps: int = common.DEFAULT_REPS) -> list[SummaryRow]:
-    """Build, check and time the variants against numpy.matmul; print a table; return the
-    summary rows."""
+def run_size(n: int, reps: int) -> SummaryRow:
+    """Build, check and time the variants against numpy.matmul at size ``n``; print a
+    table; return the summary row of the chosen variant."""
     rng = np.random.default_rng(0)
-    a = rng.random((N, N), dtype=np.float32)
-    b = rng.random((N, N), dtype=np.float32)
+    a = rng.random((n, n), dtype=np.float32)
+    b = rng.random((n, n), dtype=np.float32)
     anchor = np.matmul(a, b)
-    calls: dict[str, Callable[[], object]] = {"numpy": lambda: np.matmul(a, b)}
+    c_np = np.empty_like(anchor)
+    calls: dict[str, Callable[[], object]] = {"numpy": lambda: np.matmul(a, b, out=c_np)}
+    outs: dict[str, np.ndarray] = {}
     build_s: dict[str, float] = {}
     failed: dict[str, str] = {}
     for name, (make, options) in VARIANTS.items():
         try:
             t0 = time.perf_counter()
-            kernel = make().compile(target="cpu", **options)
+            kernel = make(n).compile(target="cpu", **options)
             build_s[name] = time.perf_counter() - t0
-            # float32 sums of 1024 terms in another order: relative tolerance 1e-4
-            check_close(f"sgemm {name}", kernel(A=a, B=b)["C"], anchor, rtol=1e-4, atol=1e-3)
+            c = outs[name] = np.full_like(anchor, np.nan)
+            kernel(A=a, B=b, C=c)
+            # float32 sums of n terms in another order: relative tolerance 1e-4
+            check_close(f"sgemm {name} N={n}", c, anchor, rtol=1e-4, atol=1e-3)
         except (me.MiddleEndError, AssertionError) as exc:
             failed[name] = short_error(exc)
             continue
-        calls[name] = lambda k=kernel: k(A=a, B=b)
-    best = best_of_interleaved(calls, reps)
-    g_np = gflops(best["numpy"])
-    rows: list[list[object]] = [["numpy.matmul (anchor)", f"{g_np:.1f}", "1.00", "-"]]
+        calls[name] = lambda k=kernel, c=c: k(A=a, B=b, C=c)
+    samples = samples_interleaved(calls, reps)
+    best = {k: min(v) for k, v in samples.items()}
+    g_np = gflops(best["numpy"], n)
+    rows: list[list[object]] = [["numpy.matmul (anchor)", f"{g_np:.1f}",
+                                 f"{spread(samples['numpy']) * 100:.0f}%", "1.00", "-"]]
     for name in VARIANTS:
         label = f"ours {name}" + (" (chosen)" if name == CHOSEN else "")
         if name in failed:
-            rows.append([label, "failed", "-", failed[name]])
+            rows.append([label, "failed", "-", "-", failed[name]])
         else:
-            g = gflops(best[name])
-            rows.append([label, f"{g:.1f}", f"{g / g_np:.3f}", f"{build_s[name]:.2f}"])
-    print_table(f"sgemm N={N} float32, best of {reps}", ["variant", "GFLOP/s", "ours/numpy",
-                                                          "build s"], rows)
+            g = gflops(best[name], n)
+            rows.append([label, f"{g:.1f}", f"{spread(samples[name]) * 100:.0f}%",
+                         f"{g / g_np:.3f}", f"{build_s[name]:.2f}"])
+    print_table(f"sgemm N={n} float32, best of {max(reps, common.MIN_REPS)} interleaved, "
+                "preallocated C on both sides",
+                ["variant", "GFLOP/s", "spread", "ours/numpy", "build s"], rows)
+    metric = "GFLOP/s" if n == N else f"GFLOP/s N={n}"
     if CHOSEN in failed:
-        return [SummaryRow("sgemm", "GFLOP/s", "failed", f"{g_np:.1f}", "-", failed[CHOSEN])]
-    g = gflops(best[CHOSEN])
-    return [SummaryRow("sgemm", "GFLOP/s", f"{g:.1f}", f"{g_np:.1f}", f"{g / g_np:.3f}",
-                       f"{CHOSEN} vs numpy.matmul; target >= 0.5")]
+        return SummaryRow("sgemm", metric, "failed", f"{g_np:.1f}", "-", failed[CHOSEN])
+    g = gflops(best[CHOSEN], n)
+    return SummaryRow("sgemm", metric, f"{g:.1f}", f"{g_np:.1f}", f"{g / g_np:.3f}",
+                      f"{CHOSEN} vs numpy.matmul; target >= 0.5")
+
+
+def run(reps: int = common.DEFAULT_REPS, sizes: Sequence[int] = (N,)) -> list[SummaryRow]:
+    """:func:`run_size` for each size; with several sizes, a last table of the chosen
+    variant's ratio per size. Returns the summary rows, one per size."""
+    out = [run_size(n, reps) for n in sizes]
+    if len(out) > 1:
+        print_table(f"sgemm {CHOSEN} vs numpy.matmul per size",
+                    ["N", "ours GFLOP/s", "numpy GFLOP/s", "ours/numpy"],
+                    [[n, r.ours, r.anchor, r.ratio] for n, r in zip(sizes, out, strict=True)])
+    return out
 
 
 def main() -> None:
-    run(common.parse_args(__doc__.splitlines()[0]).reps)
-
+    p = common.arg_parser(__doc__.splitlines()[0])
+    p.add_argument("--size", type=int, nargs="+", default=[N], metavar="N",
+                   help=f"matrix size(s) N (N x N times N x N; default {N})")
+    args = p.parse_args()
+    run(args.reps, args.size)
 
 if __name__ == "__main__":
     main()

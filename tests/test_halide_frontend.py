@@ -5,6 +5,7 @@ bad realizations raise errors that name the Func / input, and a pipeline compile
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -15,7 +16,7 @@ from halide_util import assert_same, check, halide_realize
 from service_util import ServerProcess
 
 import middleend as me
-from frontends.halide import UnsupportedHalideFeature, compile_pipeline
+from frontends.halide import UnsupportedHalideFeature, compile_pipeline, paper
 from middleend.service.client import RemoteClient
 
 
@@ -241,6 +242,129 @@ def test_missing_and_unknown_inputs(rng: np.random.Generator) -> None:
     with pytest.raises(me.KernelArgumentError, match="zzz"):
         k.realize([4, 4], a=_f32(rng, 4, 4), s=2.0, zzz=1)
     assert k.compiles == 0
+
+
+# ------------------------------------------------------------ preallocated outputs
+
+def _halide_into(outputs: list[hl.Func], inputs: list[tuple[Any, Any]],
+                 dst: list[np.ndarray]) -> None:
+    """Halide's ``Pipeline.realize(buffers)`` into numpy arrays (the reference of out=)."""
+    for p, v in inputs:
+        p.set(hl.Buffer(v) if isinstance(p, hl.ImageParam) else v)
+    hl.Pipeline(outputs).realize([hl.Buffer(d) for d in dst])
+
+
+@pytest.mark.parametrize("schedule", ["default", "parallel"])
+def test_realize_into_preallocated_output(schedule: str, rng: np.random.Generator) -> None:
+    """``realize(sizes, out=array)`` writes every point of the array given (NaN before),
+    returns that very array, gives the allocating ``realize``'s values (Halide's
+    ``realize(buffer)``'s within 1e-5), and reuses its build."""
+    a = hl.ImageParam(hl.Float(32), 2, "a")
+    f = _blur(a)
+    if schedule == "parallel":
+        f.parallel(f.args()[1]).vectorize(f.args()[0], 8)
+    av = _f32(rng, 13, 31)
+    ref = np.full((13, 29), np.nan, dtype=np.float32)
+    _halide_into([f], [(a, av)], [ref])
+    k = compile_pipeline(f)
+    alloc = k.realize([29, 13], a=av)
+    assert_same(alloc, [ref])
+    dst = np.full((13, 29), np.nan, dtype=np.float32)
+    for _ in range(2):  # the second call overwrites the first's values
+        got = k.realize([29, 13], out=dst, a=av)
+        assert got is dst
+        np.testing.assert_array_equal(dst, alloc)
+        dst[::2] = np.nan
+    assert k.compiles == 1
+
+
+@pytest.mark.parametrize("schedule", ["default", "expert"])
+def test_realize_into_several_outputs(schedule: str, rng: np.random.Generator) -> None:
+    """Two output Funcs (the paper's nb) and a Tuple output of two types: ``out`` is a
+    list in the order realize returns, and the arrays returned are the ones given."""
+    b = paper.nb(9, 21, schedule)
+    (funcs, sizes), = b.groups
+    dst = [np.full((3, 9, 21), np.nan, np.float32) for _ in range(2)]
+    got = compile_pipeline(funcs).realize(sizes, out=dst, **b.inputs)
+    assert isinstance(got, list) and len(got) == 2
+    assert all(g is d for g, d in zip(got, dst, strict=True))
+    assert_same(got, b.halide_realize())
+
+    x, y = hl.Var("x"), hl.Var("y")
+    a = hl.ImageParam(hl.Float(32), 2, "a")
+    t = hl.Func("pair")
+    t[x, y] = (a[x, y] * 2, hl.cast(hl.Int(16), x - 3 * y))
+    if schedule == "expert":
+        t.parallel(y).vectorize(x, 8)
+    av = _f32(rng, 17, 29)
+    ref = [np.zeros((17, 29), np.float32), np.zeros((17, 29), np.int16)]
+    _halide_into([t], [(a, av)], ref)
+    dst = [np.full((17, 29), np.nan, np.float32), np.full((17, 29), -1, np.int16)]
+    got = compile_pipeline(t).realize([29, 17], out=tuple(dst), a=av)
+    assert all(g is d for g, d in zip(got, dst, strict=True))
+    assert_same(got, ref)
+
+
+def test_realize_out_errors(rng: np.random.Generator) -> None:
+    """Each bad ``out`` gives one KernelArgumentError naming the output (Func, Tuple
+    element), before anything is compiled."""
+    x, y = hl.Var("x"), hl.Var("y")
+    a = hl.ImageParam(hl.Float(32), 2, "a")
+    t = hl.Func("pair")
+    t[x, y] = (a[x, y] * 2, hl.cast(hl.Int(16), x))
+    k = compile_pipeline(t)
+    av = _f32(rng, 5, 7)
+
+    def f32(*shape: int) -> np.ndarray:
+        return np.zeros(shape, np.float32)
+
+    i16 = np.zeros((5, 7), np.int16)
+    p0, p1 = (re.escape(f"'{t.name()}[{k}]'") for k in (0, 1))  # "pair$2" if not the first
+    bad: list[tuple[Any, str]] = [
+        (f32(5, 7), rf"out= gives 1 array\(s\), the pipeline has 2 output\(s\) "
+                    rf"\[{p0}, {p1}\]"),
+        ([f32(5, 7), i16, i16], "gives 3 array"),
+        ([f32(7, 5), i16], rf"output {p0} \(out\[0\]\): expected float32 with shape "
+                           r"\(5, 7\) \(sizes \[7, 5\] reversed\), got float32 with shape "
+                           r"\(7, 5\)"),
+        ([f32(5, 7), np.zeros((5, 7), np.int32)], rf"{p1}.*expected int16.*got int32"),
+        ([f32(5, 7), np.zeros((7, 5), np.int16).T], rf"{p1}.*C-contiguous"),
+        ([f32(5, 14)[:, ::2], i16], rf"{p0}.*C-contiguous"),
+        ([f32(5, 7), hl.Buffer(i16)], rf"{p1}.*got Buffer \(np.asarray"),
+        ([f32(5, 7).tolist(), i16], rf"{p0}.*got list"),
+    ]
+    ro = f32(5, 7)
+    ro.flags.writeable = False
+    bad.append(([ro, i16], rf"{p0}.*read-only"))
+    for out, match in bad:
+        with pytest.raises(me.KernelArgumentError, match=match):
+            k.realize([7, 5], out=out, a=av)
+    assert k.compiles == 0
+    # one output: the error names the Func; an array overlapping the input is refused too
+    g = _blur(a, "single")
+    kg = compile_pipeline(g)
+    with pytest.raises(me.KernelArgumentError,
+                       match=re.escape(f"output '{g.name()}': expected float32")):
+        kg.realize([5, 5], out=np.zeros((5, 5), np.float64), a=av)
+    big = _f32(rng, 5, 7)
+    with pytest.raises(me.KernelArgumentError, match="overlap"):
+        kg.realize([5, 5], out=big.reshape(-1)[:25].reshape(5, 5), a=big)
+
+
+def test_input_named_out(rng: np.random.Generator) -> None:
+    """An ImageParam named "out" would be shadowed by realize's out= keyword: realize says
+    so and names realize_with, which takes the inputs as a dict."""
+    a = hl.ImageParam(hl.Float(32), 2, "out")
+    f = _blur(a, "from_out")
+    av = _f32(rng, 5, 9)
+    k = compile_pipeline(f)
+    with pytest.raises(me.KernelArgumentError, match="input named 'out'.*realize_with"):
+        k.realize([7, 5], out=av)
+    dst = np.zeros((5, 7), np.float32)
+    got = k.realize_with([7, 5], {"out": av}, out=dst)
+    assert got is dst
+    assert_same(got, halide_realize([f], [7, 5], [(a, av)]))
+    assert_same(k.realize_with([7, 5], {"out": av}), [dst])
 
 
 # ------------------------------------------------------------ the remote path

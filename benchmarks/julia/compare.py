@@ -1,55 +1,100 @@
 """Julia kernels: the scheduled version vs the same code compiled with no schedule, and vs
-numpy's direct equivalent, in one run on the same data. Ratios are what to compare; the
-absolute times on a shared machine are noise.
+numpy's direct equivalent, in one run on the same data.
 
-    .venv/bin/python benchmarks/julia/compare.py [--reps 5] [--only bicg!,doitgen!]
+Before anything is timed, each kernel's results (scheduled and unscheduled) and numpy's are
+checked (``np.allclose``) against the numpy reference of ``frontends/julia/paper.py``
+(written from the kernels' mathematical definitions). The three candidates are then timed
+interleaved (``common.samples_interleaved``: they take turns over two rounds, one untimed
+warm-up call per turn), best of N; the spread is (median - best) / best. Ratios are what to
+compare; the absolute times on a shared machine are noise.
+
+The kernels write in place into their array arguments (Julia's ``f!`` convention), so our
+side allocates nothing per call; numpy's formulations return new arrays.
+
+    .venv/bin/python benchmarks/julia/compare.py [--reps 5] [--only bicg!,doitgen!] [--small]
 """
 
 from __future__ import annotations
 
 import argparse
-import time
+import sys
+from collections.abc import Callable
+from pathlib import Path
 
-import numpy as np
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from frontends.julia import compile_source
-from frontends.julia.paper import KERNELS, source
+import common  # noqa: E402,F401  (sets up the import path)
+import numpy as np  # noqa: E402
+from common import MIN_REPS, print_table, samples_interleaved, spread  # noqa: E402
+
+from frontends.julia import compile_source  # noqa: E402
+from frontends.julia.paper import KERNELS, Args, Kernel, source  # noqa: E402
+
+RTOL, ATOL = 1e-9, 1e-9  # float64 sums in another order than numpy's BLAS
 
 
-def best(f, args: tuple, reps: int) -> float:  # type: ignore[no-untyped-def]
-    out = []
-    for _ in range(reps):
-        t = time.perf_counter()
-        f(*args)
-        out.append(time.perf_counter() - t)
-    return min(out)
+def _fresh(args: Args) -> Args:
+    return tuple(x.copy(order="K") if isinstance(x, np.ndarray) else x for x in args)
+
+
+def check(kd: Kernel, args: Args, ran: dict[str, Args], numpy_result: object) -> None:
+    """``ran``: arguments after one call of each of our kernels; ``numpy_result``: what
+    ``kd.numpy(args)`` returned. Each must equal ``kd.reference(args)``."""
+    want = kd.reference(args)
+    for label, got in ran.items():
+        for pos, ref in want.items():
+            if not np.allclose(got[pos], ref, rtol=RTOL, atol=ATOL):
+                err = float(np.max(np.abs(got[pos] - ref)))
+                raise AssertionError(f"{kd.name} {label}: argument {pos} differs from the "
+                                     f"numpy reference (max abs err {err:g})")
+    if kd.numpy is None:
+        return
+    res = numpy_result if isinstance(numpy_result, tuple) else (numpy_result,)
+    assert len(res) == len(kd.numpy_out), (kd.name, len(res), kd.numpy_out)
+    for pos, got in zip(kd.numpy_out, res, strict=True):
+        if not np.allclose(got, want[pos], rtol=RTOL, atol=ATOL):
+            raise AssertionError(f"{kd.name} numpy: argument {pos} differs from the reference")
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--only", default="")
+    ap.add_argument("--only", default="", help="comma-separated kernel names")
+    ap.add_argument("--small", action="store_true",
+                    help="the tests' small sizes instead of the large ones (a quick check)")
     a = ap.parse_args()
     names = [n for n in KERNELS if not a.only or n in a.only.split(",")]
     src = source()
-    print(f"{'kernel':12} {'unsched ms':>11} {'sched ms':>9} {'numpy ms':>9} "
-          f"{'speedup':>8} {'vs numpy':>9}")
+    rows: list[list[object]] = []
     for n in names:
         kd = KERNELS[n]
-        args = kd.make(kd.large, np.random.default_rng(0))
-        fresh = [tuple(x.copy(order="K") if isinstance(x, np.ndarray) else x for x in args)
-                 for _ in range(2)]
+        args = kd.make(kd.small if a.small else kd.large, np.random.default_rng(0))
         ks = compile_source(src, n, schedule=True)
         ku = compile_source(src, n, schedule=False)
-        ks(*fresh[0])
-        ku(*fresh[1])
-        for pos in kd.reference(args):  # same results, scheduled or not
-            np.testing.assert_allclose(fresh[0][pos], fresh[1][pos], rtol=1e-9, atol=1e-9)
-        t_u = best(ku, fresh[1], a.reps)
-        t_s = best(ks, fresh[0], a.reps)
-        t_n = best(kd.numpy, (args,), a.reps) if kd.numpy else float("nan")
-        print(f"{n:12} {t_u * 1e3:11.2f} {t_s * 1e3:9.2f} {t_n * 1e3:9.2f} "
-              f"{t_u / t_s:7.2f}x {t_n / t_s:8.2f}x", flush=True)
+        sched, unsched = _fresh(args), _fresh(args)
+        ks(*sched)  # compiles, outside the timing
+        ku(*unsched)
+        numpy_result = kd.numpy(args) if kd.numpy else None
+        check(kd, args, {"scheduled": sched, "unscheduled": unsched}, numpy_result)
+        calls: dict[str, Callable[[], object]] = {
+            "unsched": lambda k=ku, x=unsched: k(*x), "sched": lambda k=ks, x=sched: k(*x)}
+        if kd.numpy is not None:
+            calls["numpy"] = lambda f=kd.numpy, x=args: f(x)
+        t = samples_interleaved(calls, reps=a.reps)
+        b = {k: min(v) for k, v in t.items()}
+        row: list[object] = [n, f"{b['unsched'] * 1e3:.3f}", f"{b['sched'] * 1e3:.3f}",
+                             f"{spread(t['sched']) * 100:.0f}%"]
+        if "numpy" in b:
+            row += [f"{b['numpy'] * 1e3:.3f}", f"{spread(t['numpy']) * 100:.0f}%",
+                    f"{b['unsched'] / b['sched']:.2f}x", f"{b['sched'] / b['numpy']:.2f}"]
+        else:
+            row += ["-", "-", f"{b['unsched'] / b['sched']:.2f}x", "-"]
+        rows.append(row)
+        print(f"{n}: checked and timed", flush=True)
+    print_table(f"Julia kernels, best of {max(a.reps, MIN_REPS)} interleaved "
+                "(ratio = ours scheduled / numpy; < 1: ours faster)",
+                ["kernel", "unsched ms", "sched ms", "spread", "numpy ms", "spread",
+                 "sched speedup", "ratio"], rows)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ default: everything inlined into the root loops of the outputs) or ``"expert"`` 
 hand-written CPU schedule both Halide and the middle-end run in the benchmarks).
 
 Images are RGB float32 in planar layout: numpy ``(3, rows, cols)``, i.e. Halide
-``in(x, y, c)`` with x the column.
+``in(x, y, c)`` with x the column; heat2D's is single-channel, numpy ``(rows, cols)``.
 """
 
 from __future__ import annotations
@@ -191,5 +191,26 @@ def rgbyuv420(rows: int, cols: int, schedule: str = "default") -> Bench:
                  {"inp": inp}, {"inp": _image(rows, cols)})
 
 
+def heat2d(rows: int, cols: int, schedule: str = "default") -> Bench:
+    """One step of the 2-D heat equation on a single-channel float32 image (numpy
+    ``(rows, cols)``), on the interior: ``out(x, y) = alpha * in(x, y) + beta * (in(x - 1, y)
+    + in(x + 1, y) + in(x, y - 1) + in(x, y + 1))`` for 1 <= x < cols - 1, 1 <= y < rows - 1,
+    stored from (0, 0) like blurxy's output (so out[x, y] is the point in[x + 1, y + 1])."""
+    x, y = _vars("x", "y")
+    inp = hl.ImageParam(hl.Float(32), 2, "inp")
+    alpha, beta = hl.Param(hl.Float(32), "alpha"), hl.Param(hl.Float(32), "beta")
+    out = hl.Func("heat2d")
+    xc, yc = x + 1, y + 1
+    out[x, y] = alpha * inp[xc, yc] + beta * (inp[xc - 1, yc] + inp[xc + 1, yc]
+                                              + inp[xc, yc - 1] + inp[xc, yc + 1])
+    if schedule == "expert":
+        _rows_parallel(out, x, y)
+    img = np.random.default_rng(0).random((rows, cols), dtype=np.float32)
+    return Bench("heat2D", [([out], [cols - 2, rows - 2])],
+                 {"inp": inp, "alpha": alpha, "beta": beta},
+                 {"inp": img, "alpha": 0.6, "beta": 0.1})
+
+
 ALL = {"cvtColor": cvt_color, "conv2D": conv2d, "gaussian": gaussian,
-       "warpAffine": warp_affine, "blurxy": blurxy, "nb": nb, "rgbyuv420": rgbyuv420}
+       "warpAffine": warp_affine, "blurxy": blurxy, "nb": nb, "rgbyuv420": rgbyuv420,
+       "heat2D": heat2d}

@@ -10,13 +10,14 @@ processes); the following ones only call the kernel.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import halide as hl
 import numpy as np
 
 from frontends.halide.errors import UnsupportedHalideFeature
+from frontends.halide.exprs import dtype_of
 from frontends.halide.graph import producer_order
 from frontends.halide.hir import HPipeline
 from frontends.halide.reader import read_pipeline
@@ -25,7 +26,8 @@ from middleend.ir.errors import KernelArgumentError
 
 
 class HalideKernel:
-    """A Halide pipeline compiled by the middle-end: ``k.realize(sizes, **inputs)``."""
+    """A Halide pipeline compiled by the middle-end: ``k.realize(sizes, **inputs)``, or
+    ``k.realize(sizes, out=arrays, **inputs)`` into preallocated outputs."""
 
     def __init__(self, hp: HPipeline, outputs: list[str], target: str, service: Any,
                  check_legality: bool = True,
@@ -46,6 +48,7 @@ class HalideKernel:
         self._builds: dict[Spec, tuple[Built, Any]] = {}
         self._lock = threading.Lock()
         self.compiles = 0  # how many specializations were built (tests check reuse)
+        self._out_types: list[np.dtype] | None = None  # numpy dtype per realized array
 
     @property
     def input_names(self) -> list[str]:
@@ -89,16 +92,77 @@ class HalideKernel:
                 self.compiles += 1
         return got
 
-    def realize(self, sizes: Sequence[int] | int, **inputs: Any) -> Any:
+    def output_labels(self) -> list[str]:
+        """One label per array ``realize`` returns: the output Func's name, ``name[k]`` for
+        the k-th element of a Tuple output."""
+        labels = []
+        for n in self.outputs:
+            k = len(self.pipeline.func(n).output_types)
+            labels += [n] if k == 1 else [f"{n}[{j}]" for j in range(k)]
+        return labels
+
+    def _check_out(self, sizes: Sequence[int], out: Any) -> list[np.ndarray]:
+        """``out`` as a list of arrays, one per output, each checked (count, type, dtype,
+        shape, layout) against what ``realize(sizes)`` returns; errors name the output."""
+        if self._out_types is None:
+            self._out_types = [dtype_of(t, n, 0).numpy for n in self.outputs
+                               for t in self.pipeline.func(n).output_types]
+        labels, types = self.output_labels(), self._out_types
+        arrays = list(out) if isinstance(out, list | tuple) else [out]
+        if len(arrays) != len(labels):
+            raise KernelArgumentError(
+                f"Halide pipeline {self.outputs}: out= gives {len(arrays)} array(s), the "
+                f"pipeline has {len(labels)} output(s) {labels} (one array each, in order)")
+        shape = tuple(int(s) for s in reversed(sizes))
+        for k, (a, label, want) in enumerate(zip(arrays, labels, types, strict=True)):
+            where = f"realize out= for output {label!r}" + (f" (out[{k}])" if
+                                                          len(labels) > 1 else "")
+            if not isinstance(a, np.ndarray):
+                hint = " (np.asarray(buffer) is a writable view of it)" if isinstance(
+                    a, hl.Buffer) else ""
+                raise KernelArgumentError(f"{where}: expected a numpy array of {want} with "
+                                          f"shape {shape}, got {type(a).__name__}{hint}")
+            if a.dtype != want or a.shape != shape:
+                raise KernelArgumentError(f"{where}: expected {want} with shape {shape} "
+                                          f"(sizes {list(sizes)} reversed), got {a.dtype} "
+                                          f"with shape {a.shape}")
+            if not a.flags.c_contiguous or not a.flags.aligned:
+                raise KernelArgumentError(f"{where}: expected a C-contiguous, aligned array "
+                                          f"(got strides {a.strides})")
+            if not a.flags.writeable:
+                raise KernelArgumentError(f"{where}: the array is read-only")
+        return arrays
+
+    def realize(self, sizes: Sequence[int] | int, *, out: Any = None, **inputs: Any) -> Any:
         """Like ``Pipeline.realize(sizes)`` with the inputs set: numpy arrays (axes as in
         ``hl.Buffer(ndarray)``), ``hl.Buffer``s, Python numbers for Params. Returns an
-        array, or a list of arrays for several outputs or a Tuple."""
+        array, or a list of arrays for several outputs or a Tuple.
+
+        ``out``: preallocated outputs, like Halide's ``Pipeline.realize(buffer)``: an array
+        (one output) or a list of arrays (one per output Func / Tuple element, in the order
+        ``realize`` returns them), each C-contiguous, of the shape and dtype ``realize``
+        would return (numpy axes: ``sizes`` reversed). The kernel writes into them and
+        returns them (the very objects given), so a repeated call allocates nothing.
+        A pipeline with an input named ``out`` cannot use this keyword form: call
+        :meth:`realize_with` (inputs as a dict)."""
+        if "out" in self.params:
+            raise KernelArgumentError(
+                f"Halide pipeline {self.outputs} has an input named 'out', which realize's "
+                "out= keyword would shadow; call realize_with(sizes, {'out': ..., ...}, "
+                "out=...) instead")
+        return self.realize_with(sizes, inputs, out)
+
+    def realize_with(self, sizes: Sequence[int] | int, inputs: Mapping[str, Any],
+                     out: Any = None) -> Any:
+        """:meth:`realize` with the inputs in a mapping (any input names, ``out``
+        included)."""
         if isinstance(sizes, int):
             sizes = [sizes]
         unknown = sorted(set(inputs) - set(self.params))
         if unknown:
             raise KernelArgumentError(f"unknown input(s) {unknown}; the pipeline takes "
                                       f"{self.input_names}")
+        outs_given = None if out is None else self._check_out(sizes, out)
         arrays = {n: (np.asarray(v) if self.params[n].is_buffer else v)
                   for n, v in inputs.items()}
         built, kernel = self.build(sizes, **arrays)
@@ -108,6 +172,9 @@ class HalideKernel:
         for name, (ours, kind, dt) in built.scalars.items():
             v = arrays[name]
             args[ours] = int(v) if kind == "param" else np.array([v], dtype=dt.numpy)
+        if outs_given is not None:
+            for c, a in zip(built.outputs, outs_given, strict=True):
+                args[c.name] = a
         res = kernel(**args)
         outs = [res[c.name] for c in built.outputs]
         return outs[0] if len(outs) == 1 else outs
