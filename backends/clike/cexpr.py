@@ -15,6 +15,7 @@ import numpy as np
 
 from middleend.ir.errors import TargetError
 from middleend.ir.expr import Access, Binary, Call, Cast, Const, Expr, Select, Unary
+from middleend.ir.intervals import Interval, iexpr_interval, redundant_operand, within
 from middleend.ir.loopast import BufAccess, BufferDecl, IExpr, IInt, IOp, IterRef, IVar, ParamRef
 from middleend.ir.types import DType, int64
 
@@ -155,6 +156,9 @@ class ExprPrinter:
         self.buffers = buffers
         self.in_scope = in_scope
         self.err = err
+        # the statement being printed: the range of each of its iterators (by name) over
+        # the loops around it, so that clamps that cannot bind there are not printed
+        self.ranges: dict[str, Interval] = {}
 
     # ------------------------------------------------------------------ buffer elements
     def element(self, acc: BufAccess) -> str:
@@ -178,8 +182,33 @@ class ExprPrinter:
         subs = []
         for k in range(rank):
             text = self._subscript(acc, k)
-            subs.append(f"me_chk({text}, d_{buf}_{k}, {self.err})" if acc.checked else text)
+            subs.append(f"me_chk({text}, d_{buf}_{k}, {self.err})"
+                        if self._needs_check(acc, k) else text)
+        if acc.checked and acc.offset_names is None and self._fits_int32(acc, decl):
+            # a gather whose every subscript is provably in bounds: a 32-bit offset lets
+            # the vectorizer use 8-lane gathers instead of two 4-lane ones
+            return _linear(buf, subs, "int32_t")
         return _linear(buf, subs)
+
+    def _fits_int32(self, acc: BufAccess, decl: BufferDecl) -> bool:
+        """Whether every subscript of ``acc`` is provably in bounds and the buffer has
+        fewer than 2**31 elements (its linear index then fits in an int32)."""
+        count = 1
+        for k, size in enumerate(decl.sizes):
+            n = iexpr_interval(size, {})
+            if n is None or not within(acc.indices[k], self.ranges, size):
+                return False
+            count *= max(n[0], 1)
+        return count < 2**31
+
+    def _needs_check(self, acc: BufAccess, k: int) -> bool:
+        """Whether subscript ``k`` of a data-dependent access must be checked at run time:
+        not when it is provably in bounds (a clamped index, as boundary conditions give)."""
+        if not acc.checked:
+            return False
+        if acc.offset_names is not None:
+            return True
+        return not within(acc.indices[k], self.ranges, self.buffers[acc.buffer].sizes[k])
 
     def _subscript(self, acc: BufAccess, k: int) -> str:
         """Subscript ``k`` of ``acc`` in int64, relative to a local buffer's offset."""
@@ -195,7 +224,7 @@ class ExprPrinter:
         which reads element 0 after flagging, it must not write a wrong element."""
         target = self.element(BufAccess(acc.buffer, acc.indices, acc.type_,
                                         acc.offset_names))  # validates the access
-        if not acc.checked:
+        if not any(self._needs_check(acc, k) for k in range(len(acc.indices))):
             return [], None, target
         buf = ident(acc.buffer, "buffer name")
         lets, conds, subs = [], [], []
@@ -220,6 +249,9 @@ class ExprPrinter:
         if isinstance(e, BufAccess):
             return f"((int64_t){self.element(e)})"
         if isinstance(e, Binary) and e.type_.is_int and e.a.dtype.is_int and e.b.dtype.is_int:
+            keep = redundant_operand(e, self.ranges) if self.ranges else None
+            if keep is not None:  # a clamp that cannot bind in these loops
+                return self.index(keep)
             a, b = self.index(e.a), self.index(e.b)
             if e.op in _ARITH:
                 return f"({a} {_ARITH[e.op]} {b})"
@@ -314,11 +346,13 @@ class ExprPrinter:
         return f"{name}{'f' if dt.bits == 32 else ''}({args})"
 
 
-def _linear(buf: str, subs: list[str]) -> str:
-    """``b_<buf>[...]`` at row-major subscripts ``subs`` (already int64 C text)."""
+def _linear(buf: str, subs: list[str], narrow: str | None = None) -> str:
+    """``b_<buf>[...]`` at row-major subscripts ``subs`` (already int64 C text); with
+    ``narrow``, the linear index is converted to that C type (it must fit)."""
     n = len(subs)
     terms = [t if k == n - 1 else f"{t} * s_{buf}_{k}" for k, t in enumerate(subs)]
-    return f"b_{buf}[{' + '.join(terms) if terms else '0'}]"
+    index = " + ".join(terms) if terms else "0"
+    return f"b_{buf}[({narrow})({index})]" if narrow else f"b_{buf}[{index}]"
 
 
 def store_value(printer: ExprPrinter, value: Expr, target: DType) -> str:

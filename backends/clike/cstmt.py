@@ -4,7 +4,10 @@ when its subscripts are in bounds, else the error flag is raised)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from middleend.ir.errors import TargetError
+from middleend.ir.intervals import Interval, iexpr_interval
 from middleend.ir.loopast import BufferDecl, Stmt, StmtInfo
 
 from .cexpr import ExprPrinter, ident, iexpr_c, store_value
@@ -28,9 +31,12 @@ def dims_lines(b: BufferDecl) -> list[str]:
 
 
 def statement_lines(exprs: ExprPrinter, buffers: dict[str, BufferDecl], s: Stmt,
-                    info: StmtInfo) -> list[tuple[int, str]]:
+                    info: StmtInfo, loops: Mapping[str, Interval] | None = None
+                    ) -> list[tuple[int, str]]:
     """The C lines of one instance of a computation or a copy, as (indent, text), indents
-    relative to the statement's own block."""
+    relative to the statement's own block. ``loops``: the range of each loop iterator
+    around the statement, where known; the statement's iterators then get ranges too and
+    index clamps that cannot bind there are left out."""
     store, value = info.store, info.value
     if store is None or value is None:
         raise TargetError(f"statement {s.comp!r} ({info.op} operation) stores nothing")
@@ -38,15 +44,24 @@ def statement_lines(exprs: ExprPrinter, buffers: dict[str, BufferDecl], s: Stmt,
     if decl is not None and decl.role == "input":
         raise TargetError(f"computation {s.comp!r} writes input buffer {store.buffer!r}")
     out = [(0, f"{{ /* {comment(s.comp)} */")]
+    ranges: dict[str, Interval] = {}
     for name, e in s.bindings:
         out.append((1, f"const int64_t {ident(name, 'binding')} = {iexpr_c(e)};"))
-    text = store_value(exprs, value, store.type_)
-    lets, in_bounds, target = exprs.store_target(store)
+        rng = iexpr_interval(e, loops) if loops else None
+        if rng is not None and name.startswith("v_"):
+            ranges[name[2:]] = rng
+    exprs.ranges = ranges
+    try:
+        text = store_value(exprs, value, store.type_)
+        lets, in_bounds, target = exprs.store_target(store)
+        guard = exprs.value(info.guard) if info.guard is not None else None
+    finally:
+        exprs.ranges = {}
     body = [*lets, f"{target} = {text};" if in_bounds is None else
             f"if ({in_bounds}) {target} = {text}; else me_flag({exprs.err});"]
     inner = 1
-    if info.guard is not None:
-        out.append((1, f"if ({exprs.value(info.guard)}) {{"))
+    if guard is not None:
+        out.append((1, f"if ({guard}) {{"))
         inner = 2
     out.extend((inner, line) for line in body)
     if info.guard is not None:

@@ -14,6 +14,7 @@ from backends.clike.cruntime import runtime_text
 from backends.clike.cstmt import comment, dims_lines, statement_lines
 from backends.clike.entry import c_declaration, generate_header
 from middleend.ir.errors import TargetError
+from middleend.ir.intervals import Interval, loop_range
 from middleend.ir.loopast import (
     Alloc,
     Block,
@@ -32,7 +33,7 @@ from middleend.ir.loopast import (
 STACK_LIMIT = 16384
 
 _PRAGMAS = {
-    "parallel": "#pragma omp parallel for schedule(static)",
+    "parallel": "#pragma omp parallel for schedule(dynamic)",
     "vector": "#pragma omp simd",
     "unroll": "#pragma GCC unroll 64",
 }
@@ -78,6 +79,7 @@ class CPrinter:
             self.buffers[b.name] = b
         self.in_scope = {b.name for b in program.buffers if not b.local}
         self.exprs = ExprPrinter(self.buffers, self.in_scope)
+        self.loops: dict[str, Interval] = {}  # the ranges of the loops being printed
 
     # ------------------------------------------------------------------ output helpers
     def emit(self, depth: int, text: str) -> None:
@@ -165,7 +167,17 @@ class CPrinter:
         elif f.tag is not None:
             self.emit(depth, _PRAGMAS[f.tag])
         self.emit(depth, f"for (int64_t {var} = {iexpr_c(f.init)}; {cond}; {var} += {f.step}) {{")
+        rng = loop_range(f, self.loops)
+        outer = self.loops.get(f.var)
+        if rng is not None:
+            self.loops[f.var] = rng
+        else:
+            self.loops.pop(f.var, None)
         self.node(f.body, depth + 1)
+        if outer is not None:
+            self.loops[f.var] = outer
+        else:
+            self.loops.pop(f.var, None)
         self.emit(depth, "}")
 
     def _stmt(self, s: Stmt, depth: int) -> None:
@@ -180,7 +192,7 @@ class CPrinter:
                               target="cpu", computations=(s.comp,),
                               command=info.command or None, feature=("operation",
                                                                      str(info.op)))
-        for rel, line in statement_lines(self.exprs, self.buffers, s, info):
+        for rel, line in statement_lines(self.exprs, self.buffers, s, info, self.loops):
             self.emit(depth + rel, line)
 
     def _alloc(self, a: Alloc, depth: int) -> None:

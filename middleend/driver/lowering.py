@@ -11,6 +11,7 @@ legality -> loop AST, one pass per step, in this order:
 8. ``build_physical`` accesses in time-space (per memory), loop-local allocations
 9. ``check_dataflow``, ``check_parallel``, ``check_barriers``  legality (unless skipped)
 10. ``build_program`` the loop AST every target prints
+11. ``partition_loops`` host loops split where their index clamps stop binding
 
 Everything is rebuilt from the Function and its command log in a fresh ISL context whose
 operation count is bounded, so a pathological input fails with a clear error instead of
@@ -43,6 +44,7 @@ from ..passes.device import DevicePlan, plan_device
 from ..passes.layer1 import Layer1, build_layer1
 from ..passes.layer4 import Layer4, build_layer4
 from ..passes.legality import check_barriers, check_dataflow, check_parallel
+from ..passes.partition import partition_loops
 from ..passes.physical import Physical, build_physical
 from ..passes.placement import TimeSpace, finalize
 from ..passes.program import build_program
@@ -135,7 +137,7 @@ def _new_ctx(max_ops: int) -> isl.Context:
 
 
 def _program(fn: Function, a: Analysis) -> Program:
-    return build_program(fn, a.l1, a.l3, a.l4, a.ts, a.ph, a.exp, a.dev)
+    return partition_loops(build_program(fn, a.l1, a.l3, a.l4, a.ts, a.ph, a.exp, a.dev))
 
 
 def lower(fn: Function, outputs: Sequence[Any] | None = None, check_legality: bool = True,
