@@ -17,7 +17,8 @@ from middleend.api import examples_beyond as eb
 
 def _pragmas(kernel: object) -> str:
     source: str = kernel.source  # type: ignore[attr-defined]
-    return "\n".join(ln for ln in source.splitlines() if "#pragma" in ln)
+    return "\n".join(ln for ln in source.splitlines()
+                     if "#pragma" in ln or "me_parallel_for(" in ln)
 
 
 # --------------------------------------------------------------------------- ticket #2373
@@ -43,7 +44,7 @@ TICKET: dict[str, tuple[TicketSched, str | None]] = {
     "default": (lambda p: None, None),
     "tuned": (lambda p: eb.schedule_ticket2373(p, vf=4), "omp simd"),
     "blocked": (_ticket_blocked, "omp simd"),
-    "tiled": (_ticket_tiled, "omp parallel"),
+    "tiled": (_ticket_tiled, "me_parallel_for"),
 }
 
 
@@ -132,7 +133,7 @@ def test_heat3d_matches_numpy(name: str, sizes: str) -> None:
     for steps in (4, 5):  # the last step lands in either plane
         _check_heat(kernel(inp=a, T=steps)["buf"], a, steps)
     if name == "tuned":
-        assert "omp parallel" in _pragmas(kernel) and "omp simd" in _pragmas(kernel)
+        assert "me_parallel_for" in _pragmas(kernel) and "omp simd" in _pragmas(kernel)
 
 
 def test_heat3d_all_constant_tuned() -> None:
@@ -173,8 +174,8 @@ def _edge_tiled_parallel(p: eb.EdgeDetector) -> None:
 EDGE: dict[str, tuple[EdgeSched, str | None]] = {
     "default": (lambda p: None, None),
     "tuned": (lambda p: eb.schedule_edge_detector(p, vf=4), "omp simd"),
-    "parallel": (lambda p: eb.schedule_edge_parallel(p, vf=4), "omp parallel"),
-    "tiled_parallel": (_edge_tiled_parallel, "omp parallel"),
+    "parallel": (lambda p: eb.schedule_edge_parallel(p, vf=4), "me_parallel_for"),
+    "tiled_parallel": (_edge_tiled_parallel, "me_parallel_for"),
 }
 EDGE_SHAPES = [(13, 17), (9, 10)]
 
@@ -209,7 +210,7 @@ def test_edge_detector_tuned_keeps_two_rows_of_r() -> None:
     """The fused pass folds R to 2 rows; the parallel passes need all of R."""
     k = eb.schedule_edge_detector(eb.edge_detector((13, 17))).fn.compile()
     assert "(v_i & 1LL)" in k.source  # R indexed modulo 2
-    assert "omp parallel" not in k.source
+    assert "me_parallel_for(" not in k.source
 
 
 def _fused_without_shift(p: eb.EdgeDetector) -> None:

@@ -101,9 +101,9 @@ def scale_program(outer: str | None = "parallel", inner: str | None = "vector") 
 def test_scale_parallel_vector_matches_numpy() -> None:
     prog = scale_program()
     src = generate_c(prog)
-    assert "#pragma omp parallel for schedule(dynamic)" in src
+    assert "me_parallel_for(" in src
     assert "#pragma omp simd" in src
-    assert "/* loop i */" in src and "/* loop j */" in src
+    assert "/* loop i: parallel, on the thread pool */" in src and "/* loop j */" in src
     assert "int me_scale(int64_t p_N, int64_t p_M, const float* restrict b_inp, " \
            "float* restrict b_out)" in src
     kernel = compile_kernel(prog)

@@ -119,7 +119,7 @@ def check_compute_at(k, nest, outer):
     assert ("i0[parallel]", "alloc(b2)", "j0", "i", "j", "c") in n["b2"], n
     assert all(p[:4] == ("i0[parallel]", "alloc(b2)", "j0", "i") for p in n["b2"]), n
     assert outer(k) == ["i0"]
-    assert "#pragma omp parallel for" in k.source
+    assert "me_parallel_for(" in k.source
 
 
 CASES = [
@@ -127,14 +127,14 @@ CASES = [
                                    ["i", "i", "i"])),
     ("paper_cpu", s_paper_cpu,
      expect({"b1": {(P, "j", "c")}, "b2": {(P, "j", "c")}, "out": {(P, "j", "c")}},
-            ["i", "i"], "#pragma omp parallel for")),
+            ["i", "i"], "me_parallel_for(")),
     ("tiled", s_tiled, expect({n: {("i0", "j0", "i1", "j1", "c")} for n in ("b1", "b2", "out")},
                               ["i0", "i0"])),
     ("vectorized", s_vectorized, check_vectorized),
     ("b1_inlined", s_b1_inlined, expect({"b2": {PLAIN}, "out": {(P, "j", "c")}}, ["i", "i"])),
     ("fused_at_i", s_fused_at_i,
      expect({"b1": {(P, "j", "c")}, "b2": {(P, "j", "c")}, "out": {(P, "j", "c")}}, ["i"],
-            "#pragma omp parallel for")),
+            "me_parallel_for(")),
     ("fused_at_j_shifted", s_fused_at_j_shifted,
      expect({"b1": {PLAIN}, "b2": {PLAIN}, "out": {PLAIN}}, ["i"])),
     ("compute_at", s_compute_at, check_compute_at),

@@ -19,7 +19,7 @@ Sched = Callable[[me.Computation], object]
 
 
 def _has_parallel_for(k: object) -> bool:
-    return "omp parallel for" in k.source  # type: ignore[attr-defined]
+    return "me_parallel_for(" in k.source  # type: ignore[attr-defined]
 
 
 # --------------------------------------------------------------------------- heat-2D

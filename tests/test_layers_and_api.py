@@ -83,11 +83,11 @@ def test_layers_show_a_store_in_mapping():
 # ----------------------------------------------------------------- generated source
 def test_pragmas_follow_the_tags():
     plain = blur().compile().source
-    assert "#pragma omp parallel for" not in plain and "omp simd" not in plain
+    assert "me_parallel_for(" not in plain and "omp simd" not in plain
     par = blur(lambda bx, by: by.parallelize("i")).compile().source
-    assert "#pragma omp parallel for" in par and "omp simd" not in par
+    assert "me_parallel_for(" in par and "omp simd" not in par
     vec = blur(lambda bx, by: (by.interchange("j", "c"), by.vectorize("j", 8))).compile().source
-    assert "omp simd" in vec and "#pragma omp parallel for" not in vec
+    assert "omp simd" in vec and "me_parallel_for(" not in vec
 
 
 # ----------------------------------------------------------------- build cache

@@ -90,7 +90,7 @@ def check_unroll(k, upd, nest, outer, counts):
 def check_parallel(k, upd, nest, outer, counts):
     assert nest(k) == {"C": {("i[parallel]", "j")}, upd: {("i[parallel]", "j", "k")}}
     assert outer(k) == ["i"]
-    assert "#pragma omp parallel for" in k.source
+    assert "me_parallel_for(" in k.source
 
 
 def check_k_outermost(k, upd, nest, outer, counts):

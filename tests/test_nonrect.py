@@ -23,7 +23,9 @@ def _rand(shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
 
 
 def _pragmas(kernel: object) -> list[str]:
-    return [ln.strip() for ln in kernel.source.splitlines() if "#pragma" in ln]  # type: ignore[attr-defined]
+    """The pragma lines and the parallel loop calls of the generated C."""
+    lines = kernel.source.splitlines()  # type: ignore[attr-defined]
+    return [ln.strip() for ln in lines if "#pragma" in ln or "me_parallel_for(" in ln]
 
 
 # --------------------------------------------------------------------------- triangular copy
@@ -47,11 +49,11 @@ TRI_SCHEDULES: dict[str, tuple[Sched, str | None]] = {
     "default": (lambda L: None, None),
     "tiled": (lambda L: L.tile("i", "j", 4, 4, "i0", "j0", "i1", "j1"), None),
     "tiled_odd": (lambda L: L.tile("i", "j", 3, 5, "i0", "j0", "i1", "j1"), None),
-    "parallel_rows": (lambda L: L.parallelize("i"), "omp parallel"),
+    "parallel_rows": (lambda L: L.parallelize("i"), "me_parallel_for"),
     "vectorized": (lambda L: L.vectorize("j", 4), "omp simd"),
     "split_j": (lambda L: L.split("j", 3, "j0", "j1"), None),
     "split_i_parallel": (lambda L: L.split("i", 4, "i0", "i1").parallelize("i0"),
-                         "omp parallel"),
+                         "me_parallel_for"),
     "interchanged": (lambda L: L.interchange("i", "j"), None),
 }
 
@@ -121,9 +123,9 @@ RED_SCHEDULES: dict[str, tuple[RSched, str | None]] = {
     "default": (lambda s, u: None, None),
     "tiled": (lambda s, u: u.tile("i", "j", 4, 4, "i0", "j0", "i1", "j1"), None),
     "tiled_parallel": (lambda s, u: (u.tile("i", "j", 4, 4, "i0", "j0", "i1", "j1"),
-                                     u.parallelize("i0")), "omp parallel"),
-    "parallel_rows": (lambda s, u: (s.parallelize("i"), u.parallelize("i")), "omp parallel"),
-    "fused_parallel": (lambda s, u: (u.after(s, "i"), u.parallelize("i")), "omp parallel"),
+                                     u.parallelize("i0")), "me_parallel_for"),
+    "parallel_rows": (lambda s, u: (s.parallelize("i"), u.parallelize("i")), "me_parallel_for"),
+    "fused_parallel": (lambda s, u: (u.after(s, "i"), u.parallelize("i")), "me_parallel_for"),
     # j outer, i inner: every i writes its own s[i], so the inner loop vectorizes
     "interchanged_vectorized": (lambda s, u: (u.interchange("i", "j"), u.vectorize("i", 4)),
                                 "omp simd"),

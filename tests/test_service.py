@@ -89,7 +89,7 @@ def test_blur_and_matmul_compiled_remotely_match_numpy(server: ServerProcess,
     assert list(out) == ["by"]
     assert out["by"].dtype == np.float32 and out["by"].shape == (68, 298, 3)
     np.testing.assert_allclose(out["by"], blur_ref(a), rtol=1e-5, atol=1e-6)
-    assert "#pragma omp parallel for" in blur.source
+    assert "me_parallel_for(" in blur.source
 
     # matmul through a "host:port" string; 67 x 45 times 45 x 53 with 16 x 16 tiles
     mm = matmul_fn(16).compile(service=server.address)

@@ -15,7 +15,7 @@ from middleend.target.paths import cache_root
 
 # -ffp-contract=off: no fused multiply-add, so float results equal numpy's.
 # -fwrapv: signed overflow wraps (as numpy does) instead of being undefined behaviour.
-FLAGS: tuple[str, ...] = ("-O3", "-march=native", "-fopenmp", "-fPIC", "-shared",
+FLAGS: tuple[str, ...] = ("-O3", "-march=native", "-fopenmp-simd", "-pthread", "-fPIC", "-shared",
                           "-std=gnu99", "-ffp-contract=off", "-fwrapv", "-fno-math-errno",
                           "-fno-trapping-math")
 

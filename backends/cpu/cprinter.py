@@ -13,6 +13,7 @@ from backends.clike.cexpr import ExprPrinter, ident, iexpr_c
 from backends.clike.cruntime import runtime_text
 from backends.clike.cstmt import comment, dims_lines, statement_lines
 from backends.clike.entry import c_declaration, generate_header
+from backends.cpu.pool import POOL_C, POOL_HEADERS
 from middleend.ir.errors import TargetError
 from middleend.ir.intervals import Interval, loop_range
 from middleend.ir.loopast import (
@@ -32,8 +33,9 @@ from middleend.ir.loopast import (
 # Local buffers up to this many elements with constant sizes live on the stack.
 STACK_LIMIT = 16384
 
+# "parallel" loops are outlined and run on the thread pool of backends/cpu/pool.py
 _PRAGMAS = {
-    "parallel": "#pragma omp parallel for schedule(dynamic)",
+    "parallel": "",
     "vector": "#pragma omp simd",
     "unroll": "#pragma GCC unroll 64",
 }
@@ -78,8 +80,11 @@ class CPrinter:
             ident(b.name, "buffer name")
             self.buffers[b.name] = b
         self.in_scope = {b.name for b in program.buffers if not b.local}
-        self.exprs = ExprPrinter(self.buffers, self.in_scope)
+        self.exprs = ExprPrinter(self.buffers, self.in_scope, err="me_errp")
         self.loops: dict[str, Interval] = {}  # the ranges of the loops being printed
+        self.loop_vars: list[str] = []  # the iterators of the loops being printed
+        self.functions: list[str] = []  # outlined parallel loop bodies
+        self.outlined = False  # printing inside one (a nested parallel loop is serial)
 
     # ------------------------------------------------------------------ output helpers
     def emit(self, depth: int, text: str) -> None:
@@ -100,9 +105,12 @@ class CPrinter:
     def generate(self) -> str:
         p = self.program
         temps = [b for b in p.buffers if b.role == "temporary" and not b.local]
-        self.lines = [runtime_text(), c_declaration(p), "{"]
+        self.lines = [c_declaration(p), "{"]
         self.emit(1, "int me_err = 0;")
         self.emit(1, "int me_oom = 0;")
+        self.emit(1, "int *const me_errp = &me_err;")
+        self.emit(1, "int *const me_oomp = &me_oom;")
+        self.emit(1, "(void)me_errp; (void)me_oomp;")
         for b in p.buffers:
             if not b.local:
                 self._dims(1, b)
@@ -119,7 +127,11 @@ class CPrinter:
         self.emit(1, "if (__atomic_load_n(&me_oom, __ATOMIC_RELAXED)) return 2;")
         self.emit(1, "return __atomic_load_n(&me_err, __ATOMIC_RELAXED) ? 1 : 0;")
         self.emit(0, "}")
-        return "\n".join(self.lines) + "\n"
+        head = [runtime_text()]
+        if self.functions:
+            head = ["#define _GNU_SOURCE", runtime_text(), POOL_HEADERS, POOL_C,
+                    *self.functions]
+        return "\n".join([*head, *self.lines]) + "\n"
 
     # ------------------------------------------------------------------ nodes
     def node(self, n: Node, depth: int) -> None:
@@ -161,23 +173,82 @@ class CPrinter:
                               f"canonical '{var} <= hi' OpenMP needs (For.hi is None)")
         if cond is None:
             cond = iexpr_c(f.cond)
+        if f.tag == "parallel" and not self.outlined:
+            self._parallel(f, depth, var, label)
+            return
         self.emit(depth, f"/* loop {comment(label)} */")
         if f.tag == "vector" and f.width is not None and f.width > 1:
             self.emit(depth, f"{_PRAGMAS[f.tag]} simdlen({int(f.width)})")
-        elif f.tag is not None:
+        elif f.tag is not None and _PRAGMAS[f.tag]:
             self.emit(depth, _PRAGMAS[f.tag])
         self.emit(depth, f"for (int64_t {var} = {iexpr_c(f.init)}; {cond}; {var} += {f.step}) {{")
+        self._body(f, depth + 1)
+        self.emit(depth, "}")
+
+    def _body(self, f: For, depth: int) -> None:
+        """The body of ``f``, with its iterator's range known to the statements."""
         rng = loop_range(f, self.loops)
         outer = self.loops.get(f.var)
         if rng is not None:
             self.loops[f.var] = rng
         else:
             self.loops.pop(f.var, None)
-        self.node(f.body, depth + 1)
+        self.loop_vars.append(f.var)
+        self.node(f.body, depth)
+        self.loop_vars.pop()
         if outer is not None:
             self.loops[f.var] = outer
         else:
             self.loops.pop(f.var, None)
+
+    def _captures(self) -> list[tuple[str, str]]:
+        """(C type, name) of everything a loop body may use from the code around it: the
+        params, the buffers in scope, the iterators of the loops around it, the flags.
+        Dimensions and strides are not captured: the body recomputes them from the
+        params, so that constant sizes stay constants gcc can fold."""
+        caps = [("int64_t", ident(f"p_{q}", "parameter name")) for q in self.program.params]
+        for name in sorted(self.in_scope):
+            b = self.buffers[name]
+            const = "const " if b.role == "input" else ""
+            caps.append((f"{const}{b.dtype.c_name}*", f"b_{name}"))
+        caps.extend(("int64_t", v) for v in self.loop_vars)
+        caps.extend([("int*", "me_errp"), ("int*", "me_oomp")])
+        return caps
+
+    def _parallel(self, f: For, depth: int, var: str, label: str) -> None:
+        """A parallel loop: its body outlined into ``me_body_<k>(ctx, iterator)`` and run
+        by ``me_parallel_for`` on the thread pool (backends/cpu/pool.py)."""
+        assert f.hi is not None  # checked by the caller
+        if f.step <= 0:
+            raise TargetError(f"parallel loop {label} has step {f.step}; the cpu target runs "
+                              "increasing parallel loops only")
+        k = len(self.functions)
+        caps = self._captures()
+        outer_lines, self.lines = self.lines, []
+        self.outlined = True
+        self.emit(0, f"struct me_ctx_{k} {{")
+        for ctype, name in caps:
+            self.emit(1, f"{ctype} {name};")
+        self.emit(0, "};")
+        self.emit(0, f"/* the body of loop {comment(label)} */")
+        self.emit(0, f"static void me_body_{k}(void *me_vctx, int64_t {var}) {{")
+        self.emit(1, f"const struct me_ctx_{k} *me_ctx = (const struct me_ctx_{k} *)me_vctx;")
+        for ctype, name in caps:
+            qual = " restrict" if ctype.endswith("*") and name.startswith("b_") else ""
+            self.emit(1, f"{ctype}{qual} const {name} = me_ctx->{name};"
+                      if qual else f"{ctype} const {name} = me_ctx->{name};")
+        for name in sorted(self.in_scope):
+            self._dims(1, self.buffers[name])
+        self.emit(1, "(void)me_errp; (void)me_oomp;")
+        self._body(f, 1)
+        self.emit(0, "}")
+        self.functions.append("\n".join(self.lines))
+        self.lines, self.outlined = outer_lines, False
+        self.emit(depth, f"/* loop {comment(label)}: parallel, on the thread pool */")
+        self.emit(depth, "{")
+        self.emit(depth + 1, f"struct me_ctx_{k} me_c = {{{', '.join(n for _, n in caps)}}};")
+        self.emit(depth + 1, f"me_parallel_for({iexpr_c(f.init)}, {iexpr_c(f.hi)}, {f.step}, "
+                             f"me_body_{k}, &me_c);")
         self.emit(depth, "}")
 
     def _stmt(self, s: Stmt, depth: int) -> None:
@@ -217,7 +288,7 @@ class CPrinter:
         else:
             self.emit(depth + 1, f"{c}* restrict b_{b.name} = ({c}*)me_alloc("
                                  f"{self._count(b)}, sizeof({c}));")
-            self.emit(depth + 1, f"if (b_{b.name} == NULL) {{ me_flag(&me_oom); }} else {{")
+            self.emit(depth + 1, f"if (b_{b.name} == NULL) {{ me_flag(me_oomp); }} else {{")
             self.node(a.body, depth + 2)
             self.emit(depth + 2, f"free(b_{b.name});")
             self.emit(depth + 1, "}")

@@ -147,7 +147,7 @@ def _sgemm(name: str, n: int | None, helper: bool) -> tuple[Function, Computatio
     return f, acc, upd, c
 
 
-def sgemm_packed(n: int | None = None, tj: int = 128, mr: int = 4, nr: int = 16) -> Function:
+def sgemm_packed(n: int | None = None, tj: int = 64, mr: int = 6, nr: int = 16) -> Function:
     """C = A @ B the way a BLAS does it, in the scheduling language: ``Bp`` a copy of B
     packed per column panel, written as a Layer I helper computation (``compute_at`` +
     ``allocate_at`` at the parallel ``j0``), and the micro-kernel of
@@ -161,7 +161,7 @@ def sgemm_packed(n: int | None = None, tj: int = 128, mr: int = 4, nr: int = 16)
     return f
 
 
-def sgemm_copy_at(n: int | None = None, tj: int = 128, mr: int = 4, nr: int = 16,
+def sgemm_copy_at(n: int | None = None, tj: int = 64, mr: int = 6, nr: int = 16,
                   pack: bool = True) -> Function:
     """The same sgemm with the algorithm left alone: B's column panel is packed by a
     Layer IV operation, ``copy_at(upd, "j0", B, "Bp")`` (the compiler computes the panel

@@ -1,0 +1,152 @@
+"""The thread pool generated CPU kernels run their parallel loops on (C text).
+
+Why not OpenMP's ``parallel for``: every OpenMP region ends in a barrier that waits until
+each thread of the team has *arrived*, so when another process holds a core, a thread
+that was descheduled holds up the whole region even if it took no iteration; with a
+busy process beside it a kernel of 7 regions ran 2.5x slower on 2 threads than on one
+(benchmarks/halide/compare.py, nb). Here, as in Halide's runtime, the caller publishes
+the loop, takes iterations itself, and waits only for iterations that some thread has
+taken and not finished; a worker that wakes late finds nothing left and goes back to
+sleep. Workers are started on first use (one fewer than the usable cores, or
+``MIDDLEEND_NUM_THREADS``/``OMP_NUM_THREADS`` - 1), and exit after 2 s idle.
+
+Each loop body is outlined by the printer into ``static void f(void *ctx, int64_t i)``;
+a loop that starts while another one of the same library is running (a kernel called
+from two Python threads) runs in its caller's thread, serially. After ``fork`` the child
+starts with an empty pool.
+"""
+
+from __future__ import annotations
+
+POOL_C = r"""
+/* The parallel-loop runtime (see backends/cpu/pool.py). */
+typedef void (*me_body_fn)(void *, int64_t);
+typedef struct me_job {
+    me_body_fn fn;
+    void *ctx;
+    int64_t first, step, count;
+    int64_t next;  /* the next iteration to take (atomic) */
+    int64_t done;  /* iterations finished (atomic) */
+    int refs;      /* the caller and the workers holding the job (atomic) */
+} me_job;
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    me_job *job;
+    uint64_t gen;
+    int workers;
+} me_pool = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0, 0 };
+static pthread_once_t me_pool_once = PTHREAD_ONCE_INIT;
+
+static void me_pool_after_fork(void) {
+    pthread_mutex_init(&me_pool.lock, NULL);
+    pthread_cond_init(&me_pool.wake, NULL);
+    me_pool.job = NULL;
+    me_pool.workers = 0;
+}
+static void me_pool_init(void) { pthread_atfork(NULL, NULL, me_pool_after_fork); }
+
+static int me_pool_threads(void) {
+    const char *names[2] = { "MIDDLEEND_NUM_THREADS", "OMP_NUM_THREADS" };
+    for (int k = 0; k < 2; k++) {
+        const char *s = getenv(names[k]);
+        if (s != NULL && atoi(s) > 0) return atoi(s);
+    }
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+static void me_job_release(me_job *j) {
+    if (__atomic_sub_fetch(&j->refs, 1, __ATOMIC_ACQ_REL) == 0) free(j);
+}
+
+static void me_job_work(me_job *j) {
+    for (;;) {
+        int64_t i = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
+        if (i >= j->count) return;
+        j->fn(j->ctx, j->first + i * j->step);
+        __atomic_fetch_add(&j->done, 1, __ATOMIC_RELEASE);
+    }
+}
+
+static void *me_worker(void *arg) {
+    uint64_t seen = (uint64_t)(uintptr_t)arg;
+    pthread_mutex_lock(&me_pool.lock);
+    for (;;) {
+        while (me_pool.gen == seen) {
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_sec += 2;
+            if (pthread_cond_timedwait(&me_pool.wake, &me_pool.lock, &until) != 0
+                    && me_pool.gen == seen) {
+                me_pool.workers--;  /* idle: give the thread back */
+                pthread_mutex_unlock(&me_pool.lock);
+                return NULL;
+            }
+        }
+        seen = me_pool.gen;
+        me_job *j = me_pool.job;
+        if (j == NULL) continue;
+        __atomic_add_fetch(&j->refs, 1, __ATOMIC_ACQ_REL);
+        pthread_mutex_unlock(&me_pool.lock);
+        me_job_work(j);
+        me_job_release(j);
+        pthread_mutex_lock(&me_pool.lock);
+    }
+}
+
+static void me_serial_for(int64_t first, int64_t count, int64_t step, me_body_fn fn,
+                          void *ctx) {
+    for (int64_t i = 0; i < count; i++) fn(ctx, first + i * step);
+}
+
+/* for (v = first; v <= last; v += step) fn(ctx, v), iterations spread over the pool. */
+static void me_parallel_for(int64_t first, int64_t last, int64_t step, me_body_fn fn,
+                            void *ctx) {
+    if (last < first) return;
+    int64_t count = (last - first) / step + 1;
+    int want = me_pool_threads() - 1;
+    if (count == 1 || want < 1) { me_serial_for(first, count, step, fn, ctx); return; }
+    me_job *j = (me_job *)malloc(sizeof *j);
+    if (j == NULL) { me_serial_for(first, count, step, fn, ctx); return; }
+    j->fn = fn; j->ctx = ctx; j->first = first; j->step = step; j->count = count;
+    j->next = 0; j->done = 0; j->refs = 1;
+    pthread_once(&me_pool_once, me_pool_init);
+    pthread_mutex_lock(&me_pool.lock);
+    if (me_pool.job != NULL) {  /* another loop of this library is running */
+        pthread_mutex_unlock(&me_pool.lock);
+        free(j);
+        me_serial_for(first, count, step, fn, ctx);
+        return;
+    }
+    me_pool.job = j;
+    me_pool.gen++;
+    if (me_pool.workers < want) {
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        while (me_pool.workers < want) {
+            pthread_t t;
+            if (pthread_create(&t, &attr, me_worker, (void *)(uintptr_t)(me_pool.gen - 1)))
+                break;  /* fewer threads: the caller does the rest */
+            me_pool.workers++;
+        }
+        pthread_attr_destroy(&attr);
+    }
+    pthread_cond_broadcast(&me_pool.wake);
+    pthread_mutex_unlock(&me_pool.lock);
+    me_job_work(j);
+    while (__atomic_load_n(&j->done, __ATOMIC_ACQUIRE) < count) sched_yield();
+    pthread_mutex_lock(&me_pool.lock);
+    me_pool.job = NULL;
+    pthread_mutex_unlock(&me_pool.lock);
+    me_job_release(j);
+}
+"""
+
+POOL_HEADERS = "#define _GNU_SOURCE\n#include <pthread.h>\n#include <sched.h>\n" \
+               "#include <time.h>\n#include <unistd.h>\n"
+
+__all__ = ["POOL_C", "POOL_HEADERS"]

@@ -1,0 +1,85 @@
+"""The measured single-precision FMA peak of this machine, the ceiling an sgemm is judged
+against: every core runs independent chains of fused multiply-adds on vectors of the
+widest width the compiler's ``-march=native`` reports (AVX-512: 16 floats, AVX/AVX2: 8,
+else 4), built with the CPU backend's own compiler and flags (plus FMA contraction).
+
+Why measured and not computed from a data sheet: these machines differ (AVX2 or AVX-512,
+one or two FMA units, turbo under load), and the shared host may give us less than the
+whole CPU; the measured figure is the peak a kernel can reach here, now.
+
+    python benchmarks/peak.py            # prints GFLOP/s and the vector width used
+"""
+
+from __future__ import annotations
+
+import ctypes
+import time
+
+import common  # noqa: F401  (sets up the import path)
+
+from backends.cpu.build import compile_shared
+
+_SOURCE = r"""
+#include <omp.h>
+#if defined(__AVX512F__)
+#define ME_W 16
+#elif defined(__AVX__)
+#define ME_W 8
+#else
+#define ME_W 4
+#endif
+#define ME_CHAINS 12
+typedef float me_vf __attribute__((vector_size(ME_W * 4)));
+
+int me_peak_width(void) { return ME_W; }
+
+/* Runs ``iters`` rounds of ME_CHAINS independent FMAs per thread; returns the flops. */
+double me_peak(long iters, float *sink) {
+    double flops = 0.0;
+    #pragma omp parallel reduction(+:flops)
+    {
+        me_vf acc[ME_CHAINS];
+        me_vf mul, add;
+        for (int l = 0; l < ME_W; l++) { mul[l] = 0.999999f; add[l] = 1e-7f; }
+        for (int k = 0; k < ME_CHAINS; k++)
+            for (int l = 0; l < ME_W; l++) acc[k][l] = (float)(k + l) * 1e-3f;
+        for (long i = 0; i < iters; i++) {
+            #pragma GCC unroll 12
+            for (int k = 0; k < ME_CHAINS; k++) acc[k] = acc[k] * mul + add;
+        }
+        float s = 0.0f;
+        for (int k = 0; k < ME_CHAINS; k++)
+            for (int l = 0; l < ME_W; l++) s += acc[k][l];
+        sink[omp_get_thread_num() % 64] = s;
+        flops += 2.0 * ME_CHAINS * ME_W * (double)iters;
+    }
+    return flops;
+}
+"""
+
+
+def fma_peak(seconds: float = 0.3, reps: int = 5) -> tuple[float, int]:
+    """(best GFLOP/s over ``reps`` runs of about ``seconds`` each, vector width in floats)."""
+    lib = ctypes.CDLL(str(compile_shared(_SOURCE, fp_contract=True).path))
+    lib.me_peak.restype = ctypes.c_double
+    lib.me_peak.argtypes = [ctypes.c_long, ctypes.POINTER(ctypes.c_float)]
+    sink = (ctypes.c_float * 64)()
+    iters = 1_000_000
+    t0 = time.perf_counter()
+    lib.me_peak(iters, sink)
+    iters = max(1, int(iters * seconds / max(time.perf_counter() - t0, 1e-6)))
+    best = 0.0
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        flops = lib.me_peak(iters, sink)
+        best = max(best, flops / (time.perf_counter() - t0) / 1e9)
+    return best, int(lib.me_peak_width())
+
+
+def main() -> None:
+    g, w = fma_peak()
+    print(f"FMA peak: {g:.1f} GFLOP/s (float32, {w}-lane vectors, all cores)")
+
+
+if __name__ == "__main__":
+    main()
