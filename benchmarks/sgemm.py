@@ -14,22 +14,27 @@ The formulations of ours, each checked against numpy before timing:
   i unrolled by 4, order i0 j0 k0 i1_uo j1_vo k1 i1_ui j1_vi, i0 parallel, C initialised by
   its own parallel loop nest. gcc keeps re-loading/storing the C tile in every k1 iteration
   (inside the OpenMP-outlined function it cannot prove C does not alias A/B).
-* ``packed`` (the chosen one): same algorithm, with two Layer I helpers that a BLAS uses:
-  ``Bp`` a copy of B computed at the column-panel loop ``j0`` into a private buffer
-  (``compute_at`` + ``allocate_at``: B packing), and ``acc`` an MR x NR accumulator tile
-  allocated at the micro-tile loop (``allocate_at``: a stack array that gcc keeps in
-  registers). Loops: j0 (parallel, 128 columns) / i_uo / j1_vo / k / i_ui (unrolled 4) /
-  j1_vi (vector 32), i.e. a 4 x 32 register-blocked micro-kernel.
+* ``packed``: same algorithm, with two Layer I helpers that a BLAS uses: ``Bp`` a copy
+  of B computed at the column-panel loop ``j0`` into a private buffer (``compute_at`` +
+  ``allocate_at``: B packing), and ``acc`` an MR x NR accumulator tile allocated at the
+  micro-tile loop (``allocate_at``: a stack array that gcc keeps in registers). Loops: j0
+  (parallel, 64 columns: the panel of B, 256 KiB at N = 1024, stays in L2) / i_uo / j1_vo /
+  k / i_ui (unrolled 6) / j1_vi (vector 16), i.e. a 6 x 16 register-blocked micro-kernel:
+  12 accumulators of 8 floats on AVX2 (16 registers), 6 broadcasts of A and 2 loads of Bp
+  per 12 multiply-adds.
+* ``packed+fma`` (the chosen one): the same kernel built with ``fp_contract=True``, so
+  that gcc emits fused multiply-adds, as OpenBLAS does; the anchor it is compared with
+  uses them, and without them the ceiling is half the FMA peak.
 * ``copy_at`` and ``copy_at off``: the packed schedule with the algorithm left alone (no
   ``Bp`` computation): the panel of B is packed by the Layer IV operation
   ``copy_at(upd, "j0", B, "Bp")``, whose footprint the compiler computes; ``copy_at off``
   is the same schedule without the copy, so the pair shows what packing by copy_at buys.
 
-The vectorize factor reaches gcc as ``#pragma omp simd simdlen(nr)``: with nr = 16 the
-4 x 16 micro-kernel uses 512-bit vectors (nr = 32 was slower). The backend builds with
-``-ffp-contract=off`` by default so float results equal numpy's; OpenBLAS itself uses fused
-multiply-add, so ``packed+fma`` (``compile(fp_contract=True)``) is also printed. The summary
-ratio is the exact (no-FMA) ``packed`` variant.
+The vectorize factor reaches gcc as ``#pragma omp simd simdlen(nr)``, and gcc picks the
+machine's vector width (``-march=native``: 8 floats with AVX2, 16 with AVX-512; the build
+cache is keyed on the host's ISA). The backend builds with ``-ffp-contract=off`` by default
+so float results equal numpy's. Each table also gives every variant's share of the FMA peak
+measured on this machine at the start of the run (``benchmarks/peak.py``).
 
 Sizes are compile-time constants (one build per N) as in the papers' benchmarks: with a
 ``me.Param`` N the same schedule is correct (tests/test_allocation.py) but about half as
@@ -45,12 +50,13 @@ from collections.abc import Callable, Sequence
 import common
 import numpy as np
 from common import SummaryRow, check_close, print_table, samples_interleaved, short_error, spread
+from peak import fma_peak
 
 import middleend as me
 from middleend.api.examples import matmul, sgemm_copy_at, sgemm_packed
 
 N = 1024
-CHOSEN = "packed"
+CHOSEN = "packed+fma"
 
 
 def define_direct(n: int = N, tiles: tuple[int, int, int] = (64, 256, 64), mr: int = 4,
@@ -89,7 +95,7 @@ def gflops(seconds: float, n: int = N) -> float:
     return 2.0 * n ** 3 / seconds / 1e9
 
 
-def run_size(n: int, reps: int) -> SummaryRow:
+def run_size(n: int, reps: int, peak: float) -> SummaryRow:
     """Build, check and time the variants against numpy.matmul at size ``n``; print a
     table; return the summary row of the chosen variant."""
     rng = np.random.default_rng(0)
@@ -118,30 +124,33 @@ def run_size(n: int, reps: int) -> SummaryRow:
     best = {k: min(v) for k, v in samples.items()}
     g_np = gflops(best["numpy"], n)
     rows: list[list[object]] = [["numpy.matmul (anchor)", f"{g_np:.1f}",
-                                 f"{spread(samples['numpy']) * 100:.0f}%", "1.00", "-"]]
+                                 f"{spread(samples['numpy']) * 100:.0f}%", "1.00",
+                                 f"{g_np / peak:.2f}", "-"]]
     for name in VARIANTS:
         label = f"ours {name}" + (" (chosen)" if name == CHOSEN else "")
         if name in failed:
-            rows.append([label, "failed", "-", "-", failed[name]])
+            rows.append([label, "failed", "-", "-", "-", failed[name]])
         else:
             g = gflops(best[name], n)
             rows.append([label, f"{g:.1f}", f"{spread(samples[name]) * 100:.0f}%",
-                         f"{g / g_np:.3f}", f"{build_s[name]:.2f}"])
+                         f"{g / g_np:.3f}", f"{g / peak:.2f}", f"{build_s[name]:.2f}"])
     print_table(f"sgemm N={n} float32, best of {max(reps, common.MIN_REPS)} interleaved, "
                 "preallocated C on both sides",
-                ["variant", "GFLOP/s", "spread", "ours/numpy", "build s"], rows)
+                ["variant", "GFLOP/s", "spread", "ours/numpy", "of FMA peak", "build s"], rows)
     metric = "GFLOP/s" if n == N else f"GFLOP/s N={n}"
     if CHOSEN in failed:
         return SummaryRow("sgemm", metric, "failed", f"{g_np:.1f}", "-", failed[CHOSEN])
     g = gflops(best[CHOSEN], n)
     return SummaryRow("sgemm", metric, f"{g:.1f}", f"{g_np:.1f}", f"{g / g_np:.3f}",
-                      f"{CHOSEN} vs numpy.matmul; target >= 0.5")
+                      f"{CHOSEN} vs numpy.matmul; target >= 1.0")
 
 
 def run(reps: int = common.DEFAULT_REPS, sizes: Sequence[int] = (N,)) -> list[SummaryRow]:
     """:func:`run_size` for each size; with several sizes, a last table of the chosen
     variant's ratio per size. Returns the summary rows, one per size."""
-    out = [run_size(n, reps) for n in sizes]
+    peak, width = fma_peak()
+    print(f"measured FMA peak: {peak:.1f} GFLOP/s ({width}-float vectors, all cores)")
+    out = [run_size(n, reps, peak) for n in sizes]
     if len(out) > 1:
         print_table(f"sgemm {CHOSEN} vs numpy.matmul per size",
                     ["N", "ours GFLOP/s", "numpy GFLOP/s", "ours/numpy"],
@@ -155,6 +164,7 @@ def main() -> None:
                    help=f"matrix size(s) N (N x N times N x N; default {N})")
     args = p.parse_args()
     run(args.reps, args.size)
+
 
 if __name__ == "__main__":
     main()
