@@ -106,6 +106,7 @@ end
         interchange(M, i, k)
         interchange(M, i, l)
         vectorize(M, i, 8)
+        parallelize(M, j)
     end
     for j in 1:nj, i in 1:ni
         A[i, j] = 0.0
@@ -159,6 +160,8 @@ end
         interchange(E, i, j)
         interchange(E, i, k)
         vectorize(E, i, 8)
+        parallelize(T, j)
+        parallelize(E, j)
     end
     for j in 1:nj, i in 1:ni
         tmp[i, j] = 0.0
