@@ -393,3 +393,21 @@ def test_compiled_by_a_server(server: ServerProcess, client: RemoteClient,
     k = check(by, [27, 15, 3], inputs, service=client)
     assert k.compiles == 1 and calls.count("compile") == 1, calls
     check(by, [27, 15, 3], inputs, service=server.address)
+
+
+def test_adding_zero_costs_nothing_and_keeps_halides_result() -> None:
+    """``f32(0) + e`` (a convolution's first term) is ``e``, as Halide simplifies it: no
+    extra addition in the kernel, and -0.0 stays -0.0 as in Halide's output."""
+    x = hl.Var("x")
+    inp = hl.ImageParam(hl.Float(32), 1, "inp")
+    f = hl.Func("zplus")
+    f[x] = hl.f32(0.0) + inp[x] * hl.f32(2.0)
+    a = np.array([-0.0, 1.5, -2.0, 0.0], dtype=np.float32)
+    k = compile_pipeline(f)
+    ours = k.realize([4], inp=a)
+    inp.set(hl.Buffer(a))
+    ref = np.asarray(f.realize([4]))
+    np.testing.assert_array_equal(ours, ref)
+    assert np.signbit(ours[0]) == np.signbit(ref[0])
+    _, kernel = k.build([4], inp=a)
+    assert "0.0f +" not in kernel.source

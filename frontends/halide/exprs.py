@@ -129,6 +129,10 @@ class Scope:
         return UnsupportedHalideFeature(self.func, self.stage, construct)
 
 
+def _is_zero(e: Expr) -> bool:
+    return isinstance(e, Const) and not e.dtype.is_bool and e.value == 0
+
+
 def const(value: int | float | bool, dt: DType) -> Expr:
     if dt.is_bool:
         return Const(bool(value), dt)
@@ -154,7 +158,15 @@ def translate(e: HExpr, scope: Scope, depth: int = 0) -> Expr:
         a = sub(e.args[0])
         return a if a.dtype == dt else Cast(dt, a)
     if k in _BINARY:
-        return binop(_BINARY[k], sub(e.args[0]), sub(e.args[1]))
+        a, b = sub(e.args[0]), sub(e.args[1])
+        if k == "Add" and a.dtype == b.dtype:
+            # as Halide's simplifier does (x + 0 is x, floats included: Halide does not
+            # keep -0.0 + 0.0 == +0.0), so ``f32(0) + sum`` costs no extra addition
+            if _is_zero(a):
+                return b
+            if _is_zero(b):
+                return a
+        return binop(_BINARY[k], a, b)
     if k == "Div":
         return _div(sub(e.args[0]), sub(e.args[1]))
     if k == "Mod":
