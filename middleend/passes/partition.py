@@ -73,13 +73,18 @@ def _ilinear(e: IExpr) -> Linear | None:
         a = _ilinear(e.args[0])
         return None if a is None else {k: -v for k, v in a.items()}
     if isinstance(e, IOp) and e.op == "mul" and len(e.args) == 2:
-        a, b = _ilinear(e.args[0]), _ilinear(e.args[1])
-        if a is None or b is None:
-            return None
-        for x, y in ((a, b), (b, a)):
-            if set(x) <= {""}:
-                c = x.get("", 0)
-                return {k: c * v for k, v in y.items()}
+        return _lin_mul(_ilinear(e.args[0]), _ilinear(e.args[1]))
+    return None
+
+
+def _lin_mul(a: Linear | None, b: Linear | None) -> Linear | None:
+    """``a * b`` when one of them is a constant (the product stays affine), else None."""
+    if a is None or b is None:
+        return None
+    for x, y in ((a, b), (b, a)):
+        if set(x) <= {""}:
+            c = x.get("", 0)
+            return {k: c * v for k, v in y.items()}
     return None
 
 
@@ -119,14 +124,7 @@ class _Clamps:
             return None if a is None or b is None else _lin_add(a, b, 1 if e.op == "add"
                                                                else -1)
         if e.op == "mul":
-            a, b = self.linear(e.a), self.linear(e.b)
-            if a is None or b is None:
-                return None
-            for x, y in ((a, b), (b, a)):
-                if set(x) <= {""}:
-                    c = x.get("", 0)
-                    return {k: c * v for k, v in y.items()}
-            return None
+            return _lin_mul(self.linear(e.a), self.linear(e.b))
         if e.op in ("min", "max"):
             a, b = self.linear(e.a), self.linear(e.b)
             if a is None or b is None:
