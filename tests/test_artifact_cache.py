@@ -11,7 +11,7 @@ import pytest
 
 from middleend.service.cache import MAGIC, ArtifactCache, CacheStats, validate_key
 
-HEADER = len(MAGIC) + 32 + 8
+HEADER = len(MAGIC) + 32 + 8 + 32  # magic, digest, length, key
 
 
 def key(n: int) -> str:
@@ -34,7 +34,8 @@ def test_round_trip_and_layout(tmp_path: Path) -> None:
     assert cache.get(k) == payload
     path = entry_path(tmp_path, k)
     raw = path.read_bytes()
-    assert raw[:8] == b"MECACHE1"
+    assert raw[:8] == MAGIC
+    assert raw[48:80] == bytes.fromhex(k)
     assert int.from_bytes(raw[40:48], "little") == len(payload)
     assert raw[HEADER:] == payload
     assert len(cache) == 1

@@ -5,32 +5,129 @@ The cache key covers everything that determines the binary (the source, the comp
 identity and the flags), so a hit can be reused without recompiling; writes go through a
 temporary file in the cache directory and ``os.replace`` so that concurrent builders never
 observe a half-written library.
+
+Each ``<key>.so`` has a sidecar ``<key>.so.sha256`` (the digest of its bytes, published
+before the library): a hit is served only when the library's bytes match it, so a
+truncated, flipped or swapped library is rebuilt (with a warning), never loaded or sent.
+
+The compiler is an untrusted amount of work: it runs in its own session (process group),
+dies with the thread that started it (``PR_SET_PDEATHSIG`` on Linux), and under caps on
+its wall time, CPU time and address space (:class:`BuildLimits`, from the environment);
+the generated source is bounded before the compiler runs. A cap that is hit raises
+:class:`~middleend.ir.errors.ResourceLimitError` (the service's ``RESOURCE_EXHAUSTED``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import ctypes.util
 import hashlib
+import logging
+import math
 import os
+import re
+import shutil
+import signal
 import subprocess
+import sys
 import tempfile
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from middleend.ir.errors import BuildError
+from middleend.ir.errors import BuildError, ResourceLimitError
+
+try:
+    import resource
+except ImportError:  # pragma: no cover - not POSIX
+    resource = None  # type: ignore[assignment]
+
+log = logging.getLogger(__name__)
+
+TIMEOUT_ENV = "MIDDLEEND_BUILD_TIMEOUT"
+MEMORY_ENV = "MIDDLEEND_BUILD_MEMORY"
+SOURCE_ENV = "MIDDLEEND_MAX_SOURCE_BYTES"
+DEFAULT_TIMEOUT_S = 600.0
+DEFAULT_MEMORY_BYTES = 4 << 30
+DEFAULT_MAX_SOURCE_BYTES = 8 << 20
+STALE_TMP_SECONDS = 3600.0
+TMP_PREFIX = ".tmp-"
+DIGEST_SUFFIX = ".sha256"
+
+_SIZE_RE = re.compile(r"\s*(\d+)\s*([kmgt]?)(i?b)?\s*", re.IGNORECASE)
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_OOM_RE = re.compile(r"out of memory|memory exhausted|cannot allocate memory|bad_alloc|"
+                     r"failed to map segment|"
+                     r"memoryerror", re.IGNORECASE)
+_CPU_RE = re.compile(r"cpu time limit exceeded|signal 24|sigxcpu", re.IGNORECASE)
+
+
+def parse_size(text: str) -> int:
+    """``"4G"``, ``"512MiB"``, ``"1048576"`` -> bytes (binary multiples)."""
+    m = _SIZE_RE.fullmatch(text)
+    if m is None:
+        raise ValueError(f"not a size: {text!r} (expected e.g. 4G, 512M, 1048576)")
+    return int(m.group(1)) << (10 * " kmgt".index((m.group(2) or " ").lower()))
+
+
+def format_size(n: int) -> str:
+    for shift, unit in ((30, "GiB"), (20, "MiB"), (10, "KiB")):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift} {unit}"
+    return f"{n} bytes"
+
+
+def _env(env: Mapping[str, str], name: str, default: float, parse: Callable[[str], float]
+         ) -> float:
+    text = env.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        value = parse(text)
+    except ValueError as exc:
+        raise ValueError(f"${name}={text!r}: {exc}") from None
+    if value < 0 or math.isnan(value):
+        raise ValueError(f"${name}={text!r}: must be >= 0 (0 means no limit)")
+    return value
+
+
+@dataclass(frozen=True)
+class BuildLimits:
+    """Caps on one build: the compiler's wall time (``timeout_s``; also its CPU time, which
+    bounds what it leaves behind), its address space (``memory_bytes``, ``RLIMIT_AS``) and
+    the generated source's size (``max_source_bytes``). 0 turns a cap off.
+
+    :meth:`from_env` reads ``$MIDDLEEND_BUILD_TIMEOUT`` (seconds, default 600),
+    ``$MIDDLEEND_BUILD_MEMORY`` (bytes or 4G/512M, default 4 GiB) and
+    ``$MIDDLEEND_MAX_SOURCE_BYTES`` (bytes or 8M, default 8 MiB)."""
+
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    memory_bytes: int = DEFAULT_MEMORY_BYTES
+    max_source_bytes: int = DEFAULT_MAX_SOURCE_BYTES
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> BuildLimits:
+        env = os.environ if env is None else env
+        return cls(_env(env, TIMEOUT_ENV, DEFAULT_TIMEOUT_S, float),
+                   int(_env(env, MEMORY_ENV, DEFAULT_MEMORY_BYTES, parse_size)),
+                   int(_env(env, SOURCE_ENV, DEFAULT_MAX_SOURCE_BYTES, parse_size)))
 
 
 @dataclass(frozen=True)
 class BuiltLibrary:
     """A built (or cached) shared object: ``path`` to load, ``key`` its cache key,
     ``source`` the code it came from, ``log`` the compiler output, ``cached`` whether it
-    was reused rather than compiled now."""
+    was reused rather than compiled now, ``sha256`` the digest its bytes were verified
+    against."""
 
     path: Path
     key: str
     source: str
     log: str
     cached: bool
+    sha256: str = ""
 
 
 def cache_key(source: str, identity: str, flags: Sequence[str]) -> str:
@@ -42,7 +139,7 @@ def cache_key(source: str, identity: str, flags: Sequence[str]) -> str:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=TMP_PREFIX, suffix=path.suffix)
     try:
         with os.fdopen(fd, "w") as fh:
             fh.write(text)
@@ -52,11 +149,97 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
+# --- running the compiler --------------------------------------------------------------
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _load_prctl() -> Callable[..., int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        return libc.prctl  # type: ignore[no-any-return]
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _load_prctl()
+
+
+def _capped(which: int, want: int, slack: int = 0) -> tuple[int, int]:
+    """(soft, hard) for ``want``: never above the current hard limit (raising it would
+    fail); the hard limit comes down to ``want + slack`` so the compiler cannot lift it."""
+    hard = resource.getrlimit(which)[1]
+    if hard != resource.RLIM_INFINITY:
+        want = min(want, hard)
+        return want, min(hard, want + slack)
+    return want, want + slack
+
+
+def _preexec(memory_bytes: int, cpu_seconds: int) -> Callable[[], None]:
+    """What the child runs between fork and exec: die with the parent (the thread that
+    forked it), then cap its address space and CPU time (both inherited by everything the
+    compiler starts, so a compiler pass orphaned by a killed driver still ends). Everything
+    is computed here, in the parent: after fork only async-signal-safe work is wise."""
+    parent = os.getpid()
+    prctl = _PRCTL
+    limits: list[tuple[int, tuple[int, int]]] = []
+    if resource is not None:
+        if memory_bytes > 0:
+            limits.append((resource.RLIMIT_AS, _capped(resource.RLIMIT_AS, memory_bytes)))
+        if cpu_seconds > 0:  # soft: SIGXCPU; 5 s later the hard limit's SIGKILL
+            limits.append((resource.RLIMIT_CPU, _capped(resource.RLIMIT_CPU, cpu_seconds, 5)))
+    sigkill = int(signal.SIGKILL)
+
+    def setup() -> None:
+        if prctl is not None:
+            prctl(_PR_SET_PDEATHSIG, sigkill, 0, 0, 0)
+            if os.getppid() != parent:  # the parent died before prctl: die now
+                os._exit(111)
+        for which, pair in limits:
+            resource.setrlimit(which, pair)
+
+    return setup
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def run_tool(cmd: Sequence[str], timeout: float | None, memory_bytes: int = 0,
+             env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``cmd`` like ``subprocess.run(capture_output=True, text=True)``, but in its own
+    session, killed (with everything it started) on a timeout or an exception here, dead
+    when the calling thread's process dies (Linux), and under ``RLIMIT_AS=memory_bytes``
+    and a CPU-time limit of ``timeout`` (0/None: none). Raises ``TimeoutExpired`` once the
+    process group is dead, ``OSError`` when ``cmd`` cannot start."""
+    cpu = math.ceil(timeout) + 1 if timeout else 0
+    proc = subprocess.Popen(list(cmd), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, errors="replace",
+                            start_new_session=True, preexec_fn=_preexec(memory_bytes, cpu),
+                            env=None if env is None else dict(env))
+    try:
+        out, err = proc.communicate(timeout=timeout or None)
+    except subprocess.TimeoutExpired as exc:
+        _kill_group(proc)
+        out, err = proc.communicate()
+        raise subprocess.TimeoutExpired(exc.cmd, exc.timeout, out, err) from None
+    except BaseException:
+        _kill_group(proc)
+        proc.wait()
+        raise
+    finally:
+        _kill_group(proc)  # anything it left behind in its group
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
 def tool_identity(cmd: Sequence[str], what: str) -> str:
     """The first line of ``<cmd> --version``: part of the cache key so that a compiler
     upgrade never reuses stale binaries."""
     try:
-        proc = subprocess.run([*cmd, "--version"], capture_output=True, text=True, timeout=60)
+        proc = run_tool([*cmd, "--version"], timeout=60)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise BuildError(f"cannot run the {what}: {exc}", [*cmd, "--version"], "") from exc
     if proc.returncode != 0:
@@ -67,34 +250,128 @@ def tool_identity(cmd: Sequence[str], what: str) -> str:
         (lines[0].strip() if lines else " ".join(cmd))
 
 
+# --- the cache -------------------------------------------------------------------------
+
+def check_source_size(source: str, what: str, limits: BuildLimits | None = None) -> None:
+    """Raise ResourceLimitError when ``source`` is bigger than the build's source cap
+    (before any compiler sees it)."""
+    limits = limits if limits is not None else BuildLimits.from_env()
+    size = len(source.encode("utf-8", "surrogatepass"))
+    if limits.max_source_bytes and size > limits.max_source_bytes:
+        raise ResourceLimitError(
+            f"the generated source is {format_size(size)}, over the limit of "
+            f"{format_size(limits.max_source_bytes)} for the {what} (${SOURCE_ENV})")
+
+
+def file_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def digest_path(so: Path) -> Path:
+    return so.with_name(so.name + DIGEST_SUFFIX)
+
+
+def verified_digest(so: Path) -> str | None:
+    """The library's sha256 when it matches its sidecar; None when the library or the
+    sidecar is missing or unreadable, the sidecar is garbled, or the bytes differ."""
+    try:
+        expected = digest_path(so).read_text(encoding="ascii").strip()
+        if _HEX64.fullmatch(expected) is None:
+            return None
+        actual = file_digest(so)
+    except (OSError, UnicodeDecodeError):
+        return None
+    return actual if actual == expected else None
+
+
+def clean_stale_temps(directory: Path, max_age: float = STALE_TMP_SECONDS) -> int:
+    """Remove ``.tmp-*`` files and folders older than ``max_age`` seconds (left by a
+    builder killed mid-build); in-flight ones are younger. Returns how many went."""
+    now, removed = time.time(), 0
+    for tmp in directory.glob(f"{TMP_PREFIX}*"):
+        try:
+            if now - tmp.lstat().st_mtime <= max_age:
+                continue
+            if tmp.is_dir() and not tmp.is_symlink():
+                shutil.rmtree(tmp, ignore_errors=True)
+            else:
+                tmp.unlink()
+            removed += 1
+        except FileNotFoundError:
+            pass
+    return removed
+
+
+def _limit_error(what: str, limits: BuildLimits, proc: subprocess.CompletedProcess[str],
+                 log_text: str) -> ResourceLimitError | None:
+    """A ResourceLimitError when a failed compile looks like it hit a cap."""
+    rc = proc.returncode
+    if limits.timeout_s and (rc in (-signal.SIGXCPU, -signal.SIGKILL)
+                             or _CPU_RE.search(log_text)):
+        return ResourceLimitError(
+            f"the {what} exceeded the build's time limit of {limits.timeout_s:g} s "
+            f"(CPU time; ${TIMEOUT_ENV})")
+    if limits.memory_bytes and _OOM_RE.search(log_text):
+        return ResourceLimitError(
+            f"the {what} ran out of memory under the build's limit of "
+            f"{format_size(limits.memory_bytes)} of address space (${MEMORY_ENV})\n"
+            + "\n".join(log_text.splitlines()[-5:]))
+    return None
+
+
 def build_cached(source: str, compiler: Sequence[str], flags: Sequence[str], identity: str,
-                 out_dir: Path, suffix: str, what: str, libs: Sequence[str] = ()
-                 ) -> BuiltLibrary:
+                 out_dir: Path, suffix: str, what: str, libs: Sequence[str] = (),
+                 limits: BuildLimits | None = None) -> BuiltLibrary:
     """Compile ``source`` (a file ending ``suffix``) to ``<out_dir>/<key>.so`` with
-    ``compiler flags src -o lib libs``, unless it is already there. Raises BuildError
-    (with the command and the compiler's log) when the compiler fails."""
+    ``compiler flags src -o lib libs``, unless it is already there and matches its
+    digest. Raises BuildError (with the command and the compiler's log) when the compiler
+    fails, ResourceLimitError when the source or the compiler exceeds ``limits``
+    (default: :meth:`BuildLimits.from_env`)."""
+    limits = limits if limits is not None else BuildLimits.from_env()
+    check_source_size(source, what, limits)
     key = cache_key(source, identity, flags)
     out_dir.mkdir(parents=True, exist_ok=True)
     so, log_path = out_dir / f"{key}.so", out_dir / f"{key}.log"
     if so.exists():
-        log = log_path.read_text() if log_path.exists() else ""
-        return BuiltLibrary(so, key, source, log, True)
+        digest = verified_digest(so)
+        if digest is not None:
+            log_text = log_path.read_text(errors="replace") if log_path.exists() else ""
+            return BuiltLibrary(so, key, source, log_text, True, digest)
+        log.warning("build cache: %s does not match its digest (corrupted, truncated or "
+                    "replaced); rebuilding it", so)
+    clean_stale_temps(out_dir)
     src = out_dir / f"{key}{suffix}"
     write_atomic(src, source)
-    fd, tmp_so = tempfile.mkstemp(dir=out_dir, prefix=".tmp-", suffix=".so")
+    fd, tmp_so = tempfile.mkstemp(dir=out_dir, prefix=TMP_PREFIX, suffix=".so")
     os.close(fd)
+    tmp_dir = tempfile.mkdtemp(dir=out_dir, prefix=TMP_PREFIX, suffix=".d")
     cmd = [*compiler, *flags, str(src), "-o", tmp_so, *libs]
     try:
+        env = {**os.environ, "TMPDIR": tmp_dir}  # the compiler's own temporaries
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-        except (OSError, subprocess.TimeoutExpired) as exc:
+            proc = run_tool(cmd, limits.timeout_s, limits.memory_bytes, env)
+        except subprocess.TimeoutExpired as exc:
+            raise ResourceLimitError(
+                f"the {what} exceeded the build's time limit of {limits.timeout_s:g} s "
+                f"(${TIMEOUT_ENV}); it was killed") from exc
+        except OSError as exc:
             raise BuildError(f"cannot run the {what}: {exc}", cmd, "") from exc
-        log = proc.stdout + proc.stderr
-        write_atomic(log_path, log)
+        log_text = proc.stdout + proc.stderr
+        write_atomic(log_path, log_text)
         if proc.returncode != 0:
+            err = _limit_error(what, limits, proc, log_text)
+            if err is not None:
+                raise err
             raise BuildError(f"the {what} failed (exit status {proc.returncode}) on {src}",
-                             cmd, log)
+                             cmd, log_text)
+        digest = file_digest(Path(tmp_so))
+        write_atomic(digest_path(so), digest + "\n")  # the digest first, then the library
         os.replace(tmp_so, so)
     finally:
         Path(tmp_so).unlink(missing_ok=True)
-    return BuiltLibrary(so, key, source, log, False)
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+    return BuiltLibrary(so, key, source, log_text, False, digest)

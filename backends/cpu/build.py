@@ -9,7 +9,14 @@ import shlex
 import subprocess
 from pathlib import Path
 
-from backends.clike.build import BuiltLibrary, build_cached, tool_identity
+from backends.clike.build import (
+    BuildLimits,
+    BuiltLibrary,
+    build_cached,
+    check_source_size,
+    run_tool,
+    tool_identity,
+)
 from middleend.ir.errors import BuildError
 from middleend.target.paths import cache_root
 
@@ -37,7 +44,7 @@ def host_isa(cc: list[str]) -> tuple[str, str]:
     (for cache keys: a library built for AVX-512 must never be served to an AVX2 host)."""
     cmd = [*cc, "-march=native", "-E", "-dM", "-x", "c", os.devnull]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        proc = run_tool(cmd, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise BuildError(f"cannot run the C compiler: {exc}", cmd, "") from exc
     if proc.returncode != 0:
@@ -88,9 +95,14 @@ def compile_shared(source: str, directory: Path | None = None,
     """Compile ``source`` to ``<cache>/<key>.so`` unless it is already there (the key also
     covers the host's instruction set: ``-march=native`` differs between machines).
 
-    Raises BuildError (with the command and the compiler log) when the compiler fails."""
+    Raises BuildError (with the command and the compiler log) when the compiler fails,
+    ResourceLimitError when the source or the compiler exceeds the build's caps
+    (:class:`backends.clike.build.BuildLimits`: ``$MIDDLEEND_MAX_SOURCE_BYTES``,
+    ``$MIDDLEEND_BUILD_TIMEOUT``, ``$MIDDLEEND_BUILD_MEMORY``)."""
+    limits = BuildLimits.from_env()
+    check_source_size(source, "C compiler", limits)  # before any compiler runs
     cc = compiler()
     return build_cached(source, cc, flags_for(fp_contract),
                         compiler_identity(cc) + "\0" + host_isa(cc)[1],
                         directory if directory is not None else cache_dir(), ".c",
-                        "C compiler", ["-lm"])
+                        "C compiler", ["-lm"], limits)

@@ -7,6 +7,10 @@ Why it is built this way:
   invalidate.
 * Each entry carries the sha256 of its payload, so a truncated or corrupted file (a crash, a full
   disk, bit rot) is detected, deleted and rebuilt by the caller instead of being served.
+* Each entry also carries its own key (and the digest covers it): a hit is served only when the
+  stored key is the requested one, so an entry copied or renamed under another key (by hand, a
+  bad sync, an attacker with write access to one file) is a miss for that key, never the
+  response to another program; such an entry is removed.
 * The entry file's mtime is the LRU clock (a hit touches it), so the size bound survives restarts
   and is shared by every process on the same root, with no index file that could get out of sync.
 * Several processes (server workers) may share one root: writes go to a temp file and are
@@ -24,11 +28,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-MAGIC = b"MECACHE1"
-_HEADER = struct.Struct("<8s32sQ")  # magic, sha256 digest of the payload, payload length
+MAGIC = b"MECACHE2"
+# magic, sha256 over the key (32 raw bytes) and the payload, payload length, the key (raw)
+_HEADER = struct.Struct("<8s32sQ32s")
 _KEY_RE = re.compile(r"[0-9a-f]{64}")
 _TMP_PREFIX = ".tmp-"
 STALE_TMP_SECONDS = 3600.0
+
+
+def _digest(raw_key: bytes, payload: bytes) -> bytes:
+    return hashlib.sha256(raw_key + payload).digest()
 
 
 def validate_key(key: str) -> None:
@@ -39,12 +48,14 @@ def validate_key(key: str) -> None:
 
 @dataclass
 class CacheStats:
-    """Per-instance counters; a corrupt entry counts as both ``corrupt`` and a miss."""
+    """Per-instance counters; a corrupt entry counts as both ``corrupt`` and a miss, an entry
+    stored under another key as both ``wrong_key`` and a miss."""
 
     hits: int = 0
     misses: int = 0
     corrupt: int = 0
     evictions: int = 0
+    wrong_key: int = 0
 
 
 class ArtifactCache:
@@ -81,7 +92,8 @@ class ArtifactCache:
         return list(self.root.glob("??/*.entry"))
 
     def get(self, key: str) -> bytes | None:
-        """Return the payload, or None on a miss (absent or corrupt; a corrupt file is removed)."""
+        """Return the payload, or None on a miss: absent, corrupt, or stored under another
+        key (the last two are removed)."""
         path = self._path(key)
         try:
             with open(path, "rb") as f:
@@ -91,13 +103,17 @@ class ArtifactCache:
             self.stats.misses += 1
             return None
         payload = data[_HEADER.size:]
-        ok = len(data) >= _HEADER.size
-        if ok:
-            magic, digest, length = _HEADER.unpack_from(data)
+        ok = wrong_key = False
+        if len(data) >= _HEADER.size:
+            magic, digest, length, stored_key = _HEADER.unpack_from(data)
             ok = (magic == MAGIC and length == len(payload)
-                  and hashlib.sha256(payload).digest() == digest)
-        if not ok:
-            self.stats.corrupt += 1
+                  and _digest(stored_key, payload) == digest)
+            wrong_key = ok and stored_key != bytes.fromhex(key)
+        if not ok or wrong_key:
+            if wrong_key:
+                self.stats.wrong_key += 1
+            else:
+                self.stats.corrupt += 1
             self.stats.misses += 1
             try:  # only delete the file we read, not one a concurrent put just published
                 if os.stat(path).st_ino == ino:
@@ -117,7 +133,8 @@ class ArtifactCache:
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         payload = bytes(payload)
-        header = _HEADER.pack(MAGIC, hashlib.sha256(payload).digest(), len(payload))
+        raw_key = bytes.fromhex(key)
+        header = _HEADER.pack(MAGIC, _digest(raw_key, payload), len(payload), raw_key)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=_TMP_PREFIX)
         try:
             with os.fdopen(fd, "wb") as f:
