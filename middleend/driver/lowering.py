@@ -48,7 +48,7 @@ from ..passes.partition import partition_loops
 from ..passes.physical import Physical, build_physical
 from ..passes.placement import TimeSpace, finalize
 from ..passes.program import build_program
-from ..passes.schedule import apply_command, initial
+from ..passes.schedule import apply_command, check_index_range, initial
 from .layers import layers_text
 
 DEFAULT_MAX_OPS = int(os.environ.get("MIDDLEEND_ISL_MAX_OPS", "20000000"))
@@ -117,6 +117,8 @@ def _analyse_unchecked(fn: Function, commands: list[cmd.Command],
                                     f"{c.comp!r}", command=c.describe(), command_index=k)
             try:
                 apply_command(scheds[c.comp], c, f"{c.describe()} (command #{k})")
+                check_index_range(scheds[c.comp], c, l1.index_context if l1.index_context
+                                  is not None else l1.context)
             except ScheduleError as e:
                 raise with_command_index(e, [x.describe() for x in commands], k) from None
     events = [c for c in commands if isinstance(c, (cmd.After, cmd.ComputeAt))]

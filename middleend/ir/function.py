@@ -52,6 +52,9 @@ class Param(Expr):
         for v in (min, max):
             if v is not None and (not isinstance(v, int) or isinstance(v, bool)):
                 raise DefinitionError(f"parameter {name!r}: bounds must be ints, got {v!r}")
+            if v is not None and not -(2 ** 62) <= v <= 2 ** 62:
+                raise DefinitionError(f"parameter {name!r}: bound {v} is beyond +-2^62 "
+                                      "(index arithmetic is 64-bit)")
         if min is not None and max is not None and min > max:
             raise DefinitionError(f"parameter {name!r}: min {min} > max {max}")
         self.min, self.max = min, max
@@ -149,6 +152,7 @@ class Computation(_Indexable, Schedulable, _Placed):
             raise DefinitionError(f"computation {name!r}: repeated iterator names")
         self.predicate = None if predicate is None else wrap(predicate)
         self._dtype = dtype
+        self._typing = False  # resolving the type from the expression (cycle guard)
         self.expr: Expr | None = None
         self.fn._register("computations", self)
         if expr is not None:
@@ -159,7 +163,18 @@ class Computation(_Indexable, Schedulable, _Placed):
         if self._dtype is not None:
             return self._dtype
         if self.expr is not None:
-            return self.expr.dtype
+            # an untyped computation takes its expression's type; one whose expression
+            # reads itself (``S[i] = S[i] + 1``, or through others) has none to take
+            if self._typing:
+                raise DefinitionError(
+                    f"computation {self.name!r}: its type depends on itself (its expression "
+                    f"reads {self.name!r}, directly or through other untyped computations); "
+                    f"give it a type: me.Computation({self.name!r}, ..., dtype=me.float32)")
+            self._typing = True
+            try:
+                return self.expr.dtype
+            finally:
+                self._typing = False
         raise DefinitionError(f"computation {self.name!r} has neither an expression nor a type")
 
     def set_expression(self, e: Any) -> None:

@@ -25,7 +25,7 @@ import islpy as isl
 
 from ..ir import commands as cmd
 from ..ir.affine import AffineContext, NonAffine, relaxed_access_map, to_pw_aff
-from ..ir.errors import DefinitionError
+from ..ir.errors import DefinitionError, quoted
 from ..ir.expr import Binary, Const, Expr
 from ..ir.function import INOUT, INPUT, OUTPUT, TEMPORARY, Buffer, Computation, Function, Var
 from ..ir.types import DType
@@ -312,6 +312,11 @@ def _outputs(l1: Layer1, l3: Layer3, outputs: Sequence[Any] | None,
             if n not in l3.buffers or l3.buffers[n].role == INPUT:
                 raise DefinitionError(f"outputs: {o!r} is not a computation or a written "
                                       "buffer")
+            if n in res:
+                given = o if isinstance(o, str) else getattr(o, "name", None)
+                via = "" if given == n else f" (stored in buffer {n!r}, already an output)"
+                raise DefinitionError(f"outputs: {quoted(given)}{via} is listed twice; list "
+                                      "each output buffer once")
             res.append(n)
         return res
     read_from: dict[str, set[str]] = {}

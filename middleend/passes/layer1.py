@@ -62,6 +62,9 @@ class Layer1:
     inlined: list[str]
     buffers: dict[str, Buffer]
     context: isl.Set  # the parameter values assumed (Param min/max)
+    # the same with a parameter's missing min/max taken from int32 (a Param is an int32):
+    # the values over which index arithmetic must fit in 64 bits (see check_index_range)
+    index_context: isl.Set | None = None
 
     def reads_of(self, consumer: str, producer: str) -> isl.Map | None:
         """All instances of ``producer`` that ``consumer`` reads by value, per instance."""
@@ -118,18 +121,24 @@ def build_layer1(fn: Function, ctx: isl.Context, commands: list[cmd.Command]) ->
         if p.max is not None:
             context = context.upper_bound_val(isl.dim_type.param, k,
                                               isl.Val.int_from_si(ctx, p.max))
+    index_context = int32_context(fn.params, context)
     inline = list(dict.fromkeys(c.comp for c in commands if isinstance(c, cmd.Inline)))
+    if not fn.computations:
+        raise DefinitionError(f"function {fn.name!r} has no computation: there is nothing "
+                              "to compute (add a me.Computation)")
     comps: dict[str, Comp] = {}
     for c in fn.computations:
         if c.expr is None:
             raise DefinitionError(f"computation {c.name!r} has no expression "
                                   "(pass one or call set_expression)")
         comps[c.name] = _domain(c, pspace, context)
+        _check_domain(comps[c.name], index_context)
     for c in commands:
         if isinstance(c, cmd.StoreIn) and c.comp in comps:
             comps[c.comp].store_index = _store_index(comps[c.comp], c)
     for c in comps.values():
         c.reads = _reads(c, comps)
+        _check_self_reads(c)
     for name in inline:
         if name not in comps:
             raise DefinitionError(f"{name}.inline(): unknown computation {name!r}")
@@ -138,8 +147,70 @@ def build_layer1(fn: Function, ctx: isl.Context, commands: list[cmd.Command]) ->
         for c in comps.values():
             c.reads = _reads(c, comps)
     declared = [c.name for c in fn.computations if c.name not in inline]
+    if not declared:
+        raise DefinitionError(f"function {fn.name!r}: every computation is inlined "
+                              f"({', '.join(inline)}), so nothing is computed; remove "
+                              "inline() from the computation(s) whose values are the outputs")
     return Layer1(ctx, params, pspace, {n: comps[n] for n in declared}, declared, inline,
-                  {b.name: b for b in fn.buffers}, context)
+                  {b.name: b for b in fn.buffers}, context, index_context)
+
+
+# Index arithmetic in generated code is 64-bit: every iterator, loop bound and time-space
+# coordinate must stay well inside int64 for every admissible parameter value. The margin
+# (2^62 instead of 2^63) leaves room for the sums and products of bounds ISL generates
+# (``floord(N + c, 32)``, ``ub + 1``) around a value that fits.
+INDEX_LIMIT = 2 ** 62
+INT32_MIN, INT32_MAX = -(2 ** 31), 2 ** 31 - 1
+
+
+def int32_context(params: Sequence[Param], context: isl.Set) -> isl.Set:
+    """``context`` with each parameter's missing min or max taken from int32's range (a
+    Param is an int32: a kernel's sizes and parameters are assumed to fit in one)."""
+    ctx = context.get_ctx()
+    out = context
+    for k, p in enumerate(params):
+        if p.min is None:
+            out = out.lower_bound_val(isl.dim_type.param, k, isl.Val.int_from_si(ctx, INT32_MIN))
+        if p.max is None:
+            out = out.upper_bound_val(isl.dim_type.param, k, isl.Val.int_from_si(ctx, INT32_MAX))
+    return out
+
+
+def out_of_index_range(points: isl.Set, index_context: isl.Set,
+                       limit: int = INDEX_LIMIT) -> int | None:
+    """The first dim of ``points`` that reaches ``limit`` in absolute value for some
+    parameter value of ``index_context`` (None when every dim stays inside)."""
+    pts = points.intersect_params(index_context.align_params(points.get_space()))
+    ctx = pts.get_ctx()
+    lim = isl.Val(str(limit), context=ctx)
+    for k in range(pts.dim(isl.dim_type.set)):
+        hi = pts.lower_bound_val(isl.dim_type.set, k, lim)
+        lo = pts.upper_bound_val(isl.dim_type.set, k, lim.neg())
+        if not hi.is_empty() or not lo.is_empty():
+            return k
+    return None
+
+
+def _check_domain(c: Comp, index_context: isl.Set) -> None:
+    """A domain must have points, be bounded and fit 64-bit index arithmetic."""
+    dom = c.domain
+    if dom.is_empty():
+        raise DefinitionError(
+            f"computation {c.name!r}: its iteration domain {quoted(str(dom))} is empty for "
+            "every parameter value allowed, so it computes nothing; remove the computation "
+            "or fix its bounds or predicate")
+    if not dom.is_bounded():
+        raise DefinitionError(
+            f"computation {c.name!r}: its iteration domain {quoted(str(dom))} is unbounded; "
+            "give every iterator a lower and an upper bound (constants, params or outer "
+            "iterators)")
+    k = out_of_index_range(dom, index_context)
+    if k is not None:
+        raise DefinitionError(
+            f"computation {c.name!r}: iterator {c.vars[k]!r} reaches 2^62 in absolute value "
+            f"for some parameter values (parameters without min/max are assumed to be int32); "
+            "index arithmetic is 64-bit: bound the domain or the parameters (me.Param(name, "
+            "min=, max=))")
 
 
 def var_domain(c: Computation, pspace: isl.Space) -> isl.Set:
@@ -287,6 +358,21 @@ def _reads(c: Comp, comps: dict[str, Comp]) -> list[Read]:
         bound = bound.intersect_domain(c.domain)
         out.append(Read(-1, c.name, kind, target, n, None if free else bound, of_comp, bound))
     return out
+
+
+def _check_self_reads(c: Comp) -> None:
+    """A value cannot depend on itself: ``S[i] = S[i] + 1`` reads the instance being
+    computed (a recurrence reads an earlier one, ``S[i - 1]``)."""
+    for r in c.reads:
+        if r.kind != "value" or r.target != c.name or r.access is None:
+            continue
+        same = r.access.intersect(isl.Map.identity(r.access.get_space()))
+        if not same.is_empty():
+            raise DefinitionError(
+                f"computation {c.name!r} reads its own value at the point it computes "
+                f"({same.domain()}): a value cannot depend on itself; read an earlier point "
+                f"(e.g. {c.name}[i - 1]), another computation, or the buffer's current "
+                f"content ({c.name}.memory[...])")
 
 
 def _inline(comps: dict[str, Comp], inline: list[str], commands: list[cmd.Command]) -> None:

@@ -87,7 +87,57 @@ def apply_command(s: CompSchedule, c: cmd.Command, origin: str = "") -> None:
             s.origins[loop] = origin or c.describe()
 
 
+# The largest constant a loop transformation may use (a shift amount, a skew factor, a
+# split, tile, unroll or vector size). Generated loops compute with 64-bit indices; 2^40
+# is far beyond any useful schedule and keeps ``N + amount`` or ``factor * i`` of int32
+# parameters and iterators from overflowing (check_index_range checks the result).
+MAX_SCHEDULE_CONSTANT = 2 ** 40
+
+
+def _constants(c: cmd.Command) -> list[tuple[str, int]]:
+    if isinstance(c, cmd.Shift):
+        return [("shift amount", c.amount)]
+    if isinstance(c, cmd.Skew):
+        return [("skew factor", c.factor)]
+    if isinstance(c, (cmd.Split, cmd.Vectorize)) or (
+            isinstance(c, cmd.Unroll) and c.factor is not None):
+        return [(f"{c.kind} factor", c.factor)]  # type: ignore[attr-defined]
+    if isinstance(c, cmd.Tile):
+        return [("tile size", x) for x in c.sizes]
+    if isinstance(c, cmd.TileGpu):
+        return [("tile size", c.t1), ("tile size", c.t2)]
+    return []
+
+
+def check_constants(name: str, c: cmd.Command) -> None:
+    """Refuse a schedule constant whose magnitude could overflow 64-bit index arithmetic."""
+    for what, v in _constants(c):
+        if abs(v) > MAX_SCHEDULE_CONSTANT:
+            raise ScheduleError(
+                f"{c.describe()}: the {what} {v} exceeds the limit of 2^40 "
+                f"({MAX_SCHEDULE_CONSTANT}) in absolute value; generated loops use 64-bit "
+                "index arithmetic, which such a constant could overflow",
+                computations=(name,), command=c.describe())
+
+
+def check_index_range(s: CompSchedule, c: cmd.Command, index_context: isl.Set) -> None:
+    """After ``c``, every loop of ``s`` must stay within +-2^62 for every admissible
+    parameter value (parameters without min/max: int32), or 64-bit loop bounds overflow."""
+    from .layer1 import out_of_index_range
+
+    k = out_of_index_range(s.sched.range(), index_context)
+    if k is not None:
+        loop = s.dims[k]
+        raise ScheduleError(
+            f"{c.describe()}: loop {loop!r} of {s.name!r} reaches 2^62 in absolute value for "
+            "some parameter values (parameters without min/max are taken as int32), which "
+            "overflows 64-bit index arithmetic; use a smaller constant or bound the "
+            "parameters (me.Param(name, min=, max=))",
+            computations=(s.name,), command=c.describe(), level=loop)
+
+
 def _apply(s: CompSchedule, c: cmd.Command) -> None:
+    check_constants(s.name, c)
     ctx = s.domain.get_ctx()
     n = len(s.dims)
     d = [f"d{k}" for k in range(n)]
