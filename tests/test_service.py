@@ -282,8 +282,8 @@ def test_corrupt_request_bytes(client: RemoteClient, channel: grpc.Channel,
 
 
 def padded(req: pb.Request, size: int) -> bytes:
-    """``req`` serialized, plus an unknown length-delimited field 100 (which a parser skips)
-    to make the message ``size`` bytes or more."""
+    """``req`` serialized, plus an unknown length-delimited field 100 (which a parser skips
+    and the middle-end refuses) to make the message ``size`` bytes or more."""
     data = req.SerializeToString()
     n = max(0, size - len(data))
     length = bytearray()
@@ -298,8 +298,10 @@ def padded(req: pb.Request, size: int) -> bytes:
 def test_message_over_the_size_cap(client: RemoteClient, channel: grpc.Channel) -> None:
     under = padded(SMALL, MAX_MESSAGE_BYTES - 4096)
     assert pb.Request.FromString(under).function == SMALL.function  # unknown field skipped
-    code, details, _ = raw_call(channel, under, "Check")
-    assert code == grpc.StatusCode.OK, details  # under the cap: served normally
+    code, details, diag = raw_call(channel, under, "Check")
+    # under the cap: it reaches the middle-end, which refuses the unknown padding field
+    assert code == grpc.StatusCode.INVALID_ARGUMENT, details
+    assert "unknown field number 100" in details and diag is not None
 
     over = padded(SMALL, MAX_MESSAGE_BYTES + 4096)
     code, details, diag = raw_call(channel, over, "Check")

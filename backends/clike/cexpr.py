@@ -21,7 +21,7 @@ from middleend.ir.types import DType, int64
 
 from .cruntime import suffix
 
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # fullmatch: `$` accepts a trailing newline
 
 _CMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 _ARITH = {"add": "+", "sub": "-", "mul": "*"}
@@ -32,7 +32,7 @@ _FLOAT_FNS = frozenset("sin cos tan asin acos atan atan2 sinh cosh tanh exp log 
 def ident(name: str, what: str = "identifier") -> str:
     """Return ``name`` if it is a valid C identifier; printing anything else could inject
     arbitrary text into the generated source, so it is a hard error."""
-    if not isinstance(name, str) or not _IDENT.match(name):
+    if not isinstance(name, str) or not _IDENT.fullmatch(name):
         raise TargetError(f"invalid C {what} {name!r}: expected [A-Za-z_][A-Za-z0-9_]*")
     return name
 

@@ -185,21 +185,44 @@ def cmd_targets(args: argparse.Namespace) -> int:
     return 0
 
 
+def _token(token_file: str | None) -> str | None:
+    """The token from --token-file, else $MIDDLEEND_TOKEN, else None (no auth). A token
+    source that is given but missing, unreadable or empty refuses to start: silently
+    serving without auth is the one outcome the operator did not ask for."""
+    if token_file is None:
+        env = os.environ.get("MIDDLEEND_TOKEN")
+        if env is not None and not env.strip():
+            raise SystemExit("middleend serve: $MIDDLEEND_TOKEN is set but empty (unset it "
+                             "to serve without a token on loopback)")
+        return env.strip() if env is not None else None
+    try:
+        token = Path(token_file).read_text().strip()
+    except (OSError, UnicodeDecodeError) as e:
+        why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        raise SystemExit(f"middleend serve: --token-file {token_file}: {why}") from None
+    if not token:
+        raise SystemExit(f"middleend serve: --token-file {token_file} is empty (a token is "
+                         "required)")
+    return token
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from ..service.core import ServiceConfig
     from ..service.server import ServerConfig, serve
     from ..wire import Limits
 
-    token = os.environ.get("MIDDLEEND_TOKEN")
-    if args.token_file:
-        token = Path(args.token_file).read_text().strip()
+    token = _token(args.token_file)
     cert = Path(args.tls_cert).read_bytes() if args.tls_cert else None
     key = Path(args.tls_key).read_bytes() if args.tls_key else None
     limits = Limits(max_computations=args.max_computations, max_dims=args.max_dims,
                     max_commands=args.max_commands, max_expr_nodes=args.max_expr_nodes)
     sc = ServiceConfig(cache_dir=Path(args.cache_dir) if args.cache_dir else None,
                        cache_max_bytes=args.cache_max_bytes, workers=args.workers,
-                       max_isl_ops=args.max_isl_ops, limits=limits)
+                       max_isl_ops=args.max_isl_ops, limits=limits,
+                       default_timeout=args.default_timeout, max_timeout=args.max_timeout)
+    if not 0 < sc.default_timeout <= sc.max_timeout:
+        raise SystemExit("middleend serve: need 0 < --default-timeout <= --max-timeout, got "
+                         f"{sc.default_timeout:g} and {sc.max_timeout:g}")
     try:
         server = serve(ServerConfig(args.host, args.port, token, cert, key,
                                     max_message_bytes=args.max_message_bytes), sc)
@@ -263,6 +286,10 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--max-dims", type=int, default=caps.max_dims, help="per domain, buffer")
     s.add_argument("--max-commands", type=int, default=caps.max_commands)
     s.add_argument("--max-expr-nodes", type=int, default=caps.max_expr_nodes)
+    s.add_argument("--default-timeout", type=float, default=600.0,
+                   help="seconds a request may take when its client sets no deadline")
+    s.add_argument("--max-timeout", type=float, default=3600.0,
+                   help="a longer client deadline is cut to this (seconds)")
     s.add_argument("--token-file", help="file holding the token clients must send "
                                         "(default $MIDDLEEND_TOKEN)")
     s.add_argument("--tls-cert", help="PEM certificate (with --tls-key: serve TLS)")

@@ -10,20 +10,20 @@ same request would build now.
 from __future__ import annotations
 
 import hashlib
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from google.protobuf.message import DecodeError
-
 from ..driver.lowering import DEFAULT_MAX_OPS
 from ..driver.targets import TargetRegistry
-from ..ir.errors import MiddleEndError
+from ..ir.errors import InvalidProgramError, MiddleEndError
 from ..target.paths import cache_root
 from ..wire import Limits
-from ..wire.decode import decode_target
+from ..wire.decode import decode_target, parse_request
 from ..wire.v1 import middleend_pb2 as pb
 from .cache import ArtifactCache
+from .diagnostics import diagnostic_of
 from .engine import KINDS, handle_request, task_kind
 from .workers import WorkerCrashed, WorkerPool, WorkerTaskError, WorkerTimeout
 
@@ -52,7 +52,8 @@ class ServiceConfig:
     cache_max_bytes: int = 1 << 30
     workers: int = 0
     max_isl_ops: int = DEFAULT_MAX_OPS
-    default_timeout: float = 600.0
+    default_timeout: float = 600.0  # seconds, for a request that sets no deadline
+    max_timeout: float = 3600.0  # a longer deadline is cut to this
     limits: Limits = field(default_factory=Limits)
 
 
@@ -123,11 +124,9 @@ class Service:
         if kind == "compile":
             t0 = time.perf_counter()
             try:
-                req = pb.Request.FromString(payload)
-            except DecodeError as e:
-                raise RequestFailed(pb.Diagnostic(
-                    kind=pb.INVALID_PROGRAM, field_path="request",
-                    message=f"not a middleend.v1.Request message ({e})")) from None
+                req = parse_request(payload, self.config.limits)  # known fields only
+            except InvalidProgramError as e:
+                raise RequestFailed(diagnostic_of(e)) from None
             key = self.cache_key(req)
             hit = self.cache.get(key) if key is not None else None
             if hit is not None:
@@ -147,11 +146,18 @@ class Service:
             self.cache.put(key, body)
         return body
 
+    def time_limit(self, timeout: float | None) -> float:
+        """The seconds a request may take: the server's default when it sets no deadline
+        (None, or not a finite number), else its deadline cut to the server's maximum."""
+        if timeout is None or not math.isfinite(timeout):
+            return self.config.default_timeout
+        return min(max(timeout, 0.0), self.config.max_timeout)
+
     def _run(self, kind: str, payload: bytes, timeout: float | None) -> bytes:
         ops = self.config.max_isl_ops
         if self.pool is None:
             return handle_request(kind, payload, self.config.limits, ops, self.registry)
-        limit = self.config.default_timeout if timeout is None else timeout
+        limit = self.time_limit(timeout)
         try:
             return self.pool.run(task_kind(kind, ops, self.config.limits), payload, limit)
         except WorkerTimeout:

@@ -113,20 +113,44 @@ def error_of(d: pb.Diagnostic) -> MiddleEndError:
     return ServiceError(d.message, "INTERNAL")
 
 
-MAX_FIELD = 4000  # a status and its trailer must stay under gRPC's 16 KiB metadata limit
+# gRPC rejects a response whose headers and trailers exceed 16 KiB (and some of those over
+# 8 KiB, at random). On the wire the status message is percent-encoded (a non-ASCII byte
+# takes 3) and the binary trailer base64 (4 per 3 bytes), so both are bounded in bytes
+# after UTF-8 encoding: 1 KiB of message (<= 3 KiB sent) and 3 KiB of Diagnostic (4 KiB).
+MAX_STATUS_BYTES = 1024
+MAX_DIAGNOSTIC_BYTES = 3072
+MAX_FIELD = 1024  # bytes of one text field of a bounded Diagnostic, at first
+_TEXT_FIELDS = ("message", "dependence", "command", "field_path", "level", "build_log")
+
+
+def cut(text: str, limit: int) -> str:
+    """``text`` if its UTF-8 encoding fits in ``limit`` bytes; else its longest prefix that
+    fits with a note of the cut, ending on a character boundary."""
+    data = text.encode("utf-8", "replace")
+    if len(data) <= limit:
+        return text
+    note = f"... [cut: {len(data)} bytes in all]"
+    keep = data[:max(0, limit - len(note))].decode("utf-8", "ignore")  # drops a split char
+    return keep + note
 
 
 def bounded(d: pb.Diagnostic) -> pb.Diagnostic:
-    """A copy of ``d`` whose text fields fit in gRPC metadata (long ones are cut, with a
-    note of their length), so that the client always receives the diagnostic."""
+    """A copy of ``d`` that fits in gRPC trailing metadata (MAX_DIAGNOSTIC_BYTES once
+    serialized): long text fields are cut, with a note, the longest first, so that the
+    client always receives the diagnostic."""
     out = pb.Diagnostic()
     out.CopyFrom(d)
-    for f in ("message", "dependence", "command", "field_path", "build_log"):
-        v = getattr(out, f)
-        if len(v) > MAX_FIELD:
-            setattr(out, f, f"{v[:MAX_FIELD]}... ({len(v)} characters)")
+    for f in _TEXT_FIELDS:
+        setattr(out, f, cut(getattr(out, f), MAX_FIELD))
     del out.computations[:]
-    out.computations.extend(c[:200] for c in d.computations[:16])
+    out.computations.extend(cut(c, 64) for c in d.computations[:16])
+    while out.ByteSize() > MAX_DIAGNOSTIC_BYTES:
+        f = max(_TEXT_FIELDS, key=lambda f: len(getattr(out, f).encode()))
+        size = len(getattr(out, f).encode())
+        if size <= 64:  # nothing long is left to cut
+            del out.computations[:]
+            break
+        setattr(out, f, cut(getattr(out, f), size // 2))
     return out
 
 
@@ -147,4 +171,4 @@ def status_text(d: pb.Diagnostic) -> str:
     if d.command:
         idx = f" (command #{d.command_index})" if d.HasField("command_index") else ""
         parts.append(f"broken by: {d.command}{idx}")
-    return "\n  ".join(parts)
+    return cut("\n  ".join(parts), MAX_STATUS_BYTES)

@@ -25,7 +25,7 @@ from ..ir.errors import MiddleEndError, TargetError
 from ..ir.loopast import IExpr, IInt, IOp, IVar, Signature
 from ..target import Artifact, SourceText, Target
 from ..version import __version__
-from ..wire import Limits, decode_request
+from ..wire import Limits, decode_request, parse_request
 from ..wire.encode import ELEM, FILE_ROLE, KIND
 from ..wire.v1 import middleend_pb2 as pb
 from .diagnostics import diagnostic_of
@@ -216,18 +216,11 @@ def handle_request(kind: str, payload: bytes, limits: Limits | None = None,
                    max_ops: int = DEFAULT_MAX_OPS, registry: TargetRegistry | None = None
                    ) -> bytes:
     """Decode ``payload`` (a serialized Request), run ``kind``; a tagged reply."""
-    from google.protobuf.message import DecodeError
-
     if kind not in RUNNERS:
         return b"E" + pb.Diagnostic(kind=pb.INTERNAL, message=f"unknown request kind {kind!r}"
                                     ).SerializeToString()
     try:
-        try:
-            req = pb.Request.FromString(payload)
-        except DecodeError as e:
-            return b"E" + pb.Diagnostic(kind=pb.INVALID_PROGRAM, field_path="request",
-                                        message=f"not a middleend.v1.Request message ({e})"
-                                        ).SerializeToString()
+        req = parse_request(payload, limits)
         resp = RUNNERS[kind](req, limits or Limits(), max_ops,
                              registry or TargetRegistry.discover())
         return b"R" + resp.SerializeToString()

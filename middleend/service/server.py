@@ -13,6 +13,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import logging
+import math
 import signal
 import threading
 from collections.abc import Callable
@@ -26,7 +27,14 @@ from grpc_reflection.v1alpha import reflection
 
 from ..wire.v1 import middleend_pb2 as pb
 from .core import RequestFailed, Service, ServiceConfig
-from .diagnostics import DIAGNOSTIC_KEY, MAX_FIELD, bounded, status_of, status_text
+from .diagnostics import (
+    DIAGNOSTIC_KEY,
+    MAX_STATUS_BYTES,
+    bounded,
+    cut,
+    status_of,
+    status_text,
+)
 
 SERVICE_NAME = "middleend.v1.MiddleEnd"
 log = logging.getLogger("middleend.server")
@@ -75,6 +83,18 @@ class _TokenAuth(grpc.ServerInterceptor):
         return self._deny
 
 
+NO_DEADLINE = 1e12  # seconds: gRPC reports "no deadline" as ~9.2e18 s remaining
+
+
+def deadline_of(context: grpc.ServicerContext) -> float | None:
+    """The seconds left before the client's deadline; None when it set none (gRPC then
+    reports an infinite future, which no timer accepts: the service's default applies)."""
+    left = context.time_remaining()
+    if left is None or not math.isfinite(left) or left >= NO_DEADLINE:
+        return None
+    return left
+
+
 class Server:
     """A running middle-end server; ``port`` is the bound port. Stop with :meth:`stop`."""
 
@@ -113,17 +133,17 @@ class Server:
     def _handler(self, kind: str) -> Callable[[bytes, grpc.ServicerContext], bytes]:
         def handle(request: bytes, context: grpc.ServicerContext) -> bytes:
             try:
-                return self.service.call(kind, request, context.time_remaining())
+                return self.service.call(kind, request, deadline_of(context))
             except RequestFailed as e:
                 d = bounded(e.diagnostic)
                 text = status_text(d)
                 context.set_trailing_metadata(((DIAGNOSTIC_KEY, d.SerializeToString()),))
-                context.abort(status_of(d), text[:2 * MAX_FIELD])
+                context.abort(status_of(d), text)
             except Exception as e:  # the server keeps answering whatever happens
                 log.exception("%s request failed", kind)
-                d = pb.Diagnostic(kind=pb.INTERNAL, message=f"internal error: {e}")
+                d = bounded(pb.Diagnostic(kind=pb.INTERNAL, message=f"internal error: {e}"))
                 context.set_trailing_metadata(((DIAGNOSTIC_KEY, d.SerializeToString()),))
-                context.abort(grpc.StatusCode.INTERNAL, d.message)
+                context.abort(grpc.StatusCode.INTERNAL, cut(d.message, MAX_STATUS_BYTES))
             raise AssertionError("unreachable")  # pragma: no cover
         return handle
 

@@ -24,6 +24,8 @@ from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
 
+_MAX_WAIT = 1e7  # seconds (~4 months): a longer timeout means none (poll() overflows)
+
 
 class WorkerError(Exception):
     """Base of the errors ``WorkerPool.run`` raises about one request."""
@@ -149,6 +151,8 @@ class WorkerPool:
         """Run one request on a free worker; ``timeout`` (seconds, ``None``: no limit) also
         covers the wait for a free worker and the warmup of a freshly started one."""
         payload = bytes(payload)
+        if timeout is not None and not timeout < _MAX_WAIT:  # also NaN, inf
+            timeout = None  # more than any timer takes: no limit
         deadline = None if timeout is None else time.monotonic() + timeout
         for _ in range(self._size + 1):
             worker = self._acquire(kind, deadline, timeout)
