@@ -11,7 +11,7 @@ before the library): a hit is served only when the library's bytes match it, so 
 truncated, flipped or swapped library is rebuilt (with a warning), never loaded or sent.
 
 The compiler is an untrusted amount of work: it runs in its own session (process group),
-dies with the thread that started it (``PR_SET_PDEATHSIG`` on Linux), and under caps on
+dies with the thread that started it (``setpriv --pdeathsig`` where util-linux has it), and under caps on
 its wall time, CPU time and address space (:class:`BuildLimits`, from the environment);
 the generated source is bounded before the compiler runs. A cap that is hit raises
 :class:`~middleend.ir.errors.ResourceLimitError` (the service's ``RESOURCE_EXHAUSTED``).
@@ -20,8 +20,6 @@ the generated source is bounded before the compiler runs. A cap that is hit rais
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import hashlib
 import logging
 import math
@@ -38,11 +36,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from middleend.ir.errors import BuildError, ResourceLimitError
-
-try:
-    import resource
-except ImportError:  # pragma: no cover - not POSIX
-    resource = None  # type: ignore[assignment]
 
 log = logging.getLogger(__name__)
 
@@ -151,56 +144,29 @@ def write_atomic(path: Path, text: str) -> None:
 
 # --- running the compiler --------------------------------------------------------------
 
-_PR_SET_PDEATHSIG = 1
+def _wrapped(cmd: Sequence[str], memory_bytes: int, cpu_seconds: int) -> list[str]:
+    """``cmd`` behind an exec wrapper that dies with its parent and caps its address space
+    and CPU time (both inherited by everything the compiler starts, so a compiler pass
+    orphaned by a killed driver still ends).
 
-
-def _load_prctl() -> Callable[..., int] | None:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        return libc.prctl  # type: ignore[no-any-return]
-    except (OSError, AttributeError):
-        return None
-
-
-_PRCTL = _load_prctl()
-
-
-def _capped(which: int, want: int, slack: int = 0) -> tuple[int, int]:
-    """(soft, hard) for ``want``: never above the current hard limit (raising it would
-    fail); the hard limit comes down to ``want + slack`` so the compiler cannot lift it."""
-    hard = resource.getrlimit(which)[1]
-    if hard != resource.RLIM_INFINITY:
-        want = min(want, hard)
-        return want, min(hard, want + slack)
-    return want, want + slack
-
-
-def _preexec(memory_bytes: int, cpu_seconds: int) -> Callable[[], None]:
-    """What the child runs between fork and exec: die with the parent (the thread that
-    forked it), then cap its address space and CPU time (both inherited by everything the
-    compiler starts, so a compiler pass orphaned by a killed driver still ends). Everything
-    is computed here, in the parent: after fork only async-signal-safe work is wise."""
-    parent = os.getpid()
-    prctl = _PRCTL
-    limits: list[tuple[int, tuple[int, int]]] = []
-    if resource is not None:
-        if memory_bytes > 0:
-            limits.append((resource.RLIMIT_AS, _capped(resource.RLIMIT_AS, memory_bytes)))
-        if cpu_seconds > 0:  # soft: SIGXCPU; 5 s later the hard limit's SIGKILL
-            limits.append((resource.RLIMIT_CPU, _capped(resource.RLIMIT_CPU, cpu_seconds, 5)))
-    sigkill = int(signal.SIGKILL)
-
-    def setup() -> None:
-        if prctl is not None:
-            prctl(_PR_SET_PDEATHSIG, sigkill, 0, 0, 0)
-            if os.getppid() != parent:  # the parent died before prctl: die now
-                os._exit(111)
-        for which, pair in limits:
-            resource.setrlimit(which, pair)
-
-    return setup
+    Why a wrapper and not ``preexec_fn``: Python code between fork and exec in a process
+    with other threads (a gRPC server's, a thread pool's) can deadlock or crash the child;
+    ``setpriv --pdeathsig`` (util-linux) and the shell's ``ulimit`` do the same from a
+    fresh exec. Without ``setpriv`` the parent-death signal is skipped (the process group
+    is still killed on a timeout or an error here)."""
+    out: list[str] = []
+    setpriv = shutil.which("setpriv") if sys.platform.startswith("linux") else None
+    if setpriv is not None:
+        out += [setpriv, "--pdeathsig", "KILL", "--"]
+    limits = []
+    if memory_bytes > 0:
+        limits.append(f"ulimit -v {max(1, memory_bytes // 1024)}")
+    if cpu_seconds > 0:
+        limits.append(f"ulimit -t {int(cpu_seconds)}")
+    if limits:  # a limit above the current hard one fails and is skipped: never raised
+        script = "; ".join(f"{x} 2>/dev/null" for x in limits) + '; exec "$@"'
+        out += ["/bin/sh", "-c", script, "sh"]
+    return out + list(cmd)
 
 
 def _kill_group(proc: subprocess.Popen[str]) -> None:
@@ -216,9 +182,9 @@ def run_tool(cmd: Sequence[str], timeout: float | None, memory_bytes: int = 0,
     and a CPU-time limit of ``timeout`` (0/None: none). Raises ``TimeoutExpired`` once the
     process group is dead, ``OSError`` when ``cmd`` cannot start."""
     cpu = math.ceil(timeout) + 1 if timeout else 0
-    proc = subprocess.Popen(list(cmd), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, errors="replace",
-                            start_new_session=True, preexec_fn=_preexec(memory_bytes, cpu),
+    proc = subprocess.Popen(_wrapped(cmd, memory_bytes, cpu), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            errors="replace", start_new_session=True,
                             env=None if env is None else dict(env))
     try:
         out, err = proc.communicate(timeout=timeout or None)
