@@ -11,8 +11,9 @@ before the library): a hit is served only when the library's bytes match it, so 
 truncated, flipped or swapped library is rebuilt (with a warning), never loaded or sent.
 
 The compiler is an untrusted amount of work: it runs in its own session (process group),
-dies with the thread that started it (``setpriv --pdeathsig`` where util-linux has it), and under caps on
-its wall time, CPU time and address space (:class:`BuildLimits`, from the environment);
+dies with the thread that started it (``setpriv --pdeathsig`` where util-linux has it),
+and under caps on its wall time, CPU time and address space (:class:`BuildLimits`, from
+the environment);
 the generated source is bounded before the compiler runs. A cap that is hit raises
 :class:`~middleend.ir.errors.ResourceLimitError` (the service's ``RESOURCE_EXHAUSTED``).
 """
