@@ -281,3 +281,31 @@ def test_empty_token_env_refuses_to_start(tmp_path: Path) -> None:
     assert proc.returncode != 0 and "MIDDLEEND_TOKEN" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
 
+
+
+# ---------------------------------------------------------------------------- schedule dims
+
+@pytest.mark.parametrize("where", ["set_schedule", "order"])
+def test_schedule_maps_with_too_many_dims_are_refused_at_once(
+        client: RemoteClient, channel: grpc.Channel, where: str) -> None:
+    """1,000 time dimensions used to keep a worker busy past a minute (the legality check
+    grows about cubically with them); the decoder refuses the map before any analysis."""
+    zeros = ", ".join(["0"] * 1000)
+    req = copy(SMALL)
+    if where == "set_schedule":
+        req.function.commands.add(computation="c").set_schedule.isl_map = \
+            f"[N] -> {{ c[i] -> [i, {zeros}] }}"
+    else:
+        req.function.computations[0].order = f"[N] -> {{ c[i] -> [{zeros}, i] }}"
+    code, details, _ = raw_call(channel, req.SerializeToString(), "Check")
+    assert code == grpc.StatusCode.RESOURCE_EXHAUSTED, (code, details[:300])
+    assert "1001 time dimensions exceed the cap of 64 (max_schedule_dims)" in details
+    assert_serving(client)
+
+
+def test_schedule_map_under_the_cap_still_works(client: RemoteClient) -> None:
+    req = copy(SMALL)
+    del req.function.commands[:]
+    req.function.commands.add(computation="c").set_schedule.isl_map = \
+        "[N] -> { c[i] -> [0, i, 0] }"
+    assert client.check(req) is not None

@@ -215,7 +215,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     cert = Path(args.tls_cert).read_bytes() if args.tls_cert else None
     key = Path(args.tls_key).read_bytes() if args.tls_key else None
     limits = Limits(max_computations=args.max_computations, max_dims=args.max_dims,
-                    max_commands=args.max_commands, max_expr_nodes=args.max_expr_nodes)
+                    max_commands=args.max_commands, max_expr_nodes=args.max_expr_nodes,
+                    max_schedule_dims=args.max_schedule_dims)
     sc = ServiceConfig(cache_dir=Path(args.cache_dir) if args.cache_dir else None,
                        cache_max_bytes=args.cache_max_bytes, workers=args.workers,
                        max_isl_ops=args.max_isl_ops, limits=limits,
@@ -286,6 +287,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--max-dims", type=int, default=caps.max_dims, help="per domain, buffer")
     s.add_argument("--max-commands", type=int, default=caps.max_commands)
     s.add_argument("--max-expr-nodes", type=int, default=caps.max_expr_nodes)
+    s.add_argument("--max-schedule-dims", type=int, default=caps.max_schedule_dims,
+                   help="time dimensions of a set_schedule or order map")
     s.add_argument("--default-timeout", type=float, default=600.0,
                    help="seconds a request may take when its client sets no deadline")
     s.add_argument("--max-timeout", type=float, default=3600.0,

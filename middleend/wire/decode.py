@@ -89,6 +89,9 @@ class Limits:
     max_expr_nodes: int = 200_000
     max_expr_depth: int = WIRE_MAX_EXPR_DEPTH
     max_domain_chars: int = 20_000
+    # time-space dims of a set_schedule or order map: the legality check's cost grows
+    # about cubically with them (1,000 zero dims ran past 60 s); 2 * 16 loops + 1 fit
+    max_schedule_dims: int = 64
 
 
 def parse_request(payload: bytes, limits: Limits | None = None) -> Any:
@@ -368,8 +371,28 @@ class _Decoder:
         if len(c.order) > self.limits.max_domain_chars:
             raise ResourceLimitError(f"{path}.order: {len(c.order)} characters exceed the "
                                      f"cap of {self.limits.max_domain_chars}")
+        if c.order:
+            self.schedule_dims(c.order, f"{path}.order")
         self.comps[c.name] = self.guarded(path, lambda: Computation(
             c.name, iters, dtype=dt, domain=c.domain, order=c.order or None))
+
+    def schedule_dims(self, text: str, path: str) -> None:
+        """Refuse a schedule map (``set_schedule``, ``order``) whose text or number of
+        time dimensions is over the caps, before any analysis sees it; a malformed map is
+        left to the command, which names the error."""
+        if len(text) > self.limits.max_domain_chars:
+            raise ResourceLimitError(f"{path}: {len(text)} characters exceed the cap of "
+                                     f"{self.limits.max_domain_chars}")
+        if self.isl_ctx is None:
+            self.isl_ctx = isl.Context()
+            self.isl_ctx.set_max_operations(1_000_000)
+        try:
+            n = isl.Map.read_from_str(self.isl_ctx, text).dim(isl.dim_type.out)
+        except isl.Error:
+            return
+        if n > self.limits.max_schedule_dims:
+            raise ResourceLimitError(f"{path}: {n} time dimensions exceed the cap of "
+                                     f"{self.limits.max_schedule_dims} (max_schedule_dims)")
 
     def domain_dims(self, text: str, name: str, path: str) -> list[str]:
         """Parse the domain with ISL (bounded) to report a malformed one with its field
@@ -422,6 +445,8 @@ class _Decoder:
                                                        f"{quoted(m.computation)}")
             self.guarded(sub, lambda: self.on_buffer(buf, which, a, sub))
             return
+        if which == "set_schedule":
+            self.schedule_dims(a.isl_map, f"{sub}.isl_map")
         comp: Any = self.comps.get(m.computation) or self.ops.get(m.computation)
         if comp is None:
             raise self.fail(f"{path}.computation", f"unknown computation "
