@@ -237,8 +237,10 @@ def test_build_limit_error_is_resource_exhausted() -> None:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG")
 def test_compiler_dies_with_the_process_that_started_it(tmp_path: Path) -> None:
-    pid_file = tmp_path / "compiler.pid"
-    cc = script(tmp_path / "slowcc", f"echo $$ > {pid_file}\nexec sleep 1000\n")
+    pid_file, child_file = tmp_path / "compiler.pid", tmp_path / "child.pid"
+    # a compiler driver with a pass of its own running (gcc and its cc1)
+    cc = script(tmp_path / "slowcc", f"sleep 1000 &\necho $! > {child_file}\n"
+                                     f"echo $$ > {pid_file}\nexec sleep 1000\n")
     cache = tmp_path / "cache"
     code = ("from pathlib import Path\nfrom backends.clike.build import build_cached\n"
             f"build_cached('int x;', [{str(cc)!r}], [], 'slow', Path({str(cache)!r}), '.c', "
@@ -255,6 +257,7 @@ def test_compiler_dies_with_the_process_that_started_it(tmp_path: Path) -> None:
         worker.kill()  # as the service kills a worker past its deadline
         worker.wait()
         assert wait_dead(compiler_pid), "the compiler outlived its builder"
+        assert wait_dead(int(child_file.read_text())), "the compiler's pass outlived it"
     finally:
         if worker.poll() is None:
             worker.kill()
@@ -302,7 +305,8 @@ echo fake > "$out"
     vmem, cpu, pgid, pid = seen.read_text().split()
     assert int(vmem) == (1 << 30) // 1024  # KiB
     assert int(cpu) == 31
-    assert pgid == pid  # its own process group
+    # its own process group (led by the supervisor that kills it with its parent)
+    assert int(pgid) != os.getpgrp()
     # the defaults: 4 GiB
     monkeypatch.delenv("MIDDLEEND_BUILD_MEMORY")
     compile_shared(SRC_B, directory=tmp_path / "cache")

@@ -146,28 +146,27 @@ def write_atomic(path: Path, text: str) -> None:
 # --- running the compiler --------------------------------------------------------------
 
 def _wrapped(cmd: Sequence[str], memory_bytes: int, cpu_seconds: int) -> list[str]:
-    """``cmd`` behind an exec wrapper that dies with its parent and caps its address space
-    and CPU time (both inherited by everything the compiler starts, so a compiler pass
-    orphaned by a killed driver still ends).
+    """``cmd`` behind a small shell supervisor that caps its address space and CPU time
+    (inherited by everything the compiler starts) and, when the process that started it
+    dies, kills the compiler's whole process group: gcc's own children (``cc1``, ``as``)
+    included, which a parent-death signal on gcc alone would leave running.
 
     Why a wrapper and not ``preexec_fn``: Python code between fork and exec in a process
-    with other threads (a gRPC server's, a thread pool's) can deadlock or crash the child;
-    ``setpriv --pdeathsig`` (util-linux) and the shell's ``ulimit`` do the same from a
-    fresh exec. Without ``setpriv`` the parent-death signal is skipped (the process group
-    is still killed on a timeout or an error here)."""
-    out: list[str] = []
-    setpriv = shutil.which("setpriv") if sys.platform.startswith("linux") else None
-    if setpriv is not None:
-        out += [setpriv, "--pdeathsig", "KILL", "--"]
+    with other threads (a gRPC server's, a thread pool's) can deadlock or crash the child.
+    ``setpriv --pdeathsig`` (util-linux) gives the supervisor SIGTERM when its parent dies;
+    without ``setpriv`` there is no parent-death signal (the group is still killed on a
+    timeout or an error in :func:`run_tool`)."""
     limits = []
     if memory_bytes > 0:
-        limits.append(f"ulimit -v {max(1, memory_bytes // 1024)}")
+        limits.append(f"ulimit -v {max(1, memory_bytes // 1024)} 2>/dev/null")
     if cpu_seconds > 0:
-        limits.append(f"ulimit -t {int(cpu_seconds)}")
-    if limits:  # a limit above the current hard one fails and is skipped: never raised
-        script = "; ".join(f"{x} 2>/dev/null" for x in limits) + '; exec "$@"'
-        out += ["/bin/sh", "-c", script, "sh"]
-    return out + list(cmd)
+        limits.append(f"ulimit -t {int(cpu_seconds)} 2>/dev/null")
+    # a limit above the current hard one fails and is skipped: never raised
+    setpriv = shutil.which("setpriv") if sys.platform.startswith("linux") else None
+    if setpriv is None:
+        return ["/bin/sh", "-c", "; ".join([*limits, 'exec "$@"']), "sh", *cmd]
+    script = "; ".join(["trap 'kill -KILL 0' TERM", *limits, '"$@" & wait $!'])
+    return [setpriv, "--pdeathsig", "TERM", "--", "/bin/sh", "-c", script, "sh", *cmd]
 
 
 def _kill_group(proc: subprocess.Popen[str]) -> None:

@@ -226,7 +226,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
                          f"{sc.default_timeout:g} and {sc.max_timeout:g}")
     try:
         server = serve(ServerConfig(args.host, args.port, token, cert, key,
-                                    max_message_bytes=args.max_message_bytes), sc)
+                                    max_message_bytes=args.max_message_bytes,
+                                    max_inflight_bytes=args.max_inflight_bytes), sc)
     except (ValueError, OSError) as e:
         raise SystemExit(f"middleend serve: {e}") from None
     print(f"middleend serving on {args.host}:{server.port} ({args.workers} workers)",
@@ -282,6 +283,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--cache-max-bytes", type=int, default=1 << 30)
     s.add_argument("--max-isl-ops", type=int, default=DEFAULT_MAX_OPS)
     s.add_argument("--max-message-bytes", type=int, default=16 << 20)
+    s.add_argument("--max-inflight-bytes", type=int, default=256 << 20,
+                   help="request bytes handled at once; more wait (0: no cap)")
     caps = Limits()
     s.add_argument("--max-computations", type=int, default=caps.max_computations)
     s.add_argument("--max-dims", type=int, default=caps.max_dims, help="per domain, buffer")

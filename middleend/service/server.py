@@ -35,6 +35,7 @@ from .diagnostics import (
     status_of,
     status_text,
 )
+from .inflight import InFlight
 
 SERVICE_NAME = "middleend.v1.MiddleEnd"
 log = logging.getLogger("middleend.server")
@@ -49,6 +50,7 @@ class ServerConfig:
     tls_key: bytes | None = None
     threads: int = 32
     max_message_bytes: int = 16 << 20
+    max_inflight_bytes: int = 256 << 20  # request bytes handled at once (0: no cap)
 
 
 def is_loopback(host: str) -> bool:
@@ -106,6 +108,7 @@ class Server:
             raise ValueError("TLS needs both a certificate and a key")
         self.config = config
         self.service = Service(service_config)
+        self.inflight = InFlight(config.max_inflight_bytes)
         opts = [("grpc.max_receive_message_length", config.max_message_bytes),
                 ("grpc.max_send_message_length", 256 << 20),
                 ("grpc.so_reuseport", 0)]
@@ -133,7 +136,9 @@ class Server:
     def _handler(self, kind: str) -> Callable[[bytes, grpc.ServicerContext], bytes]:
         def handle(request: bytes, context: grpc.ServicerContext) -> bytes:
             try:
-                return self.service.call(kind, request, deadline_of(context))
+                deadline = deadline_of(context)
+                with self.inflight.hold(len(request), deadline):
+                    return self.service.call(kind, request, deadline)
             except RequestFailed as e:
                 d = bounded(e.diagnostic)
                 text = status_text(d)

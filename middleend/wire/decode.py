@@ -94,6 +94,28 @@ class Limits:
     max_schedule_dims: int = 64
 
 
+def _range_tuple_size(text: str) -> int | None:
+    """How many dimensions the first ``-> [ ... ]`` tuple of a map's text has (commas at
+    its own bracket level, plus one), or None where the text has no such tuple."""
+    start = text.find("->", max(text.find("{"), 0))
+    if start < 0:
+        return None
+    start = text.find("[", start)
+    if start < 0:
+        return None
+    depth, count = 0, 1
+    for ch in text[start:]:
+        if ch in "[(":
+            depth += 1
+        elif ch in "])":
+            depth -= 1
+            if depth == 0:
+                return count
+        elif ch == "," and depth == 1:
+            count += 1
+    return None
+
+
 def parse_request(payload: bytes, limits: Limits | None = None) -> Any:
     """The ``pb.Request`` of serialized bytes, or InvalidProgramError (field path
     ``request``, or that of the first unknown field) saying why not: malformed bytes,
@@ -383,13 +405,15 @@ class _Decoder:
         if len(text) > self.limits.max_domain_chars:
             raise ResourceLimitError(f"{path}: {len(text)} characters exceed the cap of "
                                      f"{self.limits.max_domain_chars}")
-        if self.isl_ctx is None:
-            self.isl_ctx = isl.Context()
-            self.isl_ctx.set_max_operations(1_000_000)
-        try:
-            n = isl.Map.read_from_str(self.isl_ctx, text).dim(isl.dim_type.out)
-        except isl.Error:
-            return
+        n = _range_tuple_size(text)  # before ISL: parsing 2,000 dims exhausts its quota
+        if n is None:
+            if self.isl_ctx is None:
+                self.isl_ctx = isl.Context()
+                self.isl_ctx.set_max_operations(1_000_000)
+            try:
+                n = isl.Map.read_from_str(self.isl_ctx, text).dim(isl.dim_type.out)
+            except isl.Error:
+                return
         if n > self.limits.max_schedule_dims:
             raise ResourceLimitError(f"{path}: {n} time dimensions exceed the cap of "
                                      f"{self.limits.max_schedule_dims} (max_schedule_dims)")
