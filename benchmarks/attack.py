@@ -96,7 +96,8 @@ def start(workers: int, root: Path) -> Server:
 
 
 def orphans() -> list[str]:
-    """Compiler processes whose parent is gone (re-parented to init or a subreaper)."""
+    """Live compiler processes whose parent is gone (re-parented to init); zombies, dead
+    and waiting for init to reap them, do not count."""
     found = []
     for d in Path("/proc").glob("[0-9]*"):
         try:
@@ -104,7 +105,8 @@ def orphans() -> list[str]:
             name = (d / "comm").read_text().strip()
         except OSError:
             continue
-        if name in ("cc1", "cc", "gcc", "as", "ld", "collect2", "nvcc") and fields[1] == "1":
+        if name in ("cc1", "cc", "gcc", "as", "ld", "collect2", "nvcc") and fields[1] == "1" \
+                and fields[0] != "Z":
             found.append(f"{name}:{d.name}")
     return found
 
@@ -330,7 +332,7 @@ def run_attack(server: Server, atk: Attack) -> list[object]:
     labels = ", ".join(label for label, _ in atk.requests[:3]) + \
         (" ..." if len(atk.requests) > 3 else "")
     return [atk.name, len(atk.requests), " ".join(f"{c}:{n}" for c, n in sorted(codes.items())),
-            f"{worst:.2f}", f"{rss0:.0f}", f"{rss1:.0f}", len(orphans()),
+            f"{worst:.2f}", f"{rss0:.0f}", f"{rss1:.0f}", " ".join(orphans()) or "0",
             "yes" if ok else "NO", labels]
 
 
