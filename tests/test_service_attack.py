@@ -16,6 +16,7 @@ import pytest
 from service_util import (
     ROOT,
     SMALL,
+    ServerProcess,
     assert_serving,
     raw_call,
     rename_everywhere,
@@ -346,3 +347,38 @@ def test_bytes_in_flight_are_bounded() -> None:
     t.join(5)
     with budget.hold(4 << 20, 1.0):  # room again
         assert budget.used == 4 << 20
+
+
+# ---------------------------------------------------------------------------- cancellation
+
+def _slow_request(leaves: int) -> bytes:
+    """A program gcc takes long to build: a balanced sum of ``leaves`` sines."""
+    with me.Function(f"slow{leaves}") as f:
+        i = me.Var("i", 0, 8)
+        a = me.Input("a", [8], me.float32)
+        terms = [me.sin(a[i] + float(k)) for k in range(leaves)]
+        while len(terms) > 1:
+            terms = [terms[k] + terms[k + 1] if k + 1 < len(terms) else terms[k]
+                     for k in range(0, len(terms), 2)]
+        me.Computation("s", [i], terms[0])
+    return encode_request(f).SerializeToString()
+
+
+def test_a_cancelled_request_frees_its_worker(server: ServerProcess, client: RemoteClient,
+                                              channel: grpc.Channel) -> None:
+    """The client gives up: its worker (and the compiler under it) is stopped within a
+    second, not at the request's deadline, and the pool gets a fresh worker."""
+    import time
+
+    before = set(server.worker_pids())
+    rpc = channel.unary_unary("/middleend.v1.MiddleEnd/Compile",
+                              request_serializer=lambda b: b, response_deserializer=lambda b: b)
+    call = rpc.future(_slow_request(3000), timeout=300)
+    time.sleep(2.0)  # in a worker by now, lowering or compiling
+    assert not call.done()
+    call.cancel()
+    end = time.monotonic() + 15
+    while time.monotonic() < end and before <= set(server.worker_pids()):
+        time.sleep(0.1)
+    assert not before <= set(server.worker_pids()), "no worker was stopped"
+    assert_serving(client)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,7 +26,13 @@ from ..wire.v1 import middleend_pb2 as pb
 from .cache import ArtifactCache
 from .diagnostics import diagnostic_of
 from .engine import KINDS, handle_request, task_kind
-from .workers import WorkerCrashed, WorkerPool, WorkerTaskError, WorkerTimeout
+from .workers import (
+    WorkerCancelled,
+    WorkerCrashed,
+    WorkerPool,
+    WorkerTaskError,
+    WorkerTimeout,
+)
 
 _ROOT = Path(__file__).resolve().parents[2]
 
@@ -115,7 +122,8 @@ class Service:
         return ArtifactCache.key_for(b"compile", self._build_id + "\0" + self._identities[name],
                                      norm.SerializeToString(deterministic=True))
 
-    def call(self, kind: str, payload: bytes, timeout: float | None = None) -> bytes:
+    def call(self, kind: str, payload: bytes, timeout: float | None = None,
+             cancelled: Callable[[], bool] | None = None) -> bytes:
         """Serve one request; returns the serialized response or raises RequestFailed."""
         if kind not in KINDS:
             raise RequestFailed(pb.Diagnostic(kind=pb.INTERNAL,
@@ -135,7 +143,7 @@ class Service:
                 del resp.timings[:]
                 resp.timings.add(phase="cache", seconds=time.perf_counter() - t0)
                 return resp.SerializeToString()
-        reply = self._run(kind, payload, timeout)
+        reply = self._run(kind, payload, timeout, cancelled)
         if reply[:1] == b"E":
             raise RequestFailed(pb.Diagnostic.FromString(reply[1:]))
         body = reply[1:]
@@ -153,13 +161,17 @@ class Service:
             return self.config.default_timeout
         return min(max(timeout, 0.0), self.config.max_timeout)
 
-    def _run(self, kind: str, payload: bytes, timeout: float | None) -> bytes:
+    def _run(self, kind: str, payload: bytes, timeout: float | None,
+             cancelled: Callable[[], bool] | None = None) -> bytes:
         ops = self.config.max_isl_ops
         if self.pool is None:
             return handle_request(kind, payload, self.config.limits, ops, self.registry)
         limit = self.time_limit(timeout)
         try:
-            return self.pool.run(task_kind(kind, ops, self.config.limits), payload, limit)
+            return self.pool.run(task_kind(kind, ops, self.config.limits), payload, limit,
+                                 cancelled)
+        except WorkerCancelled as e:
+            raise RequestFailed(pb.Diagnostic(kind=pb.DEADLINE, message=str(e))) from None
         except WorkerTimeout:
             raise RequestFailed(pb.Diagnostic(
                 kind=pb.DEADLINE, message=f"{kind} request did not finish within its "

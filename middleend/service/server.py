@@ -138,7 +138,9 @@ class Server:
             try:
                 deadline = deadline_of(context)
                 with self.inflight.hold(len(request), deadline):
-                    return self.service.call(kind, request, deadline)
+                    # a client that cancels (or disconnects) frees its worker at once
+                    return self.service.call(kind, request, deadline,
+                                             lambda: not context.is_active())
             except RequestFailed as e:
                 d = bounded(e.diagnostic)
                 text = status_text(d)

@@ -19,6 +19,7 @@ import threading
 import time
 import traceback
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
@@ -53,6 +54,11 @@ class WorkerCrashed(WorkerError):
 
 class WorkerTimeout(WorkerError):
     """The request's timeout expired (its worker, if it had one, was killed and replaced)."""
+
+
+class WorkerCancelled(WorkerError):
+    """The caller gave up on the request (its worker was killed and replaced, so that a
+    client that cancels frees the worker at once instead of at the deadline)."""
 
 
 def _check_spec(spec: str, what: str) -> None:
@@ -110,6 +116,9 @@ class _Worker:
     tasks: int = 0
 
 
+_CANCEL_POLL = 0.2  # seconds between two looks at whether the caller cancelled
+
+
 class WorkerPool:
     """``size`` spawned worker processes running ``handler(kind, payload) -> bytes``;
     ``run`` is thread-safe. A worker is recycled after ``max_tasks_per_worker`` requests
@@ -147,9 +156,12 @@ class WorkerPool:
         with self._cond:
             return sorted(w.process.pid for w in self._workers if w.process.pid is not None)
 
-    def run(self, kind: str, payload: bytes, timeout: float | None) -> bytes:
+    def run(self, kind: str, payload: bytes, timeout: float | None,
+            cancelled: Callable[[], bool] | None = None) -> bytes:
         """Run one request on a free worker; ``timeout`` (seconds, ``None``: no limit) also
-        covers the wait for a free worker and the warmup of a freshly started one."""
+        covers the wait for a free worker and the warmup of a freshly started one.
+        ``cancelled`` is asked a few times a second while the worker runs; once it says
+        yes, the worker is killed and WorkerCancelled raised."""
         payload = bytes(payload)
         if timeout is not None and not timeout < _MAX_WAIT:  # also NaN, inf
             timeout = None  # more than any timer takes: no limit
@@ -171,7 +183,11 @@ class WorkerPool:
             raise WorkerCrashed(f"no worker process took the {kind} request (each died "
                                 "before receiving it)")
         try:
-            reply = self._recv(worker, deadline) if ack is not None else None
+            reply = self._reply(worker, deadline, cancelled) if ack is not None else None
+        except WorkerCancelled:
+            self._retire(worker, polite=False, grace=0.0)
+            raise WorkerCancelled(f"{kind} request cancelled by its caller; killed worker "
+                                  f"process {pid}") from None
         except (EOFError, OSError):
             code = self._retire(worker, polite=False, grace=1.0)
             if self._closed:
@@ -190,6 +206,22 @@ class WorkerPool:
         if reply[0] == "ok":
             return reply[1]
         raise WorkerTaskError(*reply[1:], kind=kind, pid=pid)
+
+    @classmethod
+    def _reply(cls, worker: _Worker, deadline: float | None,
+               cancelled: Callable[[], bool] | None) -> Any:
+        """The worker's reply, or None past the deadline; raises WorkerCancelled as soon as
+        ``cancelled()`` is true (checked every 0.2 s)."""
+        if cancelled is None:
+            return cls._recv(worker, deadline)
+        while True:
+            step = time.monotonic() + _CANCEL_POLL
+            if worker.conn.poll(max(0.0, min(step, deadline or step) - time.monotonic())):
+                return worker.conn.recv()
+            if deadline is not None and time.monotonic() >= deadline:
+                return None
+            if cancelled():
+                raise WorkerCancelled()
 
     @staticmethod
     def _recv(worker: _Worker, deadline: float | None) -> Any:
