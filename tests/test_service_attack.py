@@ -24,11 +24,12 @@ from service_util import (
     server_env,
     small_fn,
     so_file,
+    start_server,
 )
 
 import middleend as me
 from middleend.ir.errors import InvalidProgramError, TargetError
-from middleend.service.client import EmbeddedClient, RemoteClient
+from middleend.service.client import EmbeddedClient, RemoteClient, connect
 from middleend.service.core import Service, ServiceConfig
 from middleend.service.diagnostics import (
     MAX_DIAGNOSTIC_BYTES,
@@ -382,3 +383,34 @@ def test_a_cancelled_request_frees_its_worker(server: ServerProcess, client: Rem
         time.sleep(0.1)
     assert not before <= set(server.worker_pids()), "no worker was stopped"
     assert_serving(client)
+
+
+def test_health_says_not_serving_while_every_worker_is_busy(tmp_path: Path) -> None:
+    """With its only worker busy and a request waiting, the server says NOT_SERVING (a
+    balancer then sends work elsewhere); SERVING again once the worker is free."""
+    import time
+
+    srv = start_server(tmp_path / "log", tmp_path / "cache", workers=1)
+    try:
+        with connect(srv.address) as c:
+            assert c.health() == "SERVING"
+            rpc = c.channel.unary_unary("/middleend.v1.MiddleEnd/Compile",
+                                        request_serializer=lambda b: b,
+                                        response_deserializer=lambda b: b)
+            calls = [rpc.future(_slow_request(3000 + k), timeout=300) for k in range(2)]
+
+            def wait_for(status: str) -> bool:
+                end = time.monotonic() + 10
+                while time.monotonic() < end:
+                    if c.health() == status:
+                        return True
+                    time.sleep(0.1)
+                return False
+
+            assert wait_for("NOT_SERVING")
+            for call in calls:
+                call.cancel()
+            assert wait_for("SERVING")
+            assert_serving(c)
+    finally:
+        srv.stop()

@@ -109,6 +109,7 @@ class Server:
         self.config = config
         self.service = Service(service_config)
         self.inflight = InFlight(config.max_inflight_bytes)
+        self._stopping = threading.Event()
         opts = [("grpc.max_receive_message_length", config.max_message_bytes),
                 ("grpc.max_send_message_length", 256 << 20),
                 ("grpc.so_reuseport", 0)]
@@ -156,11 +157,29 @@ class Server:
 
     def start(self) -> Server:
         self.grpc.start()
-        for name in ("", SERVICE_NAME):
-            self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        self._set_health(serving=True)
+        if self.service.pool is not None:
+            threading.Thread(target=self._watch, name="middleend-health", daemon=True).start()
         return self
 
+    def _set_health(self, serving: bool) -> None:
+        status = (health_pb2.HealthCheckResponse.SERVING if serving
+                  else health_pb2.HealthCheckResponse.NOT_SERVING)
+        for name in ("", SERVICE_NAME):
+            self.health.set(name, status)
+
+    def _watch(self) -> None:
+        """Health follows the workers: NOT_SERVING while every worker is busy and requests
+        wait for one (long requests must not hide behind SERVING), SERVING again after."""
+        serving = True
+        while not self._stopping.wait(0.25):
+            now = not self.service.pool.saturated()  # type: ignore[union-attr]
+            if now != serving:
+                serving = now
+                self._set_health(serving)
+
     def stop(self, grace: float = 2.0) -> None:
+        self._stopping.set()
         self.health.enter_graceful_shutdown()
         self.grpc.stop(grace).wait()
         self.service.close()

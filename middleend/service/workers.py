@@ -139,6 +139,7 @@ class WorkerPool:
         self._idle: deque[_Worker] = deque()
         self._workers: set[_Worker] = set()  # idle and busy
         self._missing = 0  # workers whose replacement failed to start; retried on demand
+        self._waiting = 0  # requests waiting for a free worker
         self._closed = False
         try:
             for _ in range(size):
@@ -283,8 +284,18 @@ class WorkerPool:
                 if self._missing:
                     self._missing -= 1
                     break
-                self._cond.wait(remaining)
+                self._waiting += 1
+                try:
+                    self._cond.wait(remaining)
+                finally:
+                    self._waiting -= 1
         return self._replace()
+
+    def saturated(self) -> bool:
+        """Whether every worker is busy and some request waits for one (a server then says
+        NOT_SERVING, so that a balancer sends new work elsewhere)."""
+        with self._cond:
+            return not self._idle and self._waiting > 0
 
     def _release(self, worker: _Worker) -> None:
         """Back to the idle queue, unless it is due for recycling or the pool is closed."""
