@@ -15,3 +15,25 @@ def sets_of(u: isl.UnionSet) -> list[isl.Set]:
     """The sets of a union set, one per tuple space."""
     sl = u.get_set_list()
     return [sl.get_at(k) for k in range(sl.n_set())]
+
+
+# Index arithmetic in generated code is 64-bit: every iterator, loop bound and time-space
+# coordinate must stay well inside int64 for every admissible parameter value. The margin
+# (2^62 instead of 2^63) leaves room for the sums and products of bounds ISL generates
+# (``floord(N + c, 32)``, ``ub + 1``) around a value that fits.
+INDEX_LIMIT = 2 ** 62
+
+
+def out_of_index_range(points: isl.Set, index_context: isl.Set,
+                       limit: int = INDEX_LIMIT) -> int | None:
+    """The first dim of ``points`` that reaches ``limit`` in absolute value for some
+    parameter value of ``index_context`` (None when every dim stays inside)."""
+    pts = points.intersect_params(index_context.align_params(points.get_space()))
+    ctx = pts.get_ctx()
+    lim = isl.Val(str(limit), context=ctx)
+    for k in range(pts.dim(isl.dim_type.set)):
+        hi = pts.lower_bound_val(isl.dim_type.set, k, lim)
+        lo = pts.upper_bound_val(isl.dim_type.set, k, lim.neg())
+        if not hi.is_empty() or not lo.is_empty():
+            return k
+    return None

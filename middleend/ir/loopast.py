@@ -301,22 +301,29 @@ class Signature:
                          program.arguments, dict(program.param_bounds))
 
 
-def walk_nodes(node: Node, loops: tuple[str, ...] = ()
-               ) -> Iterator[tuple[Node, tuple[str, ...]]]:
-    """Every node of a loop AST, outermost first, with the names of the loops around it
-    (the one traversal the passes and the targets share)."""
+def walk_loops(node: Node, loops: tuple[For, ...] = ()
+               ) -> Iterator[tuple[Node, tuple[For, ...]]]:
+    """Every node of a loop AST, outermost first, with the loops around it (the one
+    traversal the passes and the targets share)."""
     yield node, loops
     if isinstance(node, For):
-        yield from walk_nodes(node.body, (*loops, node.name or node.var))
+        yield from walk_loops(node.body, (*loops, node))
     elif isinstance(node, Block):
         for child in node.body:
-            yield from walk_nodes(child, loops)
+            yield from walk_loops(child, loops)
     elif isinstance(node, If):
-        yield from walk_nodes(node.then, loops)
+        yield from walk_loops(node.then, loops)
         if node.orelse is not None:
-            yield from walk_nodes(node.orelse, loops)
+            yield from walk_loops(node.orelse, loops)
     elif isinstance(node, Alloc):
-        yield from walk_nodes(node.body, loops)
+        yield from walk_loops(node.body, loops)
+
+
+def walk_nodes(node: Node, loops: tuple[str, ...] = ()
+               ) -> Iterator[tuple[Node, tuple[str, ...]]]:
+    """:func:`walk_loops` with the loops' user-visible names (after ``loops``)."""
+    for n, fors in walk_loops(node):
+        yield n, (*loops, *(f.name or f.var for f in fors))
 
 
 def statements(node: Node) -> list[Stmt]:

@@ -15,6 +15,7 @@ from ..ir.affine import AffineContext, NonAffine, relaxed_access_map, to_pw_aff,
 from ..ir.errors import DefinitionError, quoted
 from ..ir.expr import Access, Binary, Expr, rebuild, walk, wrap
 from ..ir.function import Buffer, Computation, Function, Param, Var, _BufferOf
+from ..ir.islutil import out_of_index_range
 
 
 @dataclass
@@ -155,11 +156,6 @@ def build_layer1(fn: Function, ctx: isl.Context, commands: list[cmd.Command]) ->
                   {b.name: b for b in fn.buffers}, context, index_context)
 
 
-# Index arithmetic in generated code is 64-bit: every iterator, loop bound and time-space
-# coordinate must stay well inside int64 for every admissible parameter value. The margin
-# (2^62 instead of 2^63) leaves room for the sums and products of bounds ISL generates
-# (``floord(N + c, 32)``, ``ub + 1``) around a value that fits.
-INDEX_LIMIT = 2 ** 62
 INT32_MIN, INT32_MAX = -(2 ** 31), 2 ** 31 - 1
 
 
@@ -174,21 +170,6 @@ def int32_context(params: Sequence[Param], context: isl.Set) -> isl.Set:
         if p.max is None:
             out = out.upper_bound_val(isl.dim_type.param, k, isl.Val.int_from_si(ctx, INT32_MAX))
     return out
-
-
-def out_of_index_range(points: isl.Set, index_context: isl.Set,
-                       limit: int = INDEX_LIMIT) -> int | None:
-    """The first dim of ``points`` that reaches ``limit`` in absolute value for some
-    parameter value of ``index_context`` (None when every dim stays inside)."""
-    pts = points.intersect_params(index_context.align_params(points.get_space()))
-    ctx = pts.get_ctx()
-    lim = isl.Val(str(limit), context=ctx)
-    for k in range(pts.dim(isl.dim_type.set)):
-        hi = pts.lower_bound_val(isl.dim_type.set, k, lim)
-        lo = pts.upper_bound_val(isl.dim_type.set, k, lim.neg())
-        if not hi.is_empty() or not lo.is_empty():
-            return k
-    return None
 
 
 def _check_domain(c: Comp, index_context: isl.Set) -> None:

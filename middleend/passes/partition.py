@@ -40,6 +40,7 @@ from ..ir.loopast import (
     Program,
     Stmt,
     StmtInfo,
+    walk_loops,
     walk_nodes,
 )
 
@@ -182,22 +183,17 @@ def _stmts_below(n: Node, env: dict[str, Interval]
                  ) -> Iterator[tuple[Stmt, dict[str, Interval]]]:
     """Each statement under ``n`` with the ranges of the loops around it (inner loops'
     ranges computed over every value of the outer ones)."""
-    if isinstance(n, Stmt):
-        yield n, env
-    elif isinstance(n, Block):
-        for c in n.body:
-            yield from _stmts_below(c, env)
-    elif isinstance(n, For):
-        rng = loop_range(n, env)
-        inner = {**env, n.var: rng} if rng is not None else \
-            {k: v for k, v in env.items() if k != n.var}
-        yield from _stmts_below(n.body, inner)
-    elif isinstance(n, If):
-        yield from _stmts_below(n.then, env)
-        if n.orelse is not None:
-            yield from _stmts_below(n.orelse, env)
-    elif isinstance(n, Alloc):
-        yield from _stmts_below(n.body, env)
+    for x, fors in walk_loops(n):
+        if not isinstance(x, Stmt):
+            continue
+        ranges = dict(env)
+        for f in fors:
+            rng = loop_range(f, ranges)
+            if rng is None:
+                ranges.pop(f.var, None)
+            else:
+                ranges[f.var] = rng
+        yield x, ranges
 
 
 class _Partitioner:

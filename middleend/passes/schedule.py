@@ -16,6 +16,7 @@ import islpy as isl
 
 from ..ir import commands as cmd
 from ..ir.errors import ScheduleError
+from ..ir.islutil import out_of_index_range
 
 # --------------------------------------------------------------------------- range maps
 
@@ -123,8 +124,6 @@ def check_constants(name: str, c: cmd.Command) -> None:
 def check_index_range(s: CompSchedule, c: cmd.Command, index_context: isl.Set) -> None:
     """After ``c``, every loop of ``s`` must stay within +-2^62 for every admissible
     parameter value (parameters without min/max: int32), or 64-bit loop bounds overflow."""
-    from .layer1 import out_of_index_range
-
     k = out_of_index_range(s.sched.range(), index_context)
     if k is not None:
         loop = s.dims[k]
