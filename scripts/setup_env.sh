@@ -41,9 +41,12 @@ for pkg in middleend backends frontends; do
 done
 
 if [ "$needs_install" -eq 1 ]; then
-    log "installing middleend and its dependencies into .venv (pip install -e '.[test,gpu]')"
+    log "installing middleend and its dependencies into .venv (pip install -e '.[test,gpu,mpi]' and hls4ml)"
     "$PY" -m pip install --quiet --upgrade pip
-    "$PY" -m pip install --quiet -e '.[test,gpu]'
+    "$PY" -m pip install --quiet -e '.[test,gpu,mpi]'
+    # the fpga target's C-simulation headers (Xilinx's open-source ap_int.h/hls_stream.h)
+    # ship in the hls4ml wheel; --no-deps: only the headers are used, not its ML stack
+    "$PY" -m pip install --quiet --no-deps 'hls4ml==1.3.0'
     rm -f "$VENV"/.installed-*
     touch "$STAMP"
 fi
