@@ -84,6 +84,8 @@ def _every_command_program() -> me.Function:
         d.tag_gpu_constant()
         d.gpu_threads("i")
         f.operation("a_shared_end").after(c, "si")
+        a.distribute(0)  # distribution across ranks (the mpi target)
+        me.exchange(c, a, "si")
     return f
 
 

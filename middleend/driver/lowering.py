@@ -21,6 +21,7 @@ command after which the schedule is illegal.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ from ..ir.function import Function
 from ..ir.loopast import Program
 from ..passes.data import Layer3, build_layer3
 from ..passes.dataflow import Expected, expected_dataflow
+from ..passes.distribution import plan_distribution
 from ..passes.device import DevicePlan, plan_device
 from ..passes.layer1 import Layer1, build_layer1
 from ..passes.layer4 import Layer4, build_layer4
@@ -138,12 +140,18 @@ def _new_ctx(max_ops: int) -> isl.Context:
     return ctx
 
 
-def _program(fn: Function, a: Analysis) -> Program:
-    return partition_loops(build_program(fn, a.l1, a.l3, a.l4, a.ts, a.ph, a.exp, a.dev))
+def _program(fn: Function, a: Analysis, ranks: int | None = None) -> Program:
+    p = partition_loops(build_program(fn, a.l1, a.l3, a.l4, a.ts, a.ph, a.exp, a.dev))
+    if ranks is None:
+        return p
+    dist = plan_distribution(a.l1, a.l3, a.l4, a.ts, a.ph, p, fn.commands.items, ranks)
+    return dataclasses.replace(p, distribution=dist)
 
 
 def lower(fn: Function, outputs: Sequence[Any] | None = None, check_legality: bool = True,
-          max_isl_ops: int = DEFAULT_MAX_OPS) -> Lowered:
+          max_isl_ops: int = DEFAULT_MAX_OPS, ranks: int | None = None) -> Lowered:
+    """``ranks``: lower for a distributed target running on that many ranks (the
+    program then carries its :class:`~middleend.ir.distribution.Distribution`)."""
     commands = list(fn.commands.items)
     ctx = _new_ctx(max_isl_ops)
     try:
@@ -154,9 +162,9 @@ def lower(fn: Function, outputs: Sequence[Any] | None = None, check_legality: bo
             except ScheduleError as err:
                 raise _blame(fn, commands, outputs, err, max_isl_ops) from None
         try:
-            program = _program(fn, a)
+            program = _program(fn, a, ranks)
         except ScheduleError as err:
-            if err.command is not None:
+            if err.command is not None or ranks is not None:
                 raise
             raise _blame(fn, commands, outputs, err, max_isl_ops, codegen=True) from None
     except isl.Error as e:

@@ -251,7 +251,8 @@ class CommandLog:
 # on: the consumer for copy_at/barrier_at, the buffer (or computation) for the host/device
 # copies, the operation itself for send/receive.
 
-OPERATION_KINDS = ("copy", "barrier", "host_to_device", "device_to_host", "send", "receive")
+OPERATION_KINDS = ("copy", "barrier", "host_to_device", "device_to_host", "send", "receive",
+                   "exchange")
 # Memory spaces a buffer can be tagged with (Table II's tag_gpu_*), beside the host.
 MEMORY_SPACES = ("gpu_global", "gpu_shared", "gpu_local", "gpu_constant")
 SEND_PROPERTIES = ("sync", "async", "blocking", "nonblocking")
@@ -359,8 +360,29 @@ class TagMemory(Command):
     space: str
 
 
+@dataclass(frozen=True)
+class DistributeBuffer(Command):
+    """``buffer.distribute(dim)``: ``comp`` (a buffer, or a computation meaning its
+    buffer) is block-partitioned along ``dim`` across the ranks of a distributed target:
+    each rank stores its block plus the halo it reads (Layer III)."""
+
+    dim: int
+
+
+@dataclass(frozen=True)
+class Exchange(Command):
+    """``me.exchange(consumer, buffer, level)``: in each iteration of ``consumer``'s loop
+    ``level`` (once, at ``ROOT``), every rank receives from their owners the elements of the
+    distributed ``buffer`` that ``consumer`` reads on it below that loop and it does not
+    own: the exact halo, computed from the schedule (Layer IV)."""
+
+    buffer: str
+    level: str
+    name: str
+
+
 OPERATION_COMMANDS = (CopyAt, BarrierAt, HostToDevice, DeviceToHost, Send, Receive,
-                      CacheSharedAt, CacheLocalAt)
+                      CacheSharedAt, CacheLocalAt, Exchange)
 
 
 def tags_of(c: Command) -> list[tuple[str, str]]:
@@ -375,6 +397,8 @@ def tags_of(c: Command) -> list[tuple[str, str]]:
         return [("vector", c.inner)]
     if isinstance(c, Unroll):
         return [("unroll", c.dim if c.factor is None else c.inner)]
+    if isinstance(c, DistributeBuffer):
+        return [("distribute", f"dimension {c.dim} of buffer {c.comp}")]
     tag = {Parallelize: "parallel", Distribute: "distribute", Pipeline: "pipeline"}.get(type(c))
     return [(tag, c.dim)] if tag is not None else []  # type: ignore[attr-defined]
 
@@ -391,4 +415,6 @@ def operations_of(c: Command) -> list[tuple[str, str]]:
         return [(kind, c.name)]
     if isinstance(c, Send):
         return [("receive" if isinstance(c, Receive) else "send", c.comp)]
+    if isinstance(c, Exchange):
+        return [("exchange", c.name)]
     return []

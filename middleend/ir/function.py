@@ -112,6 +112,14 @@ class Buffer(_Indexable, _Placed):
     def __repr__(self) -> str:
         return f"Buffer({self.name})"
 
+    def distribute(self, dim: int) -> Buffer:
+        """Block-partition this buffer along ``dim`` across the ranks of the mpi target
+        (see :func:`middleend.ir.operations.distribute_buffer`)."""
+        from .operations import distribute_buffer
+
+        distribute_buffer(self, dim)
+        return self
+
 
 class Input(Buffer):
     """An input array of the kernel (a buffer of kind input)."""
@@ -228,6 +236,11 @@ class Computation(_Indexable, Schedulable, _Placed):
         and it is the only way to read elements written at data-dependent indices."""
         return _BufferOf(self)
 
+    def buffer(self) -> _BufferOf:
+        """The buffer associated to this computation (Table II's ``C.buffer()``), e.g. to
+        distribute it: ``C.buffer().distribute(0)``."""
+        return _BufferOf(self)
+
     def update(self, iterators: Sequence[Var], body: Any, name: str | None = None,
                at: Sequence[Any] | None = None) -> Computation:
         """Concise ``acc += ...`` style update: a new computation over ``iterators`` stored
@@ -251,6 +264,15 @@ class _BufferOf(_Indexable):
         self.comp = comp
         self.name = comp.name
         self.dtype = comp.dtype
+        self.fn = comp.fn
+
+    def distribute(self, dim: int) -> _BufferOf:
+        """Block-partition the computation's buffer along ``dim`` across the ranks of the
+        mpi target (``C.buffer().distribute(0)``)."""
+        from .operations import distribute_buffer
+
+        distribute_buffer(self, dim)
+        return self
 
 
 class Function:

@@ -12,8 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from typing import TYPE_CHECKING
+
 from .expr import Expr
 from .types import DType
+
+if TYPE_CHECKING:
+    from .distribution import Distribution
 
 # --------------------------------------------------------------------------- index exprs
 
@@ -276,6 +281,8 @@ class Program:
     stmts: dict[str, StmtInfo] = field(default_factory=dict)
     # parameter -> (min, max) assumed by the compiler; the runtime checks them
     param_bounds: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)
+    # for a distributed target: windows, exchanges and tags for its number of ranks
+    distribution: Distribution | None = None
 
     @property
     def arguments(self) -> tuple[BufferDecl, ...]:

@@ -49,9 +49,9 @@ def _function_of(*objs: Any) -> Function:
 
 def _buffer_name(x: Any, what: str) -> str:
     """A buffer named by a Buffer, a Computation (its buffer) or a name."""
-    from .function import Buffer, Computation
+    from .function import Buffer, Computation, _BufferOf
 
-    if isinstance(x, (Buffer, Computation)):
+    if isinstance(x, (Buffer, Computation, _BufferOf)):
         return x.name
     if isinstance(x, str):
         return check_name(x, what)
@@ -98,6 +98,35 @@ def barrier_at(consumer: Any, level: Any, name: str | None = None) -> Operation:
     op = Operation(fn, name or f"barrier_{p}_{lv}", "barrier")
     fn.commands.add(cmd.BarrierAt(p, lv, op.name))
     return op
+
+
+def exchange(consumer: Any, buffer: Any, level: Any = cmd.ROOT, name: str | None = None
+             ) -> Operation:
+    """The halo exchange a distributed ``consumer`` needs: in each iteration of its loop
+    ``level`` (once, before it, at ``me.ROOT``), every rank receives from the ranks that
+    own them the elements of the distributed ``buffer`` (``buffer.distribute(dim)``) that
+    ``consumer`` reads on that rank below the loop and the rank does not own, and the
+    owners send them. The element sets are exact (ISL), never a bounding box of them.
+    ``level`` must be a loop outside the distributed one."""
+    p = _consumer(consumer, "exchange")
+    fn = _function_of(consumer)
+    b = _buffer_name(buffer, "exchange")
+    lv = cmd.ROOT if level is cmd.ROOT else dim_name(level)
+    op = Operation(fn, name or f"exchange_{b}_{p}", "exchange")
+    fn.commands.add(cmd.Exchange(p, b, lv, op.name))
+    return op
+
+
+def distribute_buffer(buffer: Any, dim: int) -> None:
+    """Block-partition ``buffer`` (or a computation's buffer) along ``dim`` across the
+    ranks of a distributed target (rank r owns elements ``r*B .. r*B+B-1`` along ``dim``,
+    ``B = ceil(extent / ranks)``); each rank stores only its block plus the halo it
+    reads."""
+    b = _buffer_name(buffer, "distribute")
+    if isinstance(dim, bool) or not isinstance(dim, int) or dim < 0:
+        raise DefinitionError(f"{b}.distribute(dim): dim must be a buffer dimension (an int "
+                              f">= 0), got {dim!r}")
+    _function_of(buffer).commands.add(cmd.DistributeBuffer(b, dim))
 
 
 def host_to_device(buffer: Any, name: str | None = None) -> Operation:

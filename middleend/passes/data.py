@@ -278,12 +278,12 @@ def box(b: BufferInfo, space: isl.Space, dims: Sequence[int] | None = None) -> i
     s = isl.Set.universe(space)
     for k in range(b.ndim) if dims is None else dims:
         x = ac.dim(k)
-        size = ac.const(b.fold[k]) if k in b.fold else _lift(b.sizes[k], space)
+        size = ac.const(b.fold[k]) if k in b.fold else lift_params(b.sizes[k], space)
         s = s.intersect(ac.const(0).le_set(x)).intersect(x.lt_set(size))
     return s
 
 
-def _lift(pa: isl.PwAff, space: isl.Space) -> isl.PwAff:
+def lift_params(pa: isl.PwAff, space: isl.Space) -> isl.PwAff:
     """A params-only pw_aff as a function on ``space``."""
     n = space.dim(isl.dim_type.set)
     lifted = pa.align_params(space).add_dims(isl.dim_type.in_, n)

@@ -108,6 +108,8 @@ def build_layer4(fn: Function, l1: Layer1, l3: Layer3, commands: list[cmd.Comman
             _host_device(l4, l1, l3, c, k)
         elif isinstance(c, cmd.Send):
             _send(l4, l1, l3, c, k)
+        elif isinstance(c, cmd.Exchange):
+            _exchange(l4, l1, l3, c, k)
         elif isinstance(c, (cmd.CacheSharedAt, cmd.CacheLocalAt)):
             _cache(l4, l1, l3, fn, c, k)
         elif isinstance(c, cmd.TagMemory):
@@ -244,6 +246,22 @@ def _barrier(l4: Layer4, l1: Layer1, c: cmd.BarrierAt, k: int,
     acc = isl.Map.from_domain_and_range(pdom, dom)
     l4.ops[c.name] = Op(c.name, "barrier", (blame or c).describe(), k, dom, [], "at",
                         consumer=p, level=c.level, acc=acc)
+
+
+def _exchange(l4: Layer4, l1: Layer1, l3: Layer3, c: cmd.Exchange, k: int) -> None:
+    """A halo exchange: one instance per iteration of the consumer's loop ``level``, like
+    a barrier; what it moves between which ranks depends on the number of ranks and is
+    computed when a distributed target lowers (:mod:`middleend.passes.distribution`)."""
+    p = _consumer(l1, c, k)
+    buf = l3.store.get(c.buffer, c.buffer)
+    if buf not in l3.buffers:
+        raise _fail(c, k, f"unknown buffer or computation {c.buffer!r}")
+    if not any(l4.buffer_of(l3, r) == buf for r in l1.comps[p].reads):
+        raise _fail(c, k, f"{p!r} does not read {buf!r}", (p,))
+    dom = isl.Set.universe(_named_elements(l1, c.name, []))
+    acc = isl.Map.from_domain_and_range(l1.comps[p].domain, dom)
+    l4.ops[c.name] = Op(c.name, "exchange", c.describe(), k, dom, [], "at", consumer=p,
+                        level=c.level, src=buf, acc=acc)
 
 
 def _host_device(l4: Layer4, l1: Layer1, l3: Layer3, c: cmd.HostToDevice | cmd.DeviceToHost,

@@ -250,6 +250,8 @@ def finalize(comps: dict[str, CompSchedule], declared: list[str], events: list[c
         if o.placement in ("at", "after"):
             assert o.consumer is not None and o.level is not None and o.acc is not None
             c = comps[o.consumer]
+            if o.level == cmd.ROOT:
+                continue  # once, before (after) the consumer's loops
             if o.level not in c.ext_dims:
                 raise ScheduleError(f"{o.command}: {o.consumer!r} has no loop {o.level!r}; "
                                     f"its loops are {c.ext_dims}",

@@ -81,8 +81,9 @@ def _lower(req: pb.Request, timer: _Timer, limits: Limits, max_ops: int,
     ops = opts["max_isl_operations"]
     ops = max_ops if ops <= 0 else min(ops, max_ops)
     with timer.phase("lower"):
+        extra = target.lowering(opts["target_options"]) if target is not None else {}
         low = lower(fn, outputs=opts["outputs"], check_legality=opts["check_legality"],
-                    max_isl_ops=ops)
+                    max_isl_ops=ops, **extra)
     if target is not None:
         try:
             target.check(low.program, opts["target_options"])

@@ -161,6 +161,11 @@ class Target(abc.ABC):
                         loop=outer[-1] if outer else None, command=info.command or None,
                         feature=("operation", info.op))
 
+    def lowering(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        """What lowering needs from this target's options (default nothing; a distributed
+        target returns ``{"ranks": n}``: the middle-end then plans the distribution)."""
+        return {}
+
     def declaration(self, program: Program) -> str:
         """The entry point as a C declaration, for callers outside Python ("" when the
         target has no C-callable entry point)."""

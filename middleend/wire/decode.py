@@ -56,12 +56,12 @@ from .v1 import middleend_pb2 as pb
 
 # Commands called on a buffer or a computation's buffer.
 _ON_BUFFERS = frozenset({"host_to_device", "device_to_host", "cache_shared_at",
-                         "cache_local_at", "tag_memory"})
+                         "cache_local_at", "tag_memory", "distribute_buffer"})
 SPACES = {pb.GPU_GLOBAL: "gpu_global", pb.GPU_SHARED: "gpu_shared", pb.GPU_LOCAL: "gpu_local",
           pb.GPU_CONSTANT: "gpu_constant"}
 # Commands that only a Layer I computation can take (not an operation).
 _COMPUTATION_ONLY = frozenset({"compute_at", "inline", "store_in", "storage_fold",
-                               "allocate_at", "copy_at", "barrier_at"})
+                               "allocate_at", "copy_at", "barrier_at", "exchange"})
 
 TYPES = {v: t.BY_NAME[k] for k, v in ELEM.items()}
 OPS = {v: k for k, v in BINARY.items()}
@@ -522,6 +522,8 @@ class _Decoder:
             "copy_at": lambda: self._op(ops.copy_at(comp, a.level, buffer_or_name(a.src),
                                                     buffer_or_name(a.dst), a.name or None)),
             "barrier_at": lambda: self._op(ops.barrier_at(comp, a.level, a.name or None)),
+            "exchange": lambda: self._op(ops.exchange(comp, buffer_or_name(a.buffer),
+                                                      a.level, a.name or None)),
         }
         if isinstance(comp, Operation) and which in _COMPUTATION_ONLY:
             raise self.fail(sub, f"{which} applies to computations, and {comp.name!r} is "
@@ -533,7 +535,9 @@ class _Decoder:
 
     def on_buffer(self, buf: Any, which: str, a: Any, path: str) -> None:
         """The commands called on a buffer (or a computation's buffer)."""
-        if which == "tag_memory":
+        if which == "distribute_buffer":
+            ops.distribute_buffer(buf, a.dim)
+        elif which == "tag_memory":
             if a.space not in SPACES:
                 raise self.fail(f"{path}.space", "a memory space to tag must be GPU_GLOBAL, "
                                                  "GPU_SHARED, GPU_LOCAL or GPU_CONSTANT")

@@ -526,6 +526,22 @@ class BarrierAt(_message.Message):
     name: str
     def __init__(self, level: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
 
+class DistributeBuffer(_message.Message):
+    __slots__ = ("dim",)
+    DIM_FIELD_NUMBER: _ClassVar[int]
+    dim: int
+    def __init__(self, dim: _Optional[int] = ...) -> None: ...
+
+class Exchange(_message.Message):
+    __slots__ = ("buffer", "level", "name")
+    BUFFER_FIELD_NUMBER: _ClassVar[int]
+    LEVEL_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    buffer: str
+    level: str
+    name: str
+    def __init__(self, buffer: _Optional[str] = ..., level: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+
 class HostToDevice(_message.Message):
     __slots__ = ("name",)
     NAME_FIELD_NUMBER: _ClassVar[int]
@@ -599,7 +615,7 @@ class Receive(_message.Message):
     def __init__(self, domain: _Optional[str] = ..., buffer: _Optional[str] = ..., start: _Optional[_Iterable[_Union[Expr, _Mapping]]] = ..., size: _Optional[_Iterable[_Union[Expr, _Mapping]]] = ..., peer: _Optional[_Union[Expr, _Mapping]] = ..., properties: _Optional[_Iterable[str]] = ..., matching: _Optional[str] = ...) -> None: ...
 
 class Command(_message.Message):
-    __slots__ = ("computation", "interchange", "split", "tile", "shift", "skew", "reverse", "after", "before", "then", "compute_at", "inline", "unroll", "vectorize", "parallelize", "set_schedule", "gpu", "tile_gpu", "distribute", "pipeline", "store_in", "storage_fold", "allocate_at", "copy_at", "barrier_at", "host_to_device", "device_to_host", "send", "receive", "cache_shared_at", "cache_local_at", "tag_memory")
+    __slots__ = ("computation", "interchange", "split", "tile", "shift", "skew", "reverse", "after", "before", "then", "compute_at", "inline", "unroll", "vectorize", "parallelize", "set_schedule", "gpu", "tile_gpu", "distribute", "pipeline", "store_in", "storage_fold", "allocate_at", "copy_at", "barrier_at", "host_to_device", "device_to_host", "send", "receive", "cache_shared_at", "cache_local_at", "tag_memory", "distribute_buffer", "exchange")
     COMPUTATION_FIELD_NUMBER: _ClassVar[int]
     INTERCHANGE_FIELD_NUMBER: _ClassVar[int]
     SPLIT_FIELD_NUMBER: _ClassVar[int]
@@ -632,6 +648,8 @@ class Command(_message.Message):
     CACHE_SHARED_AT_FIELD_NUMBER: _ClassVar[int]
     CACHE_LOCAL_AT_FIELD_NUMBER: _ClassVar[int]
     TAG_MEMORY_FIELD_NUMBER: _ClassVar[int]
+    DISTRIBUTE_BUFFER_FIELD_NUMBER: _ClassVar[int]
+    EXCHANGE_FIELD_NUMBER: _ClassVar[int]
     computation: str
     interchange: Interchange
     split: Split
@@ -664,7 +682,9 @@ class Command(_message.Message):
     cache_shared_at: CacheSharedAt
     cache_local_at: CacheLocalAt
     tag_memory: TagMemory
-    def __init__(self, computation: _Optional[str] = ..., interchange: _Optional[_Union[Interchange, _Mapping]] = ..., split: _Optional[_Union[Split, _Mapping]] = ..., tile: _Optional[_Union[Tile, _Mapping]] = ..., shift: _Optional[_Union[Shift, _Mapping]] = ..., skew: _Optional[_Union[Skew, _Mapping]] = ..., reverse: _Optional[_Union[Reverse, _Mapping]] = ..., after: _Optional[_Union[After, _Mapping]] = ..., before: _Optional[_Union[Before, _Mapping]] = ..., then: _Optional[_Union[Then, _Mapping]] = ..., compute_at: _Optional[_Union[ComputeAt, _Mapping]] = ..., inline: _Optional[_Union[Inline, _Mapping]] = ..., unroll: _Optional[_Union[Unroll, _Mapping]] = ..., vectorize: _Optional[_Union[Vectorize, _Mapping]] = ..., parallelize: _Optional[_Union[Parallelize, _Mapping]] = ..., set_schedule: _Optional[_Union[SetSchedule, _Mapping]] = ..., gpu: _Optional[_Union[Gpu, _Mapping]] = ..., tile_gpu: _Optional[_Union[TileGpu, _Mapping]] = ..., distribute: _Optional[_Union[Distribute, _Mapping]] = ..., pipeline: _Optional[_Union[Pipeline, _Mapping]] = ..., store_in: _Optional[_Union[StoreIn, _Mapping]] = ..., storage_fold: _Optional[_Union[StorageFold, _Mapping]] = ..., allocate_at: _Optional[_Union[AllocateAt, _Mapping]] = ..., copy_at: _Optional[_Union[CopyAt, _Mapping]] = ..., barrier_at: _Optional[_Union[BarrierAt, _Mapping]] = ..., host_to_device: _Optional[_Union[HostToDevice, _Mapping]] = ..., device_to_host: _Optional[_Union[DeviceToHost, _Mapping]] = ..., send: _Optional[_Union[Send, _Mapping]] = ..., receive: _Optional[_Union[Receive, _Mapping]] = ..., cache_shared_at: _Optional[_Union[CacheSharedAt, _Mapping]] = ..., cache_local_at: _Optional[_Union[CacheLocalAt, _Mapping]] = ..., tag_memory: _Optional[_Union[TagMemory, _Mapping]] = ...) -> None: ...
+    distribute_buffer: DistributeBuffer
+    exchange: Exchange
+    def __init__(self, computation: _Optional[str] = ..., interchange: _Optional[_Union[Interchange, _Mapping]] = ..., split: _Optional[_Union[Split, _Mapping]] = ..., tile: _Optional[_Union[Tile, _Mapping]] = ..., shift: _Optional[_Union[Shift, _Mapping]] = ..., skew: _Optional[_Union[Skew, _Mapping]] = ..., reverse: _Optional[_Union[Reverse, _Mapping]] = ..., after: _Optional[_Union[After, _Mapping]] = ..., before: _Optional[_Union[Before, _Mapping]] = ..., then: _Optional[_Union[Then, _Mapping]] = ..., compute_at: _Optional[_Union[ComputeAt, _Mapping]] = ..., inline: _Optional[_Union[Inline, _Mapping]] = ..., unroll: _Optional[_Union[Unroll, _Mapping]] = ..., vectorize: _Optional[_Union[Vectorize, _Mapping]] = ..., parallelize: _Optional[_Union[Parallelize, _Mapping]] = ..., set_schedule: _Optional[_Union[SetSchedule, _Mapping]] = ..., gpu: _Optional[_Union[Gpu, _Mapping]] = ..., tile_gpu: _Optional[_Union[TileGpu, _Mapping]] = ..., distribute: _Optional[_Union[Distribute, _Mapping]] = ..., pipeline: _Optional[_Union[Pipeline, _Mapping]] = ..., store_in: _Optional[_Union[StoreIn, _Mapping]] = ..., storage_fold: _Optional[_Union[StorageFold, _Mapping]] = ..., allocate_at: _Optional[_Union[AllocateAt, _Mapping]] = ..., copy_at: _Optional[_Union[CopyAt, _Mapping]] = ..., barrier_at: _Optional[_Union[BarrierAt, _Mapping]] = ..., host_to_device: _Optional[_Union[HostToDevice, _Mapping]] = ..., device_to_host: _Optional[_Union[DeviceToHost, _Mapping]] = ..., send: _Optional[_Union[Send, _Mapping]] = ..., receive: _Optional[_Union[Receive, _Mapping]] = ..., cache_shared_at: _Optional[_Union[CacheSharedAt, _Mapping]] = ..., cache_local_at: _Optional[_Union[CacheLocalAt, _Mapping]] = ..., tag_memory: _Optional[_Union[TagMemory, _Mapping]] = ..., distribute_buffer: _Optional[_Union[DistributeBuffer, _Mapping]] = ..., exchange: _Optional[_Union[Exchange, _Mapping]] = ...) -> None: ...
 
 class Function(_message.Message):
     __slots__ = ("name", "params", "inputs", "computations", "commands", "buffers", "outputs")

@@ -1,0 +1,58 @@
+"""What a distributed target needs beyond the loop AST: where each distributed buffer's
+elements live on each rank, and the exact messages of each halo exchange.
+
+The middle-end computes these with ISL for a given number of ranks
+(:mod:`middleend.passes.distribution`); a backend only prints them. Ranks number
+``0 .. ranks-1``; a distributed loop's iteration ``v`` runs on rank ``v``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .loopast import IExpr, Node
+
+
+@dataclass(frozen=True)
+class Window:
+    """A buffer block-partitioned along ``dim``: rank ``r`` owns the elements
+    ``r*block .. r*block+block-1`` along it (``block`` = ceil(extent / ranks), an index
+    expression over the params) and stores ``lo_halo`` elements below its block and
+    ``hi_halo`` above it, the most any rank reads or receives there. ``whole``: the halo
+    grows with the params, so every rank stores the whole dimension instead."""
+
+    buffer: str
+    dim: int
+    block: IExpr
+    lo_halo: int
+    hi_halo: int
+    whole: bool = False
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """One message of an exchange: rank ``src`` sends rank ``dst`` the elements of
+    ``buffer`` that ``loops`` enumerates (a loop nest whose statements, named
+    ``me_elem``, bind ``e0 .. e<n-1>`` to an element; both ranks walk it in the same
+    order, one packing, one unpacking). Its bounds use the params and the iterators of
+    the loops around the exchange."""
+
+    src: int
+    dst: int
+    buffer: str
+    loops: Node
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """``ranks`` the program runs on; ``windows`` by buffer name; ``exchanges``: each
+    exchange operation's messages; ``tags``: each send and receive operation's message
+    tag (a receive has its matching send's)."""
+
+    ranks: int
+    windows: dict[str, Window] = field(default_factory=dict)
+    exchanges: dict[str, tuple[Transfer, ...]] = field(default_factory=dict)
+    tags: dict[str, int] = field(default_factory=dict)
+
+
+ELEMENT = "me_elem"  # the statement name of a Transfer's element

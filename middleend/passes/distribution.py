@@ -1,0 +1,532 @@
+"""Distribution over ranks (the mpi target): which rank runs what, where each distributed
+buffer's elements live, the exact halo exchanges, and the checks that make a distributed
+schedule safe to run.
+
+A statement inside a loop tagged ``distribute`` runs its iteration ``v`` on rank ``v``;
+any other statement runs on every rank (replicated). A buffer distributed along a dim
+(``buffer.distribute(dim)``) is owned in blocks of ``ceil(extent / ranks)``; computations
+write only what their rank owns (owner computes), and a rank reads an element it does not
+own only after a receive or an exchange brought it. Everything is computed with ISL for a
+given number of ranks ``R`` (a compile option), rank by rank, so that block boundaries
+like ``r * floor((N + R - 1) / R)`` stay quasi-affine and every set is exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import islpy as isl
+
+from ..ir import commands as cmd
+from ..ir.affine import AffineContext, NonAffine, to_pw_aff
+from ..ir.distribution import ELEMENT, Distribution, Transfer, Window
+from ..ir.errors import ScheduleError
+from ..ir.expr import Expr
+from ..ir.loopast import Block, For, IExpr, If, IInt, IOp, IVar, Node, Program, Stmt
+from .astgen import iexpr
+from .data import Layer3, box, lift_params
+from .layer1 import Layer1
+from .layer4 import Layer4
+from .physical import Physical
+from .placement import TimeSpace
+
+MAX_RANKS = 64
+
+
+def _val(ctx: isl.Context, v: int) -> isl.Val:
+    return isl.Val.int_from_si(ctx, v)
+
+
+class _Ranks:
+    """Rank facts of one scheduled program for ``ranks`` ranks."""
+
+    def __init__(self, l1: Layer1, l3: Layer3, l4: Layer4, ts: TimeSpace, ph: Physical,
+                 ranks: int) -> None:
+        self.l1, self.l3, self.l4, self.ts, self.ph, self.R = l1, l3, l4, ts, ph, ranks
+        self.ctx = l1.ctx
+        self.ntd = 2 * ts.depth + 1
+        self.dist: dict[str, int | None] = {}  # statement -> time-space dim of its rank
+        for n in ts.order:
+            dims = ts.gpu_dims(n, "distribute")
+            if len(dims) > 1:
+                names = [ts.loop_name(n, d) for d in dims]
+                raise ScheduleError(f"{n!r} has two distributed loops {names}; distribute one "
+                                    "loop per statement (ranks are one-dimensional)",
+                                    computations=(n,))
+            self.dist[n] = 2 * dims[0] + 1 if dims else None
+
+    def t_space(self) -> isl.Space:
+        return isl.Space.set_alloc(self.ctx, 0, self.ntd).align_params(self.l1.param_space)
+
+    def on_rank(self, n: str, r: int) -> isl.Set:
+        """The time-space points of statement ``n`` that rank ``r`` runs (all of them for
+        a replicated statement)."""
+        s = isl.Set.universe(self.t_space())
+        d = self.dist.get(n)
+        if d is None:
+            return s
+        return s.fix_val(isl.dim_type.set, d, _val(self.ctx, r))
+
+    def accesses(self, buf: str, reads: bool = True, writes: bool = True,
+                 ops: bool = True) -> list[tuple[str, isl.Map, str]]:
+        """(statement, {T -> buf[e]}, 'read'/'write') of every access of ``buf``."""
+        out: list[tuple[str, isl.Map, str]] = []
+        ph = self.ph
+        for n in self.ts.order:
+            if n in self.l1.comps:
+                if writes and n in ph.writes and _target(ph.writes[n]) == buf:
+                    out.append((n, ph.writes[n], "write"))
+                if reads:
+                    for rd in self.l1.comps[n].reads:
+                        m = ph.reads.get(rd.ref)
+                        if m is not None and _target(m) == buf:
+                            out.append((n, m, "read"))
+            elif ops:
+                m = ph.op_writes.get(n)
+                if writes and m is not None and _target(m) == buf:
+                    out.append((n, m, "write"))
+                m = ph.op_reads.get(n)
+                if reads and m is not None and _target(m) == buf:
+                    out.append((n, m, "read"))
+        return out
+
+    def elements(self, buf: str, r: int, **kw: bool) -> isl.Set:
+        """The elements of ``buf`` that rank ``r`` accesses."""
+        acc = None
+        for n, m, _ in self.accesses(buf, **kw):
+            e = m.intersect_domain(self.on_rank(n, r)).range()
+            acc = e if acc is None else acc.union(e)
+        return acc if acc is not None else isl.Set.empty(self._espace(buf))
+
+    def _espace(self, buf: str) -> isl.Space:
+        b = self.l3.buffers[buf]
+        return isl.Space.set_alloc(self.ctx, 0, b.ndim).align_params(
+            self.l1.param_space).set_tuple_name(isl.dim_type.set, buf)
+
+
+def _target(m: isl.Map) -> str:
+    return str(m.get_tuple_name(isl.dim_type.out))
+
+
+class _Blocks:
+    """The block partition of one distributed buffer."""
+
+    def __init__(self, rk: _Ranks, buf: str, dim: int) -> None:
+        self.rk, self.buf, self.dim = rk, buf, dim
+        b = rk.l3.buffers[buf]
+        self.space = rk._espace(buf)
+        ext = b.sizes[dim]
+        ctx = rk.ctx
+        self.block = ext.add_constant_val(_val(ctx, rk.R - 1)).scale_down_val(
+            _val(ctx, rk.R)).floor()  # over params
+        self.box = box(b, self.space)
+
+    def _block_on(self, space: isl.Space) -> isl.PwAff:
+        return lift_params(self.block, space)
+
+    def own(self, r: int) -> isl.Set:
+        """The elements rank ``r`` owns."""
+        sp = self.space
+        x = isl.PwAff.var_on_domain(isl.LocalSpace.from_space(sp), isl.dim_type.set, self.dim)
+        lo = self._block_on(sp).scale_val(_val(self.rk.ctx, r))
+        hi = lo.add(self._block_on(sp))
+        return self.box.intersect(lo.le_set(x)).intersect(x.lt_set(hi))
+
+    def halo(self, r: int, elems: isl.Set) -> tuple[int | None, int | None]:
+        """(below, above): how far ``elems`` reach outside rank ``r``'s block (None:
+        the reach grows with the params)."""
+        if elems.is_empty():
+            return 0, 0
+        sp = elems.get_space()
+        x = isl.PwAff.var_on_domain(isl.LocalSpace.from_space(sp), isl.dim_type.set, self.dim)
+        lo = self._block_on(sp).scale_val(_val(self.rk.ctx, r))
+        hi = lo.add(self._block_on(sp)).add_constant_val(_val(self.rk.ctx, -1))
+        return _max_of(lo.sub(x), elems), _max_of(x.sub(hi), elems)
+
+
+def _max_of(f: isl.PwAff, dom: isl.Set) -> int | None:
+    """The largest value of ``f`` on ``dom`` over every value of the params, or None if
+    it is unbounded or depends on them without bound (a piecewise constant is fine)."""
+    vals = isl.Map.from_pw_aff(f.intersect_domain(dom)).range()  # f(x), with the params
+    vals = vals.project_out(isl.dim_type.param, 0, vals.dim(isl.dim_type.param))
+    if vals.is_empty():
+        return 0
+    m = vals.dim_max(0)
+    best: int | None = None
+    for _, aff in m.get_pieces():
+        if not aff.is_cst():
+            return None
+        v = int(aff.get_constant_val().to_python())
+        best = v if best is None else max(best, v)
+    if best is None or best > 1 << 20:  # an int32 context bound, not a real halo
+        return None
+    return best
+
+
+def plan_distribution(l1: Layer1, l3: Layer3, l4: Layer4, ts: TimeSpace, ph: Physical,
+                      program: Program, commands: Sequence[cmd.Command], ranks: int
+                      ) -> Distribution:
+    """Windows, exchanges and message tags for ``ranks`` ranks, after checking that the
+    distribution is legal (owner computes, every remote read brought by a message, every
+    receive matched by a send, no certain deadlock)."""
+    if not 1 <= ranks <= MAX_RANKS:
+        raise ScheduleError(f"ranks must be between 1 and {MAX_RANKS}, got {ranks}")
+    rk = _Ranks(l1, l3, l4, ts, ph, ranks)
+    blocks = _distributed_buffers(rk, commands)
+    windows = {b: _window(rk, bl, program) for b, bl in blocks.items()}
+    _check_owner_computes(rk, blocks)
+    _check_replicated(rk, blocks)
+    exchanges = {o.name: _exchange(rk, blocks, o.name) for o in l4.ops.values()
+                 if o.kind == "exchange"}
+    tags = _match(rk, commands)
+    _check_remote_reads(rk, blocks, exchanges)
+    return Distribution(ranks, windows, exchanges, tags)
+
+
+def _distributed_buffers(rk: _Ranks, commands: Sequence[cmd.Command]) -> dict[str, _Blocks]:
+    out: dict[str, _Blocks] = {}
+    for k, c in enumerate(commands):
+        if not isinstance(c, cmd.DistributeBuffer):
+            continue
+        where = f"{c.describe()} (command #{k})"
+        buf = rk.l3.store.get(c.comp, c.comp)
+        b = rk.l3.buffers.get(buf)
+        if b is None:
+            raise ScheduleError(f"{where}: unknown buffer or computation {c.comp!r}",
+                                command=c.describe(), command_index=k)
+        if not 0 <= c.dim < b.ndim:
+            raise ScheduleError(f"{where}: {buf!r} has {b.ndim} dimension(s); there is no "
+                                f"dimension {c.dim}", command=c.describe(), command_index=k)
+        if buf in out:
+            raise ScheduleError(f"{where}: {buf!r} is already distributed",
+                                command=c.describe(), command_index=k)
+        if c.dim in b.fold or b.alloc_at is not None or buf in rk.ph.local:
+            raise ScheduleError(f"{where}: {buf!r} is folded along that dimension or "
+                                "allocated inside a loop; only whole buffers are distributed",
+                                command=c.describe(), command_index=k)
+        out[buf] = _Blocks(rk, buf, c.dim)
+    return out
+
+
+def _window(rk: _Ranks, bl: _Blocks, program: Program) -> Window:
+    lo_h, hi_h, whole = 0, 0, False
+    for r in range(rk.R):
+        lo, hi = bl.halo(r, rk.elements(bl.buf, r))
+        if lo is None or hi is None:
+            whole = True
+            break
+        lo_h, hi_h = max(lo_h, lo), max(hi_h, hi)
+    decl = next(d for d in program.buffers if d.name == bl.buf)
+    size = decl.sizes[bl.dim]
+    block = IOp("fdiv_q", (IOp("add", (size, IInt(rk.R - 1))), IInt(rk.R)))
+    return Window(bl.buf, bl.dim, block, lo_h, hi_h, whole)
+
+
+def _set_text(s: isl.Set) -> str:
+    text = str(s.coalesce())
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def _check_owner_computes(rk: _Ranks, blocks: dict[str, _Blocks]) -> None:
+    """A computation writes, on each rank, only elements of a distributed buffer that the
+    rank owns (what it gathers back is then exactly what it computed)."""
+    for buf, bl in blocks.items():
+        for n, m, _ in rk.accesses(buf, reads=False, ops=False):
+            for r in range(rk.R):
+                bad = m.intersect_domain(rk.on_rank(n, r)).range().subtract(bl.own(r))
+                if not bad.is_empty():
+                    how = "on every rank (it is not distributed)" if rk.dist[n] is None else \
+                        f"on rank {r}"
+                    raise ScheduleError(
+                        f"{n!r} writes {how} elements of {buf!r} that rank {r} does not own: "
+                        f"{_set_text(bad)} ({buf!r} is distributed along dimension {bl.dim} "
+                        f"in blocks of ceil(extent/{rk.R})); distribute {n!r}'s loop so that "
+                        "each rank computes its own block", computations=(n,))
+
+
+def _check_replicated(rk: _Ranks, blocks: dict[str, _Blocks]) -> None:
+    """A buffer that is not distributed is one copy per rank: an output is gathered from
+    rank 0's copy, so a distributed computation may not write it; a rank may read an
+    element of a temporary only if it wrote it itself (or every rank did)."""
+    for buf, b in rk.l3.buffers.items():
+        if buf in blocks:
+            continue
+        writers = [(n, m) for n, m, _ in rk.accesses(buf, reads=False, ops=False)
+                   if rk.dist[n] is not None]
+        if not writers:
+            continue
+        if buf in rk.l3.outputs:
+            n = writers[0][0]
+            raise ScheduleError(
+                f"output {buf!r} is written by {n!r}, whose loop is distributed, but {buf!r} "
+                f"is not: each rank would hold a part of it; distribute it too "
+                f"({buf}.distribute(dim) or {n}.buffer().distribute(dim))", computations=(n,))
+        written = [_union(m.intersect_domain(rk.on_rank(n, r)).range() for n, m in writers)
+                   for r in range(rk.R)]
+        for n, m, _ in rk.accesses(buf, writes=False, ops=False):
+            for r in range(rk.R):
+                elsewhere = _union(written[s] for s in range(rk.R) if s != r)
+                if elsewhere is None:
+                    continue
+                own = written[r] if written[r] is not None else elsewhere.subtract(elsewhere)
+                bad = m.intersect_domain(rk.on_rank(n, r)).range().intersect(
+                    elsewhere.subtract(own))
+                if not bad.is_empty():
+                    raise ScheduleError(
+                        f"{n!r} reads on rank {r} elements of {buf!r} that another rank "
+                        f"computes: {_set_text(bad)}; {buf!r} is not distributed, so nothing "
+                        f"brings them (distribute {buf!r} and exchange its halo)",
+                        computations=(n,))
+
+
+def _union(sets: object) -> isl.Set | None:
+    out = None
+    for s in sets:  # type: ignore[attr-defined]
+        if s is None:
+            continue
+        out = s if out is None else out.union(s)
+    return out
+
+
+def _exchange(rk: _Ranks, blocks: dict[str, _Blocks], name: str) -> tuple[Transfer, ...]:
+    """The messages of one exchange: for each pair of ranks, the exact elements the
+    consumer reads on the receiver below the exchange's loop that the sender owns."""
+    o = rk.l4.ops[name]
+    p, buf = o.consumer, o.src
+    assert p is not None and buf is not None
+    if buf not in blocks:
+        raise ScheduleError(f"{o.command}: {buf!r} is not distributed; exchange moves the "
+                            f"halo of a distributed buffer ({buf}.distribute(dim))",
+                            computations=(name,))
+    bl = blocks[buf]
+    d = rk.dist.get(p)
+    if d is None:
+        raise ScheduleError(f"{o.command}: {p!r} has no distributed loop: it runs on every "
+                            "rank, with no halo to exchange", computations=(name, p))
+    s = rk.ts.comps[p]
+    lv = -1 if o.level in (None, cmd.ROOT) else s.ext_dims.index(o.level)
+    if 2 * lv + 1 >= d:
+        raise ScheduleError(f"{o.command}: the exchange must be placed at a loop outside "
+                            f"{p!r}'s distributed loop {rk.ts.loop_name(p, (d - 1) // 2)!r} "
+                            "(all ranks exchange together)", computations=(name, p))
+    reads = [m for n, m, kind in rk.accesses(buf, writes=False, ops=False) if n == p]
+    loops = [2 * q + 1 for q in range(lv + 1)]  # the loops around the exchange
+    out: list[Transfer] = []
+    for r in range(rk.R):
+        need = None
+        for m in reads:
+            m = m.intersect_domain(rk.on_rank(p, r)).subtract_range(bl.own(r))
+            need = m if need is None else need.union(m)
+        if need is None:
+            continue
+        need = _by_loops(need, loops, rk.ntd)
+        for src in range(rk.R):
+            if src == r:
+                continue
+            part = need.intersect(bl.own(src).align_params(need.get_space()))
+            if part.is_empty():
+                continue
+            out.append(Transfer(src, r, buf, _element_loops(part, program_params(rk))))
+    return tuple(out)
+
+
+def program_params(rk: _Ranks) -> dict[str, str]:
+    return {q: f"p_{q}" for q in rk.l1.params}
+
+
+def _by_loops(m: isl.Map, loops: list[int], ntd: int) -> isl.Set:
+    """``{T -> e}`` as a set of elements whose params include the loop iterators ``t<k>``
+    of the time-space dims ``loops`` (the other dims projected out)."""
+    m = m.coalesce()
+    for k in range(ntd):
+        m = m.set_dim_name(isl.dim_type.in_, k, f"t{k}")
+    keep = set(loops)
+    for k in range(ntd - 1, -1, -1):
+        if k not in keep:
+            m = m.project_out(isl.dim_type.in_, k, 1)
+    # the remaining input dims become params named t<k>
+    n_in = m.dim(isl.dim_type.in_)
+    m = m.move_dims(isl.dim_type.param, m.dim(isl.dim_type.param), isl.dim_type.in_, 0, n_in)
+    return m.range().coalesce()
+
+
+def _element_loops(elems: isl.Set, pmap: dict[str, str]) -> Node:
+    """A loop nest enumerating ``elems`` in row-major order (ISL's AST builder)."""
+    ctx = elems.get_ctx()
+    n = elems.dim(isl.dim_type.set)
+    sched = isl.Map.identity(elems.get_space().map_from_set()).intersect_domain(elems)
+    sched = sched.set_tuple_name(isl.dim_type.in_, ELEMENT)
+    sched = sched.reset_tuple_id(isl.dim_type.out)
+    build = isl.AstBuild.from_context(isl.Set.universe(elems.get_space().params()))
+    ids = isl.IdList.alloc(ctx, n)
+    for k in range(n):
+        ids = ids.add(isl.Id(f"me_x{k}", context=ctx))
+    build = build.set_iterators(ids)
+    root = build.node_from_schedule_map(isl.UnionMap.from_map(sched))
+    return _translate(root, pmap)
+
+
+def _translate(a: isl.AstNode, pmap: dict[str, str]) -> Node:
+    t = a.get_type()
+    if t == isl.ast_node_type.block:
+        ch = a.block_get_children()
+        return Block(tuple(_translate(ch.get_at(k), pmap) for k in range(ch.n_ast_node())))
+    if t == isl.ast_node_type.if_:
+        els = _translate(a.if_get_else_node(), pmap) if a.if_has_else_node() else None
+        return If(iexpr(a.if_get_cond(), pmap), _translate(a.if_get_then_node(), pmap), els)
+    if t == isl.ast_node_type.user:
+        e = a.user_get_expr()
+        binds = tuple((f"e{k - 1}", iexpr(e.get_op_arg(k), pmap))
+                      for k in range(1, e.get_op_n_arg()))
+        return Stmt(ELEMENT, binds)
+    if t == isl.ast_node_type.for_:
+        var = a.for_get_iterator().get_id().get_name()
+        cond = iexpr(a.for_get_cond(), pmap)
+        hi: IExpr | None = None
+        if isinstance(cond, IOp) and cond.op in ("le", "lt") and cond.args[0] == IVar(var):
+            hi = cond.args[1] if cond.op == "le" else IOp("sub", (cond.args[1], IInt(1)))
+        return For(var, iexpr(a.for_get_init(), pmap), cond,
+                   int(a.for_get_inc().get_val().to_python()),
+                   _translate(a.for_get_body(), pmap), hi=hi)
+    if t == isl.ast_node_type.mark:
+        return _translate(a.mark_get_node(), pmap)
+    raise ScheduleError(f"unexpected ISL AST node type {t} in an exchange")
+
+
+def _match(rk: _Ranks, commands: Sequence[cmd.Command]) -> dict[str, int]:
+    """Message tags: each send its own, each receive its matching send's (named, or the
+    only send there is); then every (sender, receiver) pair a send serves must be served
+    by its receive and the reverse, and a schedule where every rank waits in a blocking
+    receive before it sends is refused."""
+    sends = [c for c in commands if isinstance(c, cmd.Send) and not isinstance(c, cmd.Receive)]
+    recvs = [c for c in commands if isinstance(c, cmd.Receive)]
+    tags = {c.comp: k + 1 for k, c in enumerate(sends)}
+    by_name = {c.comp: c for c in sends}
+    for c in recvs:
+        if c.matching:
+            if c.matching not in by_name:
+                raise ScheduleError(f"{c.describe()}: no send named {c.matching!r}",
+                                    computations=(c.comp,), command=c.describe())
+            s = by_name[c.matching]
+        elif len(sends) == 1:
+            s = sends[0]
+        else:
+            raise ScheduleError(f"{c.describe()}: say which send it receives "
+                                f"(matching=<send>; sends: {sorted(by_name) or 'none'})",
+                                computations=(c.comp,), command=c.describe())
+        tags[c.comp] = tags[s.comp]
+        _check_pairs(rk, s, c)
+    for s in sends:
+        if not any(tags.get(c.comp) == tags[s.comp] for c in recvs):
+            raise ScheduleError(f"{s.describe()}: no receive matches this send (every send "
+                                "needs a receive on its destination rank)",
+                                computations=(s.comp,), command=s.describe())
+    return tags
+
+
+def _pairs(rk: _Ranks, name: str, peer: Expr) -> set[tuple[int, int]]:
+    """The (rank, peer) pairs some instance of the operation ``name`` may connect."""
+    o = rk.l4.ops[name]
+    s = rk.ts.comps[name]
+    assert s.full is not None
+    try:
+        pa = to_pw_aff(peer, AffineContext(o.domain.get_space()))
+    except NonAffine as e:
+        raise ScheduleError(f"{o.command}: the peer must be affine in its iterators ({e})",
+                            computations=(name,)) from None
+    out: set[tuple[int, int]] = set()
+    for r in range(rk.R):
+        inst = s.full.intersect_range(rk.on_rank(name, r)).domain()
+        if rk.dist[name] is None:
+            inst = o.domain
+        for q in range(rk.R):
+            hit = inst.intersect(pa.eq_set(lift_params(isl.PwAff.val_on_domain(
+                isl.Set.universe(o.domain.get_space().params()), _val(rk.ctx, q)),
+                o.domain.get_space())))
+            if not hit.is_empty():
+                out.add((r, q))
+    return out
+
+
+def _check_pairs(rk: _Ranks, s: cmd.Send, c: cmd.Receive) -> None:
+    sent = _pairs(rk, s.comp, rk.l4.ops[s.comp].peer)  # (sender, destination)
+    got = {(q, r) for r, q in _pairs(rk, c.comp, rk.l4.ops[c.comp].peer)}  # (source, receiver)
+    for a, b in sorted(sent ^ got):
+        if not (0 <= b < rk.R):
+            continue
+        who = (f"{s.comp!r} sends from rank {a} to rank {b}, but {c.comp!r} receives nothing "
+               f"there from rank {a}") if (a, b) in sent else \
+              (f"{c.comp!r} on rank {b} receives from rank {a}, which {s.comp!r} never "
+               f"sends to it")
+        raise ScheduleError(f"unmatched communication: {who} (with {rk.R} ranks)",
+                            computations=(s.comp, c.comp))
+    for a, b in sorted(sent):
+        if not 0 <= b < rk.R:
+            raise ScheduleError(f"{s.comp!r} on rank {a} sends to rank {b}, which does not "
+                                f"exist (ranks 0..{rk.R - 1})", computations=(s.comp,))
+    for a, b in sorted(got):
+        if not 0 <= a < rk.R:
+            raise ScheduleError(f"{c.comp!r} on rank {b} receives from rank {a}, which does "
+                                f"not exist (ranks 0..{rk.R - 1})", computations=(c.comp,))
+    _check_deadlock(rk, s, c, got)
+
+
+def _check_deadlock(rk: _Ranks, s: cmd.Send, c: cmd.Receive,
+                    got: set[tuple[int, int]]) -> None:
+    """A blocking receive placed before its send waits for a rank that waits too: when
+    the waits form a cycle, every rank in it blocks forever."""
+    order = rk.ts.order
+    if order.index(c.comp) > order.index(s.comp) or "nonblocking" in c.properties:
+        return
+    bs, bc = rk.ts.comps[s.comp].betas, rk.ts.comps[c.comp].betas
+    if not bs or not bc or bs[0] == bc[0]:
+        return  # they share loops: which comes first depends on the iteration
+    senders = {a for a, _ in _pairs(rk, s.comp, rk.l4.ops[s.comp].peer)}
+    waits: dict[int, set[int]] = {}
+    for a, b in got:
+        if b in senders:  # b receives before it sends
+            waits.setdefault(b, set()).add(a)
+    for start in waits:
+        seen, stack = set(), [start]
+        while stack:
+            x = stack.pop()
+            for y in waits.get(x, ()):
+                if y == start:
+                    raise ScheduleError(
+                        f"certain deadlock: {c.comp!r} is a blocking receive scheduled before "
+                        f"{s.comp!r}, and rank {start} waits for ranks that wait in turn "
+                        f"(waits: {dict(sorted((k, sorted(v)) for k, v in waits.items()))}); "
+                        f"schedule the send first ({s.comp}.before({c.comp}, me.ROOT)) or "
+                        "make the send asynchronous", computations=(c.comp, s.comp))
+                if y not in seen:
+                    seen.add(y)
+                    stack.append(y)
+
+
+def _check_remote_reads(rk: _Ranks, blocks: dict[str, _Blocks],
+                        exchanges: dict[str, tuple[Transfer, ...]]) -> None:
+    """An element a rank reads and does not own must be brought by a receive or an
+    exchange on that rank."""
+    for buf, bl in blocks.items():
+        for r in range(rk.R):
+            brought = None
+            for n, m, _ in rk.accesses(buf, reads=False):
+                if n in rk.l4.ops and rk.l4.ops[n].kind == "receive":
+                    e = m.intersect_domain(rk.on_rank(n, r)).range()
+                    brought = e if brought is None else brought.union(e)
+            exchanged = {rk.l4.ops[x].consumer for x, ts_ in exchanges.items()
+                         if rk.l4.ops[x].src == buf}
+            for n, m, _ in rk.accesses(buf, writes=False, ops=False):
+                if n in exchanged:
+                    continue  # its exchange brings exactly what it reads
+                miss = m.intersect_domain(rk.on_rank(n, r)).range().subtract(bl.own(r))
+                if brought is not None:
+                    miss = miss.subtract(brought)
+                if miss.is_empty():
+                    continue
+                owners = sorted(q for q in range(rk.R) if q != r and
+                                not miss.intersect(bl.own(q)).is_empty())
+                raise ScheduleError(
+                    f"{n!r} reads on rank {r} elements of {buf!r} owned by rank(s) {owners}, "
+                    f"and nothing sends them: {_set_text(miss)}; add "
+                    f"me.exchange({n}, {buf}) or a send/receive pair", computations=(n,))
