@@ -44,10 +44,6 @@ class PlannedTarget(Target):
         raise self._refuse()
 
 
-MPI = PlannedTarget(
-    "mpi", "C with MPI across ranks, run with mpiexec (planned)",
-    frozenset({"distribute", "parallel", "vector", "unroll"}),
-    frozenset({"copy", "send", "receive"}))
 FPGA = PlannedTarget(
     "fpga", "Vitis HLS C++, checked by C-simulation (planned)",
     frozenset({"pipeline", "unroll", "vector"}), frozenset({"copy"}))

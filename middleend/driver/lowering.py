@@ -41,8 +41,8 @@ from ..ir.function import Function
 from ..ir.loopast import Program
 from ..passes.data import Layer3, build_layer3
 from ..passes.dataflow import Expected, expected_dataflow
-from ..passes.distribution import plan_distribution
 from ..passes.device import DevicePlan, plan_device
+from ..passes.distribution import plan_distribution
 from ..passes.layer1 import Layer1, build_layer1
 from ..passes.layer4 import Layer4, build_layer4
 from ..passes.legality import check_barriers, check_dataflow, check_parallel

@@ -47,12 +47,15 @@ class Transfer:
 class Distribution:
     """``ranks`` the program runs on; ``windows`` by buffer name; ``exchanges``: each
     exchange operation's messages; ``tags``: each send and receive operation's message
-    tag (a receive has its matching send's)."""
+    tag (a receive has its matching send's); ``fixed_rank``: see below."""
 
     ranks: int
     windows: dict[str, Window] = field(default_factory=dict)
     exchanges: dict[str, tuple[Transfer, ...]] = field(default_factory=dict)
     tags: dict[str, int] = field(default_factory=dict)
+    # statements whose distributed loop has a single iteration, which ISL prints as no
+    # loop at all: (the loop's iterator, the rank that runs them)
+    fixed_rank: dict[str, tuple[str, int]] = field(default_factory=dict)
 
 
 ELEMENT = "me_elem"  # the statement name of a Transfer's element

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-
 from typing import TYPE_CHECKING
 
 from .expr import Expr

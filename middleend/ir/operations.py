@@ -111,7 +111,7 @@ def exchange(consumer: Any, buffer: Any, level: Any = cmd.ROOT, name: str | None
     p = _consumer(consumer, "exchange")
     fn = _function_of(consumer)
     b = _buffer_name(buffer, "exchange")
-    lv = cmd.ROOT if level is cmd.ROOT else dim_name(level)
+    lv = cmd.ROOT if isinstance(level, str) and level == cmd.ROOT else dim_name(level)
     op = Operation(fn, name or f"exchange_{b}_{p}", "exchange")
     fn.commands.add(cmd.Exchange(p, b, lv, op.name))
     return op

@@ -180,7 +180,25 @@ def plan_distribution(l1: Layer1, l3: Layer3, l4: Layer4, ts: TimeSpace, ph: Phy
                  if o.kind == "exchange"}
     tags = _match(rk, commands)
     _check_remote_reads(rk, blocks, exchanges)
-    return Distribution(ranks, windows, exchanges, tags)
+    return Distribution(ranks, windows, exchanges, tags, _fixed_ranks(rk))
+
+
+def _fixed_ranks(rk: _Ranks) -> dict[str, tuple[str, int]]:
+    """The statements whose distributed loop takes one value, whatever the params."""
+    out: dict[str, tuple[str, int]] = {}
+    for n, d in rk.dist.items():
+        full = rk.ts.comps[n].full
+        if d is None or full is None:
+            continue
+        vals = full.range().project_out(isl.dim_type.set, d + 1, rk.ntd - d - 1)
+        vals = vals.project_out(isl.dim_type.set, 0, d)
+        lo, hi = vals.dim_min(0), vals.dim_max(0)
+        pieces = lo.get_pieces() + hi.get_pieces()
+        if pieces and all(a.is_cst() for _, a in pieces):
+            v = {int(a.get_constant_val().to_python()) for _, a in pieces}
+            if len(v) == 1:
+                out[n] = (f"t{d}", v.pop())
+    return out
 
 
 def _distributed_buffers(rk: _Ranks, commands: Sequence[cmd.Command]) -> dict[str, _Blocks]:
@@ -248,7 +266,7 @@ def _check_replicated(rk: _Ranks, blocks: dict[str, _Blocks]) -> None:
     """A buffer that is not distributed is one copy per rank: an output is gathered from
     rank 0's copy, so a distributed computation may not write it; a rank may read an
     element of a temporary only if it wrote it itself (or every rank did)."""
-    for buf, b in rk.l3.buffers.items():
+    for buf in rk.l3.buffers:
         if buf in blocks:
             continue
         writers = [(n, m) for n, m, _ in rk.accesses(buf, reads=False, ops=False)
@@ -299,17 +317,14 @@ def _exchange(rk: _Ranks, blocks: dict[str, _Blocks], name: str) -> tuple[Transf
                             f"halo of a distributed buffer ({buf}.distribute(dim))",
                             computations=(name,))
     bl = blocks[buf]
-    d = rk.dist.get(p)
-    if d is None:
-        raise ScheduleError(f"{o.command}: {p!r} has no distributed loop: it runs on every "
-                            "rank, with no halo to exchange", computations=(name, p))
+    d = rk.dist.get(p)  # None: p runs on every rank, each receives all it reads
     s = rk.ts.comps[p]
     lv = -1 if o.level in (None, cmd.ROOT) else s.ext_dims.index(o.level)
-    if 2 * lv + 1 >= d:
+    if d is not None and 2 * lv + 1 >= d:
         raise ScheduleError(f"{o.command}: the exchange must be placed at a loop outside "
                             f"{p!r}'s distributed loop {rk.ts.loop_name(p, (d - 1) // 2)!r} "
                             "(all ranks exchange together)", computations=(name, p))
-    reads = [m for n, m, kind in rk.accesses(buf, writes=False, ops=False) if n == p]
+    reads = [m for n, m, _ in rk.accesses(buf, writes=False, ops=False) if n == p]
     loops = [2 * q + 1 for q in range(lv + 1)]  # the loops around the exchange
     out: list[Transfer] = []
     for r in range(rk.R):

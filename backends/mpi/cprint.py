@@ -1,0 +1,281 @@
+"""The C + MPI printer: the cpu target's printer for one rank's program, plus distributed
+loops, sends, receives and exchanges as MPI calls.
+
+A loop tagged ``distribute`` becomes a condition on the rank (its iteration ``v`` runs on
+rank ``v``, as in the papers' SPMD code). A send or receive of the loop AST is one
+statement per element; the printer turns the element loops of one instance into one
+message: the elements are counted, packed into a contiguous message in loop order, and
+sent (the receiver walks the same loops to unpack). An exchange prints the messages the
+middle-end computed for it, every rank sending first (non-blocking) and then receiving.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from backends.clike.cexpr import ident, iexpr_c
+from backends.clike.cstmt import comment
+from backends.cpu.cprinter import CPrinter
+from middleend.ir.distribution import ELEMENT, Distribution, Transfer
+from middleend.ir.errors import TargetError
+from middleend.ir.expr import walk
+from middleend.ir.loopast import (
+    Alloc,
+    Block,
+    BufAccess,
+    For,
+    If,
+    IOp,
+    IterRef,
+    IVar,
+    Node,
+    Program,
+    Stmt,
+    StmtInfo,
+    statements,
+)
+
+from .local import RANK, shifted
+
+EXCHANGE_TAG = 1 << 16  # exchanges' message tags start here; sends have 1, 2, ...
+_MESSAGES = ("send", "receive")
+
+
+def _element_dims(info: StmtInfo) -> set[str]:
+    """The iterators of a send's (receive's) element loops: those indexing its box."""
+    acc = info.value if info.op == "send" else info.store
+    assert isinstance(acc, BufAccess)
+    return {n.name for i in acc.indices for n in walk(i) if isinstance(n, IterRef)}
+
+
+class MpiPrinter(CPrinter):
+    """Prints one rank's program (see :func:`backends.mpi.local.local_program`)."""
+
+    def __init__(self, program: Program, dist: Distribution) -> None:
+        super().__init__(program)
+        self.dist = dist
+        self.windows = {n: w for n, w in dist.windows.items() if not w.whole}
+
+    # ------------------------------------------------------------------ loops
+    def _for(self, f: For, depth: int) -> None:
+        msg = self._message_root(f)
+        if msg is not None:
+            if self._guarded(msg, depth):
+                self._message(f, msg, depth + 1)
+                self.emit(depth, "}")
+            else:
+                self._message(f, msg, depth)
+            return
+        if f.tag != "distribute":
+            super()._for(f, depth)
+            return
+        var = ident(f.var, "loop iterator")
+        label = f.name or var
+        if f.step != 1 or f.hi is None:
+            raise TargetError(f"distributed loop {label} must have unit step and a canonical "
+                              "bound", target="mpi", loop=label)
+        lo, hi = iexpr_c(f.init), iexpr_c(f.hi)
+        self.emit(depth, f"/* loop {comment(label)}: distributed, iteration v on rank v */")
+        self.emit(depth, f"if (({lo}) < 0 || ({hi}) >= {self.dist.ranks}) "
+                         f"me_range_error(\"{comment(label)}\", {lo}, {hi});")
+        self.emit(depth, "{")
+        self.emit(depth + 1, f"const int64_t {var} = p_{RANK};")
+        self.emit(depth + 1, f"if ({var} >= {lo} && {var} <= {hi}) {{")
+        self._body(f, depth + 2)
+        self.emit(depth + 1, "}")
+        self.emit(depth, "}")
+
+    def _message_root(self, f: For) -> str | None:
+        """The send or receive whose element loops start at ``f``: ``f`` holds only that
+        operation's statements and iterates one of its element dimensions."""
+        stmts = statements(f)
+        comps = {s.comp for s in stmts}
+        if len(comps) != 1:
+            return None
+        (c,) = comps
+        info = self.program.stmts.get(c)
+        if info is None or info.op not in _MESSAGES:
+            return None
+        elem = {f"v_{d}" for d in _element_dims(info)}
+        for s in stmts:
+            for name, e in s.bindings:
+                if name not in elem and f.var in _vars(e):
+                    return None  # ``f`` iterates the operation's own iterators
+        return c
+
+    # ------------------------------------------------------------------ statements
+    def _guarded(self, comp: str, depth: int) -> bool:
+        """Open ``if (rank == v)`` for a statement whose distributed loop has one
+        iteration (ISL printed no loop for it); returns whether it did."""
+        fixed = self.dist.fixed_rank.get(comp)
+        if fixed is None or fixed[0] in self.loop_vars:
+            return False
+        self.emit(depth, f"if (p_{RANK} == {fixed[1]}) {{ /* {comment(comp)}: on rank "
+                         f"{fixed[1]} only */")
+        return True
+
+    def _stmt(self, s: Stmt, depth: int) -> None:
+        if self._guarded(s.comp, depth):
+            self._stmt_on_rank(s, depth + 1)
+            self.emit(depth, "}")
+        else:
+            self._stmt_on_rank(s, depth)
+
+    def _stmt_on_rank(self, s: Stmt, depth: int) -> None:
+        info = self.program.stmts.get(s.comp)
+        if info is not None and info.op in _MESSAGES:
+            self._message(s, s.comp, depth)
+        elif info is not None and info.op == "exchange":
+            self._exchange(s.comp, depth)
+        else:
+            super()._stmt(s, depth)
+
+    def _message(self, root: Node, op: str, depth: int) -> None:
+        """One instance of a send or receive: its elements under ``root``, one message."""
+        info = self.program.stmts[op]
+        acc = info.value if info.op == "send" else info.store
+        assert isinstance(acc, BufAccess) and info.peer is not None
+        first = statements(root)[0]
+        elem = {f"v_{d}" for d in _element_dims(info)}
+        c = acc.type_.c_name
+        tag = self.dist.tags.get(op)
+        if tag is None:
+            raise TargetError(f"{info.op} {op!r} has no matching message tag", target="mpi")
+        self.emit(depth, f"{{ /* {info.op} {comment(op)} */")
+        d = depth + 1
+        for name, e in first.bindings:
+            if name not in elem:  # its own iterators, bound outside the element loops
+                self.emit(d, f"const int64_t {ident(name, 'binding')} = {iexpr_c(e)};")
+        self.exprs.ranges = {}
+        peer = self.exprs.index(info.peer)
+        local = acc  # the local program's accesses are relative to their windows already
+        self._walk(root, d, lambda s, k: self.emit(k, "me_n++;"), prelude="int64_t me_n = 0;")
+        self.emit(d, f"{c} *me_msg = ({c} *)me_alloc(me_n, sizeof({c}));")
+        self.emit(d, "if (me_msg == NULL) me_fail(\"out of memory for a message\");")
+        nbytes = f"me_n * (int64_t)sizeof({c})"
+        if info.op == "send":
+            self._walk(root, d, self._binding_action(
+                elem, lambda: f"me_msg[me_n++] = {self.exprs.value(local)};"),
+                prelude="me_n = 0;")
+            mode = 2 if {"async", "nonblocking"} & set(info.properties) else \
+                1 if "sync" in info.properties else 0
+            self.emit(d, f"me_send(me_msg, {nbytes}, {peer}, {tag}, {mode}, "
+                         f"\"{comment(op)}\");")
+        else:
+            self.emit(d, f"me_recv(me_msg, {nbytes}, {peer}, {tag}, \"{comment(op)}\");")
+            self._walk(root, d, self._binding_action(
+                elem, lambda: f"{self.exprs.element(local)} = me_msg[me_n++];"),
+                prelude="me_n = 0;")
+            self.emit(d, "free(me_msg);")
+        self.emit(depth, "}")
+
+    def _binding_action(self, names: set[str], line: Callable[[], str]
+                        ) -> Callable[[Stmt, int], None]:
+        def act(s: Stmt, k: int) -> None:
+            self.emit(k, "{")
+            for name, e in s.bindings:
+                if name in names:
+                    self.emit(k + 1, f"const int64_t {ident(name, 'binding')} = {iexpr_c(e)};")
+            self.emit(k + 1, line())
+            self.emit(k, "}")
+        return act
+
+    def _walk(self, n: Node, depth: int, action: Callable[[Stmt, int], None],
+              prelude: str = "") -> None:
+        """Print the loops of ``n`` plainly, with ``action`` at each statement."""
+        if prelude:
+            self.emit(depth, prelude)
+        if isinstance(n, Block):
+            for ch in n.body:
+                self._walk(ch, depth, action)
+        elif isinstance(n, For):
+            var = ident(n.var, "loop iterator")
+            self.emit(depth, f"for (int64_t {var} = {iexpr_c(n.init)}; {iexpr_c(n.cond)}; "
+                             f"{var} += {int(n.step)}) {{")
+            self._walk(n.body, depth + 1, action)
+            self.emit(depth, "}")
+        elif isinstance(n, If):
+            self.emit(depth, f"if ({iexpr_c(n.cond)}) {{")
+            self._walk(n.then, depth + 1, action)
+            if n.orelse is not None:
+                self.emit(depth, "} else {")
+                self._walk(n.orelse, depth + 1, action)
+            self.emit(depth, "}")
+        elif isinstance(n, Stmt):
+            action(n, depth)
+        elif isinstance(n, Alloc):
+            raise TargetError("an allocation inside a message's element loops", target="mpi")
+
+    def _exchange(self, op: str, depth: int) -> None:
+        """The messages of an exchange: every rank posts its sends, then receives."""
+        transfers = self.dist.exchanges.get(op, ())
+        k0 = EXCHANGE_TAG + sorted(self.dist.exchanges).index(op)
+        self.emit(depth, f"{{ /* exchange {comment(op)}: {len(transfers)} message(s) */")
+        for t in transfers:
+            self._transfer(t, k0, depth + 1, send=True)
+        for t in transfers:
+            self._transfer(t, k0, depth + 1, send=False)
+        self.emit(depth + 1, "me_wait_sends();")
+        self.emit(depth, "}")
+
+    def _transfer(self, t: Transfer, tag: int, depth: int, send: bool) -> None:
+        decl = self.buffers[t.buffer]
+        c = decl.dtype.c_name
+        me = t.src if send else t.dst
+        names = {f"v_me_e{q}" for q in range(len(decl.sizes))}
+        acc = shifted(self.windows, BufAccess(t.buffer, tuple(
+            IterRef(f"me_e{q}") for q in range(len(decl.sizes))), decl.dtype))
+        elem = _ElementStmt(t.loops)
+        self.emit(depth, f"if (p_{RANK} == {me}) {{ /* {'to' if send else 'from'} rank "
+                         f"{t.dst if send else t.src} */")
+        d = depth + 1
+        self._walk(elem.root, d, lambda s, k: self.emit(k, "me_n++;"), prelude="int64_t me_n = 0;")
+        self.emit(d, f"{c} *me_msg = ({c} *)me_alloc(me_n, sizeof({c}));")
+        self.emit(d, "if (me_msg == NULL) me_fail(\"out of memory for a message\");")
+        nbytes = f"me_n * (int64_t)sizeof({c})"
+        if send:
+            self._walk(elem.root, d, self._binding_action(
+                names, lambda: f"me_msg[me_n++] = {self.exprs.value(acc)};"), prelude="me_n = 0;")
+            self.emit(d, f"me_send(me_msg, {nbytes}, {t.dst}, {tag}, 2, \"exchange\");")
+        else:
+            self.emit(d, f"me_recv(me_msg, {nbytes}, {t.src}, {tag}, \"exchange\");")
+            self._walk(elem.root, d, self._binding_action(
+                names, lambda: f"{self.exprs.element(acc)} = me_msg[me_n++];"),
+                prelude="me_n = 0;")
+            self.emit(d, "free(me_msg);")
+        self.emit(depth, "}")
+
+
+class _ElementStmt:
+    """A transfer's loops with its element statements binding ``v_me_e<q>``."""
+
+    def __init__(self, loops: Node) -> None:
+        self.root = _rename(loops)
+
+
+def _rename(n: Node) -> Node:
+    if isinstance(n, Stmt):
+        assert n.comp == ELEMENT
+        return Stmt(n.comp, tuple((f"v_me_{k}", e) for k, e in n.bindings))
+    if isinstance(n, Block):
+        return Block(tuple(_rename(c) for c in n.body))
+    if isinstance(n, For):
+        return For(n.var, n.init, n.cond, n.step, _rename(n.body), hi=n.hi)
+    if isinstance(n, If):
+        return If(n.cond, _rename(n.then), None if n.orelse is None else _rename(n.orelse))
+    return n
+
+
+def _vars(e: object) -> set[str]:
+    """The variable names an index expression uses."""
+    if isinstance(e, IVar):
+        return {e.name}
+    if isinstance(e, IOp):
+        out: set[str] = set()
+        for a in e.args:
+            out |= _vars(a)
+        return out
+    return set()
+
+
+__all__ = ["MpiPrinter"]

@@ -1,0 +1,130 @@
+"""The mpi target: one SPMD C program with MPI calls from the loop AST and its
+distribution plan, built with mpicc into an executable that the kernel runs under
+mpiexec."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from backends.clike.build import build_cached, tool_identity
+from backends.clike.entry import generate_header
+from backends.cpu.build import cache_dir, flags_for, host_isa
+from middleend.ir.errors import TargetError
+from middleend.ir.loopast import Program, Signature
+from middleend.target import (
+    Artifact,
+    ArtifactFile,
+    Availability,
+    Kernel,
+    SourceText,
+    Target,
+    TargetOption,
+    materialize,
+)
+
+from .cprint import MpiPrinter
+from .kernel import MpiKernel
+from .local import local_program
+from .main import RUNTIME, generate_main
+
+INSTALL = "pip install mpich (the [mpi] extra; the README's commands install it)"
+# an executable, not a shared object
+_NOT_FOR_EXECUTABLES = ("-fPIC", "-shared")
+
+
+def _tool(name: str) -> str | None:
+    """``name`` next to this Python (a virtual environment's bin, where MPICH's wheel puts
+    it), else on the PATH."""
+    here = Path(sys.executable).parent / name
+    if here.is_file() and os.access(here, os.X_OK):
+        return str(here)
+    return shutil.which(name)
+
+
+class MpiTarget(Target):
+    name = "mpi"
+    summary = "C + MPI, one process per rank (SPMD), built with mpicc, run with mpiexec"
+    tags = frozenset({"distribute", "vector", "unroll"})
+    operations = frozenset({"copy", "send", "receive", "exchange"})
+    options = (
+        TargetOption("ranks", int, 2, "the number of ranks (MPI processes) it runs on"),
+        TargetOption("fp_contract", bool, False, "allow fused multiply-add (float results "
+                     "may then differ from numpy's in the last bits)"),
+    )
+
+    def __init__(self) -> None:
+        self._ident: str | None = None
+
+    def availability(self) -> Availability:
+        cc, run = _tool("mpicc"), _tool("mpiexec")
+        if cc is None or run is None:
+            missing = "mpicc" if cc is None else "mpiexec"
+            return Availability(False, f"{missing} not found", missing, INSTALL)
+        return Availability(True, f"{cc}, {run}")
+
+    def identity(self) -> str:
+        self.require()
+        if self._ident is None:
+            cc = [str(_tool("mpicc"))]
+            self._ident = "\0".join([tool_identity(cc, "MPI C compiler"),
+                                     tool_identity([*cc, "-show"], "MPI C compiler"),
+                                     host_isa(cc)[1]])
+        return self._ident
+
+    def resolve_options(self, given: Mapping[str, Any]) -> dict[str, Any]:
+        opts = super().resolve_options(given)
+        if not 1 <= opts["ranks"] <= 64:
+            raise TargetError(f"target 'mpi': ranks must be between 1 and 64, got "
+                              f"{opts['ranks']}", target=self.name)
+        return opts
+
+    def lowering(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        return {"ranks": int(options.get("ranks", 2))}
+
+    def generate(self, program: Program, options: Mapping[str, Any]) -> list[SourceText]:
+        dist = program.distribution
+        if dist is None:
+            raise TargetError("target 'mpi' needs a program lowered for a number of ranks",
+                              target=self.name)
+        local = local_program(program, dist)
+        text = RUNTIME + MpiPrinter(local, dist).generate() + generate_main(program, local,
+                                                                             dist)
+        return [SourceText(f"{program.name}_mpi.c", "c", text)]
+
+    def build(self, program: Program, sources: list[SourceText],
+              options: Mapping[str, Any]) -> tuple[Artifact, str]:
+        (src,) = sources
+        cc = _tool("mpicc")
+        if cc is None:
+            self.require()
+        flags = tuple(f for f in flags_for(bool(options.get("fp_contract", False)))
+                      if f not in _NOT_FOR_EXECUTABLES)
+        exe = build_cached(src.text, [str(cc)], flags, self.identity(), cache_dir() / "mpi",
+                           ".c", "MPI C compiler", ["-lm"])
+        name = program.name
+        ranks = int(options.get("ranks", 2))
+        files = (
+            ArtifactFile(f"{name}_mpi", "executable", exe.path.read_bytes()),
+            ArtifactFile(f"{name}.h", "header", generate_header(program).encode()),
+            ArtifactFile(src.name, "source", src.text.encode()),
+            ArtifactFile(f"{name}.log", "build_log", exe.log.encode()),
+        )
+        command = " ".join(["mpicc", *flags, src.name, "-o", f"{name}_mpi", "-lm"])
+        launch = {"mpiexec": f"mpiexec -n {ranks} ./{name}_mpi <run directory> <params>",
+                  "ranks": str(ranks)}
+        art = Artifact(self.name, files, Signature.of(program), "", command, dict(options),
+                       launch)
+        return art, exe.log
+
+    def load(self, artifact: Artifact, **kernel_args: Any) -> Kernel:
+        self.require()
+        path = materialize(artifact.file("executable"))
+        path.chmod(0o755)
+        ranks = int(artifact.launch.get("ranks", artifact.options.get("ranks", 2)))
+        return MpiKernel(artifact.signature, path, str(_tool("mpiexec")), ranks,
+                         artifact=artifact, **kernel_args)
