@@ -1,0 +1,110 @@
+"""Scaling of the mpi target on this machine, and its communication against the exact halo.
+
+Heat-2D with a halo exchange every time step (the program of tests/test_mpi.py), run at 1
+and 2 ranks, interleaved, same data:
+
+* strong scaling: the same N x N grid on 1 and on 2 ranks (time ratio 1 rank / 2 ranks);
+* weak scaling: N x N on 1 rank, 2N x N (twice the rows) on 2 ranks (ideal ratio 1.0);
+* bytes each call sent in exchanges, against the exact halo counted here independently
+  (per step, one row of N-2 interior floats each way across each block boundary): equal
+  means no over-approximation.
+
+Times are whole calls (mpiexec start, scatter, compute, gather), the same work on both
+sides; on a 2-core shared machine only the ratios mean anything.
+
+    .venv/bin/python benchmarks/mpi.py [--n 512] [--steps 10] [--reps 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from typing import Any
+
+import numpy as np
+
+import middleend as me
+
+
+def heat(rows: int, cols: int, steps: int, ranks: int) -> me.Function:
+    B = -(-rows // ranks)
+    with me.Function("heatb") as f:
+        t, t0 = me.Var("t", 1, steps + 1), me.Var("t", 0, 1)
+        i, j = me.Var("i", 1, rows - 1), me.Var("j", 1, cols - 1)
+        bi, bj = me.Var("i", 0, rows), me.Var("j", 0, cols)
+        u0 = me.Input("u0", [rows, cols], me.float32)
+        u = me.Buffer("u", [steps + 1, rows, cols], me.float32, me.OUTPUT)
+        init = me.Computation("init", [t0, bi, bj], u0[bi, bj])
+        edge = me.Computation("edge", [t, bi, bj], u0[bi, bj],
+                              predicate=(bi == 0) | (bi == rows - 1) | (bj == 0)
+                              | (bj == cols - 1))
+        step = me.Computation("step", [t, i, j], dtype=me.float32)
+        step.set_expression((u[t - 1, i, j] + u[t - 1, i - 1, j] + u[t - 1, i + 1, j]
+                             + u[t - 1, i, j - 1] + u[t - 1, i, j + 1]) * 0.2)
+        init.store_in(u, [0, bi, bj])
+        edge.store_in(u, [t, bi, bj])
+        step.store_in(u, [t, i, j])
+        for comp, iv in ((init, bi), (edge, bi), (step, i)):
+            comp.split(iv, B, "i0", "i1")
+            comp.distribute("i0")
+    u.distribute(1)
+    edge.after(init, me.ROOT)
+    step.after(edge, "t")
+    me.exchange(step, u, "t")
+    return f
+
+
+def timed(k: Any, a: np.ndarray) -> float:
+    t0 = time.perf_counter()
+    k(u0=a)
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--n", type=int, default=512)
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--reps", type=int, default=5)
+    args = ap.parse_args()
+    n, T = args.n, args.steps
+    rng = np.random.default_rng(0)
+    cases = {
+        "strong": ((n, n, 1), (n, n, 2)),
+        "weak": ((n, n, 1), (2 * n, n, 2)),
+    }
+    print(f"heat-2D, {T} steps, exchange every step; median of {args.reps} interleaved calls")
+    print(f"{'case':8} {'1 rank':>14} {'2 ranks':>14} {'t1/t2':>7} {'bytes/step':>11} "
+          f"{'exact halo':>11} {'equal':>6}")
+    for name, ((r1, c1, _), (r2, c2, _)) in cases.items():
+        k1 = heat(r1, c1, T, 1).compile(target="mpi", ranks=1)
+        k2 = heat(r2, c2, T, 2).compile(target="mpi", ranks=2)
+        a1 = rng.random((r1, c1), dtype=np.float32)
+        a2 = rng.random((r2, c2), dtype=np.float32)
+        np.testing.assert_allclose(k1(u0=a1)["u"], heat_ref(a1, T), rtol=1e-4, atol=1e-6)
+        np.testing.assert_allclose(k2(u0=a2)["u"], heat_ref(a2, T), rtol=1e-4, atol=1e-6)
+        t1, t2 = [], []
+        for _ in range(args.reps):
+            t1.append(timed(k1, a1))
+            t2.append(timed(k2, a2))
+        m1, m2 = statistics.median(t1), statistics.median(t2)
+        sent = sum(k2.last_bytes_sent) / T
+        exact = 2 * (c2 - 2) * 4  # one boundary between the two blocks: a row each way
+        print(f"{name:8} {m1 * 1e3:11.1f} ms {m2 * 1e3:11.1f} ms {m1 / m2:7.2f} "
+              f"{sent:11.0f} {exact:11d} {str(sent == exact):>6}")
+
+
+def heat_ref(a: np.ndarray, steps: int) -> np.ndarray:
+    """Every time plane of numpy's heat-2D over ``steps`` steps."""
+    planes = [a.copy()]
+    for _ in range(steps):
+        cur = planes[-1]
+        nxt = cur.copy()
+        nxt[1:-1, 1:-1] = (cur[1:-1, 1:-1] + cur[:-2, 1:-1] + cur[2:, 1:-1] + cur[1:-1, :-2]
+                           + cur[1:-1, 2:]) * np.float32(0.2)
+        planes.append(nxt)
+    return np.stack(planes)
+
+
+if __name__ == "__main__":
+    main()
