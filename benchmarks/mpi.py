@@ -24,35 +24,7 @@ from typing import Any
 
 import numpy as np
 
-import middleend as me
-
-
-def heat(rows: int, cols: int, steps: int, ranks: int) -> me.Function:
-    B = -(-rows // ranks)
-    with me.Function("heatb") as f:
-        t, t0 = me.Var("t", 1, steps + 1), me.Var("t", 0, 1)
-        i, j = me.Var("i", 1, rows - 1), me.Var("j", 1, cols - 1)
-        bi, bj = me.Var("i", 0, rows), me.Var("j", 0, cols)
-        u0 = me.Input("u0", [rows, cols], me.float32)
-        u = me.Buffer("u", [steps + 1, rows, cols], me.float32, me.OUTPUT)
-        init = me.Computation("init", [t0, bi, bj], u0[bi, bj])
-        edge = me.Computation("edge", [t, bi, bj], u0[bi, bj],
-                              predicate=(bi == 0) | (bi == rows - 1) | (bj == 0)
-                              | (bj == cols - 1))
-        step = me.Computation("step", [t, i, j], dtype=me.float32)
-        step.set_expression((u[t - 1, i, j] + u[t - 1, i - 1, j] + u[t - 1, i + 1, j]
-                             + u[t - 1, i, j - 1] + u[t - 1, i, j + 1]) * 0.2)
-        init.store_in(u, [0, bi, bj])
-        edge.store_in(u, [t, bi, bj])
-        step.store_in(u, [t, i, j])
-        for comp, iv in ((init, bi), (edge, bi), (step, i)):
-            comp.split(iv, B, "i0", "i1")
-            comp.distribute("i0")
-    u.distribute(1)
-    edge.after(init, me.ROOT)
-    step.after(edge, "t")
-    me.exchange(step, u, "t")
-    return f
+from middleend.api.examples_mpi import heat2d
 
 
 def timed(k: Any, a: np.ndarray) -> float:
@@ -77,8 +49,8 @@ def main() -> None:
     print(f"{'case':8} {'1 rank':>14} {'2 ranks':>14} {'t1/t2':>7} {'bytes/step':>11} "
           f"{'exact halo':>11} {'equal':>6}")
     for name, ((r1, c1, _), (r2, c2, _)) in cases.items():
-        k1 = heat(r1, c1, T, 1).compile(target="mpi", ranks=1)
-        k2 = heat(r2, c2, T, 2).compile(target="mpi", ranks=2)
+        k1 = heat2d(r1, c1, T, 1).compile(target="mpi", ranks=1)
+        k2 = heat2d(r2, c2, T, 2).compile(target="mpi", ranks=2)
         a1 = rng.random((r1, c1), dtype=np.float32)
         a2 = rng.random((r2, c2), dtype=np.float32)
         np.testing.assert_allclose(k1(u0=a1)["u"], heat_ref(a1, T), rtol=1e-4, atol=1e-6)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import middleend as me
+from middleend.api.examples_mpi import heat2d
 from middleend.driver.lowering import lower
 
 pytestmark = pytest.mark.mpi
@@ -137,37 +138,10 @@ def test_a_ring_of_blocking_receives_before_sends_is_a_certain_deadlock() -> Non
         lower(f, ranks=R)
 
 
-def _heat(N: int, T: int, R: int) -> me.Function:
-    """Heat-2D: u[t] = 5-point mean of u[t-1] inside, the boundary kept; the rows are
-    distributed, and each time step exchanges the rows next to each block."""
-    B = _blocks(N, R)
-    with me.Function("heat") as f:
-        t, t0 = me.Var("t", 1, T + 1), me.Var("t", 0, 1)
-        i, j = me.Var("i", 1, N - 1), me.Var("j", 1, N - 1)
-        bi, bj = me.Var("i", 0, N), me.Var("j", 0, N)
-        u0 = me.Input("u0", [N, N], me.float32)
-        u = me.Buffer("u", [T + 1, N, N], me.float32, me.OUTPUT)
-        init = me.Computation("init", [t0, bi, bj], u0[bi, bj])
-        edge = me.Computation("edge", [t, bi, bj], u0[bi, bj],
-                              predicate=(bi == 0) | (bi == N - 1) | (bj == 0) | (bj == N - 1))
-        step = me.Computation("step", [t, i, j], dtype=me.float32)
-        step.set_expression((u[t - 1, i, j] + u[t - 1, i - 1, j] + u[t - 1, i + 1, j]
-                             + u[t - 1, i, j - 1] + u[t - 1, i, j + 1]) * 0.2)
-        for comp, iv in ((init, bi), (edge, bi), (step, i)):
-            comp.store_in(u, [comp.vars[0], comp.vars[1], comp.vars[2]])
-            comp.split(iv, B, "i0", "i1")
-            comp.distribute("i0")
-    u.distribute(1)
-    edge.after(init, me.ROOT)
-    step.after(edge, "t")
-    me.exchange(step, u, "t")
-    return f
-
-
 @pytest.mark.parametrize("R", [1, 2, 3, 4])
 def test_heat2d_exchanges_the_halo_every_time_step(R: int) -> None:
     N, T = 14, 3
-    k = _heat(N, T, R).compile(target="mpi", ranks=R)
+    k = heat2d(N, N, T, R).compile(target="mpi", ranks=R)
     a = np.random.default_rng(20 + R).random((N, N), dtype=np.float32)
     got = k(u0=a)["u"]
     ref = a.copy()
