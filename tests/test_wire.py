@@ -63,7 +63,7 @@ def _every_command_program() -> me.Function:
         d.gpu("i", "j")  # tags: the cpu target would refuse them
         b.tile_gpu("i0", j, 2, 2, "x0", "y0", "x1", "y1")
         b.distribute("x0")
-        b.pipeline("y0")
+        b.pipeline("y0", ii=2)
         b.unroll("x1")
         b.storage_fold(0, 2)
         b.allocate_at(c, "si")
@@ -86,6 +86,8 @@ def _every_command_program() -> me.Function:
         f.operation("a_shared_end").after(c, "si")
         a.distribute(0)  # distribution across ranks (the mpi target)
         me.exchange(c, a, "si")
+        tmp.partition(1, 4, "cyclic")  # on-chip layout and FIFOs (the fpga target)
+        c.stream()
     return f
 
 

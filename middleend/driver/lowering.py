@@ -9,7 +9,8 @@ legality -> loop AST, one pass per step, in this order:
 6. ``plan_device``    what runs on a GPU, where buffers live, the default host/device copies
 7. ``finalize``       compute_at, operation placement and ordering: the time-space
 8. ``build_physical`` accesses in time-space (per memory), loop-local allocations
-9. ``check_dataflow``, ``check_parallel``, ``check_barriers``  legality (unless skipped)
+9. ``check_dataflow``, ``check_parallel``, ``check_barriers``, ``check_pipelines``,
+   ``check_streams``  legality (unless skipped)
 10. ``build_program`` the loop AST every target prints
 11. ``partition_loops`` host loops split where their index clamps stop binding
 
@@ -46,6 +47,7 @@ from ..passes.distribution import plan_distribution
 from ..passes.layer1 import Layer1, build_layer1
 from ..passes.layer4 import Layer4, build_layer4
 from ..passes.legality import check_barriers, check_dataflow, check_parallel
+from ..passes.onchip import check_pipelines, check_streams, layout
 from ..passes.partition import partition_loops
 from ..passes.physical import Physical, build_physical
 from ..passes.placement import TimeSpace, finalize
@@ -67,10 +69,13 @@ class Analysis:
     ts: TimeSpace
     ph: Physical
     dev: DevicePlan
+    commands: list[cmd.Command] = dataclasses.field(default_factory=list)
 
     def check(self) -> None:
         check_dataflow(self.l1, self.l3, self.ts, self.exp, self.ph, self.l4)
         check_parallel(self.l1, self.l3, self.ts, self.ph)
+        check_pipelines(self.l1, self.ts, self.ph)
+        check_streams(self.l1, self.l3, self.l4, self.exp, self.ph, self.commands)
         if self.dev.on_device:
             check_barriers(self.l1, self.ts, self.ph, self.l4, self.dev.on_device)
 
@@ -131,7 +136,7 @@ def _analyse_unchecked(fn: Function, commands: list[cmd.Command],
     dev = plan_device(fn, l1, l3, l4, scheds, commands)
     ts = finalize(scheds, l1.declared, events, l1.reads_of, l4.ops)
     ph = build_physical(l1, l3, ts, exp, l4, dev)
-    return Analysis(l1, l3, l4, exp, ts, ph, dev)
+    return Analysis(l1, l3, l4, exp, ts, ph, dev, commands)
 
 
 def _new_ctx(max_ops: int) -> isl.Context:
@@ -142,6 +147,9 @@ def _new_ctx(max_ops: int) -> isl.Context:
 
 def _program(fn: Function, a: Analysis, ranks: int | None = None) -> Program:
     p = partition_loops(build_program(fn, a.l1, a.l3, a.l4, a.ts, a.ph, a.exp, a.dev))
+    if any(isinstance(c, (cmd.Stream, cmd.PartitionBuffer)) for c in a.commands):
+        p = dataclasses.replace(p, buffers=tuple(layout(b, a.commands, a.l3)
+                                                 for b in p.buffers))
     if ranks is None:
         return p
     dist = plan_distribution(a.l1, a.l3, a.l4, a.ts, a.ph, p, fn.commands.items, ranks)

@@ -17,7 +17,7 @@ ROOT = "__root__"
 
 # Tags a backend may honour. 'parallel', 'vector' and 'unroll' are CPU tags.
 CPU_TAGS = ("parallel", "vector", "unroll")
-OTHER_TAGS = ("gpu_block", "gpu_thread", "distribute", "pipeline")
+OTHER_TAGS = ("gpu_block", "gpu_thread", "distribute", "pipeline", "partition")
 
 
 @dataclass(frozen=True)
@@ -195,9 +195,12 @@ class Distribute(Command):
 
 @dataclass(frozen=True)
 class Pipeline(Command):
-    """Pipeline a loop (the fpga target)."""
+    """Pipeline a loop (the fpga target): a new iteration starts every ``ii`` cycles (the
+    initiation interval; a loop-carried dependence may make a small one impossible, which
+    the legality check reports with the smallest it allows)."""
 
     dim: str
+    ii: int = 1
 
 
 @dataclass(frozen=True)
@@ -252,7 +255,7 @@ class CommandLog:
 # copies, the operation itself for send/receive.
 
 OPERATION_KINDS = ("copy", "barrier", "host_to_device", "device_to_host", "send", "receive",
-                   "exchange")
+                   "exchange", "stream")
 # Memory spaces a buffer can be tagged with (Table II's tag_gpu_*), beside the host.
 MEMORY_SPACES = ("gpu_global", "gpu_shared", "gpu_local", "gpu_constant")
 SEND_PROPERTIES = ("sync", "async", "blocking", "nonblocking")
@@ -381,6 +384,29 @@ class Exchange(Command):
     name: str
 
 
+PARTITION_KINDS = ("cyclic", "block", "complete")
+
+
+@dataclass(frozen=True)
+class PartitionBuffer(Command):
+    """``buffer.partition(dim, factor, kind)``: split the on-chip buffer ``comp`` (a
+    buffer, or a computation meaning its buffer) along ``dim`` into ``factor`` memories
+    (``scheme`` in PARTITION_KINDS; ``complete``: one register per element, ``factor``
+    0), so that a pipelined loop can access several of its elements per cycle (Layer III).
+    The API calls ``scheme`` ``kind``; ``Command.kind`` names the command itself."""
+
+    dim: int
+    factor: int
+    scheme: str
+
+
+@dataclass(frozen=True)
+class Stream(Command):
+    """``comp.stream()``: the buffer of ``comp`` becomes a FIFO between its producer and
+    its one consumer (Layer IV), legal only when the consumer reads every element once,
+    in the order the producer writes them."""
+
+
 OPERATION_COMMANDS = (CopyAt, BarrierAt, HostToDevice, DeviceToHost, Send, Receive,
                       CacheSharedAt, CacheLocalAt, Exchange)
 
@@ -399,6 +425,8 @@ def tags_of(c: Command) -> list[tuple[str, str]]:
         return [("unroll", c.dim if c.factor is None else c.inner)]
     if isinstance(c, DistributeBuffer):
         return [("distribute", f"dimension {c.dim} of buffer {c.comp}")]
+    if isinstance(c, PartitionBuffer):
+        return [("partition", f"dimension {c.dim} of buffer {c.comp}")]
     tag = {Parallelize: "parallel", Distribute: "distribute", Pipeline: "pipeline"}.get(type(c))
     return [(tag, c.dim)] if tag is not None else []  # type: ignore[attr-defined]
 
@@ -417,4 +445,6 @@ def operations_of(c: Command) -> list[tuple[str, str]]:
         return [("receive" if isinstance(c, Receive) else "send", c.comp)]
     if isinstance(c, Exchange):
         return [("exchange", c.name)]
+    if isinstance(c, Stream):
+        return [("stream", c.comp)]
     return []

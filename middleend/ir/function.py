@@ -120,6 +120,14 @@ class Buffer(_Indexable, _Placed):
         distribute_buffer(self, dim)
         return self
 
+    def partition(self, dim: int, factor: int, kind: str = "cyclic") -> Buffer:
+        """Partition this on-chip buffer along ``dim`` (the fpga target; see
+        :func:`middleend.ir.operations.partition_buffer`)."""
+        from .operations import partition_buffer
+
+        partition_buffer(self, dim, factor, kind)
+        return self
+
 
 class Input(Buffer):
     """An input array of the kernel (a buffer of kind input)."""
@@ -227,6 +235,12 @@ class Computation(_Indexable, Schedulable, _Placed):
     def allocate_at(self, consumer: Computation, level: Any) -> Computation:
         return self._log(cmd.AllocateAt(self.name, consumer.name, level_name(level)))
 
+    def stream(self) -> Computation:
+        """Pass this computation's values to its consumer through a FIFO instead of a
+        buffer (the fpga target's ``hls::stream``); legal only when the consumer reads
+        each element once, in the order this computation writes them (checked)."""
+        return self._log(cmd.Stream(self.name))
+
     @property
     def memory(self) -> _BufferOf:
         """The buffer this computation is stored in, read with memory semantics:
@@ -272,6 +286,14 @@ class _BufferOf(_Indexable):
         from .operations import distribute_buffer
 
         distribute_buffer(self, dim)
+        return self
+
+    def partition(self, dim: int, factor: int, kind: str = "cyclic") -> _BufferOf:
+        """Partition the computation's on-chip buffer along ``dim`` (the fpga target:
+        ``C.buffer().partition(2, 3, "complete")``)."""
+        from .operations import partition_buffer
+
+        partition_buffer(self, dim, factor, kind)
         return self
 
 

@@ -202,7 +202,7 @@ class For(Node):
     dim: int = -1
     name: str = ""
     hi: IExpr | None = None
-    width: int | None = None  # for 'vector': the vectorize factor (a simdlen hint)
+    width: int | None = None  # 'vector': the vectorize factor; 'pipeline': the II
     command: str = ""  # the command that set ``tag``, as written (for a target's refusal)
     # GPU loops: ``axis`` 0/1/2 is x/y/z; ``extent`` the most iterations it has, over the
     # loops around it inside its kernel: for a block loop an expression of the params and
@@ -267,6 +267,10 @@ class BufferDecl:
     local: bool = False
     fully_written: bool = True  # outputs only: False if some elements are never written
     memory: str = "host"
+    # on-chip layout (the fpga target): (dim, factor, kind) per buffer.partition command,
+    # and whether the buffer is a FIFO between its producer and its consumer (stream())
+    partition: tuple[tuple[int, int, str], ...] = ()
+    stream: bool = False
 
 
 @dataclass(frozen=True)

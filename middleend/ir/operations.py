@@ -129,6 +129,26 @@ def distribute_buffer(buffer: Any, dim: int) -> None:
     _function_of(buffer).commands.add(cmd.DistributeBuffer(b, dim))
 
 
+def partition_buffer(buffer: Any, dim: int, factor: int, kind: str) -> None:
+    """Partition ``buffer`` (or a computation's buffer) along ``dim`` into ``factor``
+    memories, ``kind`` cyclic, block or complete (``factor`` is then ignored: one register
+    per element), so that a pipelined loop reads several elements per cycle. Whether the
+    buffer can be partitioned (on chip, a constant size) is checked when it is lowered."""
+    b = _buffer_name(buffer, "partition")
+    if isinstance(dim, bool) or not isinstance(dim, int) or dim < 0:
+        raise DefinitionError(f"{b}.partition(dim, ...): dim must be a buffer dimension (an "
+                              f"int >= 0), got {dim!r}")
+    if kind not in cmd.PARTITION_KINDS:
+        raise DefinitionError(f"{b}.partition: kind must be one of "
+                              f"{list(cmd.PARTITION_KINDS)}, got {kind!r}")
+    if kind == "complete":
+        factor = 0
+    elif isinstance(factor, bool) or not isinstance(factor, int) or not 2 <= factor <= 1024:
+        raise DefinitionError(f"{b}.partition: a {kind} partition needs a factor in [2, "
+                              f"1024], got {factor!r}")
+    _function_of(buffer).commands.add(cmd.PartitionBuffer(b, dim, factor, kind))
+
+
 def host_to_device(buffer: Any, name: str | None = None) -> Operation:
     """Copy the elements of ``buffer`` (or a computation's buffer) that the program uses
     from host to device memory; runs first unless ordered otherwise."""

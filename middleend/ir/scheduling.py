@@ -154,8 +154,10 @@ class Schedulable:
     def distribute(self, dim: Any) -> Any:
         return self._log(cmd.Distribute(self.name, dim_name(dim)))
 
-    def pipeline(self, dim: Any) -> Any:
-        return self._log(cmd.Pipeline(self.name, dim_name(dim)))
+    def pipeline(self, dim: Any, ii: int = 1) -> Any:
+        """Pipeline loop ``dim`` with initiation interval ``ii`` (the fpga target): the
+        loops inside it are unrolled and a new iteration starts every ``ii`` cycles."""
+        return self._log(cmd.Pipeline(self.name, dim_name(dim), positive(ii, "pipeline ii")))
 
     def set_schedule(self, isl_map: str) -> Any:
         """Expert escape hatch: an ISL map from this statement's domain to its loops,

@@ -238,7 +238,7 @@ def _translate(n: isl.AstNode, recs: list[_StmtRec], pmap: dict[str, str],
         if isinstance(cond, IOp) and cond.op in ("le", "lt") and cond.args[0] == IVar(var):
             hi = cond.args[1] if cond.op == "le" else IOp("sub", (cond.args[1], IInt(1)))
         tag, name, origin = _loop_tag(body, dim, ts)
-        width = _vector_width(body, dim, ts) if tag == "vector" else None
+        width = _vector_width(body, dim, ts) if tag in ("vector", "pipeline") else None
         return For(var, iexpr(n.for_get_init(), pmap), cond, inc, body, tag, dim, name, hi,
                    width, origin)
     raise ScheduleError(f"unexpected ISL AST node type {t}")

@@ -37,7 +37,7 @@ class CompSchedule:
     sched: isl.Map  # domain -> anonymous loop space
     dims: list[str]
     tags: dict[str, str] = field(default_factory=dict)
-    widths: dict[str, int] = field(default_factory=dict)  # vector loop -> factor
+    widths: dict[str, int] = field(default_factory=dict)  # vector: factor; pipeline: II
     origins: dict[str, str] = field(default_factory=dict)  # tagged loop -> command that did it
     # filled at finalize
     ext_domain: isl.Set | None = None  # domain with compute_at outer dims prepended
@@ -197,6 +197,7 @@ def _apply(s: CompSchedule, c: cmd.Command) -> None:
         _tag(s, c, (c.dim,), "distribute")
     elif isinstance(c, cmd.Pipeline):
         _tag(s, c, (c.dim,), "pipeline")
+        s.widths[c.dim] = c.ii
     elif isinstance(c, cmd.SetSchedule):
         _set_schedule(s, c)
     else:  # pragma: no cover - dispatch is exhaustive for SCHEDULE_COMMANDS

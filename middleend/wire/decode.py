@@ -56,12 +56,14 @@ from .v1 import middleend_pb2 as pb
 
 # Commands called on a buffer or a computation's buffer.
 _ON_BUFFERS = frozenset({"host_to_device", "device_to_host", "cache_shared_at",
-                         "cache_local_at", "tag_memory", "distribute_buffer"})
+                         "cache_local_at", "tag_memory", "distribute_buffer",
+                         "partition_buffer"})
 SPACES = {pb.GPU_GLOBAL: "gpu_global", pb.GPU_SHARED: "gpu_shared", pb.GPU_LOCAL: "gpu_local",
           pb.GPU_CONSTANT: "gpu_constant"}
 # Commands that only a Layer I computation can take (not an operation).
 _COMPUTATION_ONLY = frozenset({"compute_at", "inline", "store_in", "storage_fold",
-                               "allocate_at", "copy_at", "barrier_at", "exchange"})
+                               "allocate_at", "copy_at", "barrier_at", "exchange",
+                               "stream"})
 
 TYPES = {v: t.BY_NAME[k] for k, v in ELEM.items()}
 OPS = {v: k for k, v in BINARY.items()}
@@ -515,7 +517,8 @@ class _Decoder:
             "gpu": lambda: comp.gpu_loops(a.blocks, a.threads),
             "tile_gpu": lambda: comp.tile_gpu(a.i, a.j, a.t1, a.t2, a.i0, a.j0, a.i1, a.j1),
             "distribute": lambda: comp.distribute(a.dim),
-            "pipeline": lambda: comp.pipeline(a.dim),
+            "pipeline": lambda: comp.pipeline(a.dim, a.ii if a.HasField("ii") else 1),
+            "stream": lambda: comp.stream(),
             "storage_fold": lambda: comp.storage_fold(a.dim, a.factor),
             "allocate_at": lambda: comp.allocate_at(consumer(a.consumer), level(a.level)),
             "store_in": lambda: self.store_in(comp, a, sub),
@@ -537,6 +540,8 @@ class _Decoder:
         """The commands called on a buffer (or a computation's buffer)."""
         if which == "distribute_buffer":
             ops.distribute_buffer(buf, a.dim)
+        elif which == "partition_buffer":
+            ops.partition_buffer(buf, a.dim, a.factor, a.scheme)
         elif which == "tag_memory":
             if a.space not in SPACES:
                 raise self.fail(f"{path}.space", "a memory space to tag must be GPU_GLOBAL, "

@@ -1,0 +1,222 @@
+"""Legality of the on-chip commands: streams (a FIFO instead of a buffer), array
+partitions and pipelined loops' initiation intervals.
+
+A stream is only a FIFO if the consumer takes the values out in exactly the order the
+producer put them in, each once; a partition only exists for a buffer on the chip whose
+size along the partitioned dimension is a constant; a pipelined loop that carries a
+dependence of distance ``d`` through a statement of latency ``L`` cannot start an
+iteration more often than every ``ceil(L / d)`` cycles. All three are decided here, with
+ISL on the scheduled program's accesses (:mod:`middleend.passes.physical`), and refused
+with one line that names the command's object and the reason.
+"""
+
+from __future__ import annotations
+
+import islpy as isl
+
+from ..ir import commands as cmd
+from ..ir.errors import DefinitionError, ScheduleError
+from ..ir.islutil import maps_of
+from ..ir.latency import statement_latency
+from ..ir.loopast import BufferDecl, IInt
+from .data import Layer3
+from .dataflow import Expected
+from .layer1 import Layer1
+from .layer4 import Layer4
+from .legality import _accesses, _fmt
+from .physical import Physical
+from .placement import TimeSpace
+
+COMPLETE_LIMIT = 1024  # a complete partition makes one register per element
+
+
+def _buffer_of(name: str, l3: Layer3, c: cmd.Command) -> str:
+    """The buffer a command names (a buffer, or a computation meaning its buffer)."""
+    if name in l3.buffers:
+        return name
+    if name in l3.store:
+        return l3.store[name]
+    raise DefinitionError(f"{c.describe()}: no buffer or (non-inlined) computation is named "
+                          f"{name!r}")
+
+
+def streamed(commands: list[cmd.Command], l3: Layer3) -> dict[str, str]:
+    """Buffer -> the computation streamed through it (its producer)."""
+    return {_buffer_of(c.comp, l3, c): c.comp for c in commands
+            if isinstance(c, cmd.Stream)}
+
+
+def partitions(commands: list[cmd.Command], l3: Layer3
+               ) -> dict[str, list[tuple[cmd.PartitionBuffer, str]]]:
+    """Buffer -> its partition commands (with the command as written)."""
+    out: dict[str, list[tuple[cmd.PartitionBuffer, str]]] = {}
+    for k, c in enumerate(commands):
+        if isinstance(c, cmd.PartitionBuffer):
+            b = _buffer_of(c.comp, l3, c)
+            out.setdefault(b, []).append((c, f"{c.describe()} (command #{k})"))
+    return out
+
+
+def layout(decl: BufferDecl, commands: list[cmd.Command], l3: Layer3) -> BufferDecl:
+    """``decl`` with its partitions and stream flag, after checking that the partitions
+    can exist: on chip (a temporary, not a kernel argument in off-chip memory), not a
+    FIFO, a dimension it has, of constant size, a factor no larger than that size."""
+    import dataclasses
+
+    parts = partitions(commands, l3).get(decl.name, [])
+    is_stream = decl.name in streamed(commands, l3)
+    if is_stream and decl.role != "temporary":
+        raise ScheduleError(f"cannot stream {decl.name!r}: it is an {decl.role} of the "
+                            "kernel (in off-chip memory); only a buffer between two stages "
+                            "can be a FIFO", computations=(decl.name,))
+    done: list[tuple[int, int, str]] = []
+    for c, where in parts:
+        def refuse(why: str, c: cmd.PartitionBuffer = c, where: str = where) -> ScheduleError:
+            return ScheduleError(f"cannot partition buffer {decl.name!r} ({where}): {why}",
+                                 computations=(decl.name,), command=where)
+        if decl.role != "temporary":
+            raise refuse(f"it is an {decl.role} of the kernel, in off-chip memory behind its "
+                         "m_axi port; partition an on-chip copy of it (copy_at) instead")
+        if is_stream:
+            raise refuse("it is a stream (a FIFO has no elements to partition)")
+        if c.dim >= len(decl.sizes):
+            raise refuse(f"it has {len(decl.sizes)} dimensions, there is no dimension "
+                         f"{c.dim}")
+        size = decl.sizes[c.dim]
+        if not isinstance(size, IInt):
+            raise refuse(f"its size along dimension {c.dim} is not a constant; a partition "
+                         "needs one (allocate it per tile, or give the parameters values)")
+        if c.scheme == "complete" and size.value > COMPLETE_LIMIT:
+            raise refuse(f"a complete partition of dimension {c.dim} would make "
+                         f"{size.value} registers (at most {COMPLETE_LIMIT}); use a cyclic "
+                         "or block partition")
+        if c.scheme != "complete" and c.factor > size.value:
+            raise refuse(f"factor {c.factor} exceeds its size {size.value} along dimension "
+                         f"{c.dim}")
+        if any(d == c.dim for d, _, _ in done):
+            raise refuse(f"dimension {c.dim} is already partitioned")
+        done.append((c.dim, c.factor if c.scheme != "complete" else size.value, c.scheme))
+    return dataclasses.replace(decl, partition=tuple(done), stream=is_stream)
+
+
+def check_streams(l1: Layer1, l3: Layer3, l4: Layer4, exp: Expected, ph: Physical,
+                  commands: list[cmd.Command]) -> None:
+    """Each streamed computation has one consumer that reads each element it writes once,
+    through one reference, in the order it writes them (ISL: no two writes whose reads come
+    in the other order)."""
+    for buf, comp in streamed(commands, l3).items():
+        what = f"cannot stream {comp!r}"
+        if comp not in l1.comps:
+            raise ScheduleError(f"{what}: it is not a computation (streams carry a "
+                                "computation's values)", computations=(comp,))
+        if l3.buffers[buf].role != "temporary":
+            raise ScheduleError(f"{what}: its buffer {buf!r} is an output of the kernel; a "
+                                "FIFO only connects two stages", computations=(comp,))
+        writers = sorted(n for n, b in l3.store.items() if b == buf)
+        if writers != [comp]:
+            raise ScheduleError(f"{what}: its buffer {buf!r} is written by {writers}; a FIFO "
+                                "has one producer", computations=tuple(writers))
+        if any(buf in (o.src, o.dst) for o in l4.ops.values()):
+            raise ScheduleError(f"{what}: a Layer IV operation copies its buffer",
+                                computations=(comp,))
+        refs = [r for r in exp.reads if l4.buffer_of(l3, r) == buf]
+        consumers = sorted({r.comp for r in refs})
+        if len(consumers) != 1:
+            who = ", ".join(map(repr, consumers)) or "nothing"
+            raise ScheduleError(f"{what}: it is read by {who}; a FIFO has exactly one "
+                                "consumer", computations=(comp, *consumers))
+        (consumer,) = consumers
+        if len(refs) != 1:
+            raise ScheduleError(f"{what}: {consumer!r} reads it through {len(refs)} "
+                                "references per instance; a FIFO is read once per instance "
+                                "(keep a buffer, or a line buffer, for a stencil)",
+                                computations=(comp, consumer))
+        w = ph.writes[comp]
+        r = ph.reads[refs[0].ref]
+        if not w.reverse().is_single_valued():
+            raise ScheduleError(f"{what}: it writes some elements of {buf!r} more than "
+                                "once; a FIFO carries each value once", computations=(comp,))
+        if not r.reverse().is_single_valued():
+            raise ScheduleError(f"{what}: {consumer!r} reads some of its elements more than "
+                                "once; a FIFO gives each value once",
+                                computations=(comp, consumer))
+        if not w.range().is_subset(r.range()):
+            raise ScheduleError(f"{what}: {consumer!r} never reads some of the elements it "
+                                "writes (they would stay in the FIFO)",
+                                computations=(comp, consumer))
+        m = w.apply_range(r.reverse())  # write time -> read time of the same element
+        t_space = w.domain().get_space()
+        later = isl.Map.lex_lt(t_space)
+        swapped = (m.reverse().apply_range(later).apply_range(m)
+                   .intersect(isl.Map.lex_gt(t_space)))
+        if not swapped.is_empty():
+            names = {n: c.vars for n, c in l1.comps.items()}
+            # pairs of the consumer's instances that read in the other order
+            pair = isl.UnionMap.from_map(swapped).apply_domain(ph.tinv).apply_range(ph.tinv)
+            raise ScheduleError(f"{what}: {consumer!r} reads its elements in another order "
+                                "than it writes them (a FIFO keeps the producer's order)",
+                                computations=(comp, consumer), dependence=_fmt(names, pair))
+
+
+def check_pipelines(l1: Layer1, ts: TimeSpace, ph: Physical) -> None:
+    """A pipelined loop whose statement reads, ``d`` iterations later, a value it wrote
+    (a recurrence carried by the loop) needs ``II * d >= L``, ``L`` the statement's latency
+    from its loads to its store (:mod:`middleend.ir.latency`): refused below that, naming
+    the dependence, its distance and the smallest II it allows."""
+    acc_w, acc_r = _accesses(l1, ph)
+    flow = None
+    ntd = 2 * ts.depth + 1
+    for n in ts.order:
+        s = ts.comps[n]
+        if n not in l1.comps:
+            continue
+        for name, tag in s.tags.items():
+            if tag != "pipeline" or name not in s.dims:
+                continue
+            if flow is None:
+                flow = acc_w.apply_range(acc_r.reverse())
+            dyn = s.n_outer + s.dims.index(name)
+            d = 2 * dyn + 1
+            mine = isl.UnionSet.from_set(s.full.range())
+            t = [f"t{k}" for k in range(ntd)]
+            u = [f"u{k}" for k in range(ntd)]
+            cons = [f"t{k} = u{k}" for k in range(d)] + [f"t{d} < u{d}"]
+            loop = isl.UnionMap.read_from_str(
+                l1.ctx, f"{{ [{', '.join(t)}] -> [{', '.join(u)}] : {' and '.join(cons)} }}")
+            carried = flow.intersect_domain(mine).intersect_range(mine).intersect(loop)
+            if carried.is_empty():
+                continue
+            dist = _min_distance(carried, d)
+            ii = s.widths.get(name, 1)
+            lat = statement_latency(l1.comps[n].expr)
+            need = -(-lat // dist)
+            if ii < need:
+                names = {c: x.vars for c, x in l1.comps.items()}
+                at = [f"t{k} = u{k}" for k in range(d)] + [f"u{d} = t{d} + {dist}"]
+                closest = isl.UnionMap.read_from_str(
+                    l1.ctx, f"{{ [{', '.join(t)}] -> [{', '.join(u)}] : {' and '.join(at)} }}")
+                dep = (carried.intersect(closest) if not carried.intersect(closest).is_empty()
+                       else carried).apply_domain(ph.tinv).apply_range(ph.tinv)
+                raise ScheduleError(
+                    f"illegal schedule: loop {name!r} of {n!r} is pipelined with II={ii}, but "
+                    f"it carries a dependence of distance {dist} through {n!r}, whose latency "
+                    f"is {lat} cycles: the smallest II it allows is {need}",
+                    computations=(n,), dependence=_fmt(names, dep), level=name)
+
+
+def _min_distance(carried: isl.UnionMap, d: int) -> int:
+    """The smallest distance along time-space dim ``d`` of a loop-carried relation (for
+    every parameter value)."""
+    best: int | None = None
+    for m in maps_of(carried):
+        delta = m.deltas()
+        n = delta.dim(isl.dim_type.set)
+        one = delta.project_out(isl.dim_type.set, d + 1, n - d - 1).project_out(
+            isl.dim_type.set, 0, d)
+        one = one.project_out(isl.dim_type.param, 0, one.dim(isl.dim_type.param))
+        lo = one.lexmin()
+        if lo.is_empty():
+            continue
+        v = lo.sample_point().get_coordinate_val(isl.dim_type.set, 0).to_python()
+        best = v if best is None else min(best, v)
+    return max(int(best or 1), 1)
