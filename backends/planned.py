@@ -43,7 +43,3 @@ class PlannedTarget(Target):
     def load(self, artifact: Artifact, **kernel_args: Any) -> Kernel:
         raise self._refuse()
 
-
-FPGA = PlannedTarget(
-    "fpga", "Vitis HLS C++, checked by C-simulation (planned)",
-    frozenset({"pipeline", "unroll", "vector"}), frozenset({"copy"}))
