@@ -122,7 +122,8 @@ class _Builder:
             info = self.p.stmts[n.comp]
             if info.store is not None:
                 writes[info.store.buffer] += times
-            for acc in accesses(info.value, info.guard):
+            # a load repeated in the expression tree is one load (HLS shares it)
+            for acc in {_key(a): a for a in accesses(info.value, info.guard)}.values():
                 reads[acc.buffer] += times
 
     def depth(self, body: Node) -> int:
@@ -151,6 +152,13 @@ class _Builder:
             return {"k": "pipe", **loop, "ii": max(asked, ii), "asked": asked,
                     "bound_by": who if ii > asked else "", "depth": self.depth(n.body)}
         return {"k": "loop", **loop, "body": self.node(n.body)}
+
+
+def _key(e: Any) -> Any:
+    """A structural identity of an expression (nodes compare by identity otherwise)."""
+    own = tuple(getattr(e, a, None) for a in ("op", "fn", "name", "buffer"))
+    value = getattr(e, "value", None)
+    return (type(e).__name__, own, repr(value), tuple(_key(c) for c in e.children()))
 
 
 def _const_trips(f: For) -> int:

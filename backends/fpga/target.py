@@ -111,7 +111,10 @@ class FpgaTarget(Target):
     operations = frozenset({"stream"})
     options = (TargetOption("part", str, DEFAULT_PART, "the FPGA part run_hls.tcl targets"),
                TargetOption("clock_mhz", float, 300.0,
-                            "the clock run_hls.tcl asks for (latency in µs = cycles / MHz)"))
+                            "the clock run_hls.tcl asks for (latency in µs = cycles / MHz)"),
+               TargetOption("fp_contract", bool, False,
+                            "let the C-simulation fuse multiply-adds (as HLS may; float "
+                            "results may then differ from numpy's in the last bits)"))
 
     def __init__(self) -> None:
         self._probe: tuple[Availability, str] | None = None
@@ -157,7 +160,8 @@ class FpgaTarget(Target):
         headers = ap_types_dir()
         assert headers is not None  # require() checked it
         csim = harness(program, wide_buffers(program))
-        flags = (*FLAGS, f"-I{headers}")
+        contract = "-ffp-contract=fast" if options.get("fp_contract") else "-ffp-contract=off"
+        flags = (*(contract if f == "-ffp-contract=off" else f for f in FLAGS), f"-I{headers}")
         lib = build_cached(hls.text + "\n" + csim, _cxx(), flags, self._probed()[1],
                            cache_root() / "fpga", ".cpp", "C++ compiler (C-simulation)")
         name = program.name

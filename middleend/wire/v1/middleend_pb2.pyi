@@ -751,12 +751,14 @@ class MpiOptions(_message.Message):
     def __init__(self, ranks: _Optional[int] = ...) -> None: ...
 
 class FpgaOptions(_message.Message):
-    __slots__ = ("part", "clock_mhz")
+    __slots__ = ("part", "clock_mhz", "fp_contract")
     PART_FIELD_NUMBER: _ClassVar[int]
     CLOCK_MHZ_FIELD_NUMBER: _ClassVar[int]
+    FP_CONTRACT_FIELD_NUMBER: _ClassVar[int]
     part: str
     clock_mhz: float
-    def __init__(self, part: _Optional[str] = ..., clock_mhz: _Optional[float] = ...) -> None: ...
+    fp_contract: bool
+    def __init__(self, part: _Optional[str] = ..., clock_mhz: _Optional[float] = ..., fp_contract: _Optional[bool] = ...) -> None: ...
 
 class NamedTarget(_message.Message):
     __slots__ = ("name", "options")

@@ -1,0 +1,286 @@
+"""The fpga target: the C-simulation of the generated HLS C++ equals numpy for the paper's
+six FPGA kernels under both schedules (channel-parallel and 512-bit vectorized), a Halide
+pipeline equals Halide, and what cannot be a FIFO, a partition or a pipeline at the asked
+II is refused with the reason. Each distinct source is compiled once per session (the
+build cache), so the file runs in well under a minute and a half on two cores."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import middleend as me
+from backends.fpga import FpgaTarget
+from middleend.api import examples_fpga as ex
+from middleend.service.client import EmbeddedClient
+from middleend.wire.decode import decode_request
+from middleend.wire.encode import encode_request
+from middleend.wire.v1 import middleend_pb2 as pb
+
+pytestmark = pytest.mark.fpga
+
+ROWS, COLS = 384, 512
+
+
+@pytest.fixture(scope="module")
+def image() -> np.ndarray:
+    return np.random.default_rng(16).integers(0, 256, (ROWS, COLS, 3), dtype=np.uint8)
+
+
+def _p(img: np.ndarray, dy: int, dx: int) -> np.ndarray:
+    """The 3x3 neighbour (dy, dx) of every interior pixel, as int32."""
+    n, m = img.shape[:2]
+    return img[dy:dy + n - 2, dx:dx + m - 2].astype(np.int32)
+
+
+def _u8(a: np.ndarray) -> np.ndarray:
+    return np.clip(a, 0, 255).astype(np.uint8)
+
+
+def reference(name: str, img: np.ndarray) -> np.ndarray:
+    """numpy's result of each kernel (independent of the middle-end)."""
+    i = img.astype(np.int32)
+    if name == "scale":
+        return _u8(i * 3 // 2)
+    if name == "threshold":
+        return np.where(img > 127, 255, 0).astype(np.uint8)
+    if name == "cvtColor":
+        return ((77 * i[..., 0] + 150 * i[..., 1] + 29 * i[..., 2] + 128) // 256
+                ).astype(np.uint8)
+    if name == "convolution":
+        return _u8(5 * _p(img, 1, 1) - _p(img, 0, 1) - _p(img, 1, 0) - _p(img, 1, 2)
+                   - _p(img, 2, 1))
+    if name == "sobel":
+        p = lambda dy, dx: _p(img, dy, dx)  # noqa: E731
+        gx = (p(0, 2) + 2 * p(1, 2) + p(2, 2)) - (p(0, 0) + 2 * p(1, 0) + p(2, 0))
+        gy = (p(2, 0) + 2 * p(2, 1) + p(2, 2)) - (p(0, 0) + 2 * p(0, 1) + p(0, 2))
+        return _u8(np.abs(gx) + np.abs(gy))
+    assert name == "gaussian"
+    bx = (i[:, :-2] + 2 * i[:, 1:-1] + i[:, 2:]).astype(np.uint16).astype(np.int32)
+    return ((bx[:-2] + 2 * bx[1:-1] + bx[2:] + 8) // 16).astype(np.uint8)
+
+
+_CASES = [(n, s) for n in ex.KERNELS for s in ex.SCHEDULES]
+
+
+@pytest.mark.parametrize(("name", "schedule"), _CASES, ids=[f"{n}-{s}" for n, s in _CASES])
+def test_paper_kernels_csim_equal_numpy(name: str, schedule: str, image: np.ndarray) -> None:
+    k = ex.KERNELS[name](schedule).compile(target="fpga")
+    (out,) = k(inp=image).values()
+    np.testing.assert_array_equal(out, reference(name, image))
+    assert k.latency_estimate is not None and k.latency_estimate > 0
+    hls = k.sources[f"{name}_hls.cpp"]
+    assert "#pragma HLS INTERFACE m_axi port=b_inp" in hls
+    assert "#pragma HLS INTERFACE s_axilite port=return" in hls
+    assert "#pragma HLS PIPELINE II=1" in hls
+    assert ("ap_uint<512>" in hls) == (schedule == "vec")  # wide ports only when vectorized
+    assert "set_top me_" in k.sources["run_hls.tcl"]
+
+
+def test_vectorized_schedules_are_estimated_faster_and_sizes_matter(image: np.ndarray
+                                                                     ) -> None:
+    chan = ex.scale("chan").compile(target="fpga")
+    vec = ex.scale("vec").compile(target="fpga")
+    chan(inp=image)
+    vec(inp=image)
+    assert vec.latency_estimate < chan.latency_estimate  # 64 lanes per word vs 1 element
+    half = image[: ROWS // 2].copy()
+    vec(inp=half)
+    assert vec.latency_estimate < vec.estimate(N=ROWS, M=COLS)  # the last call's sizes
+
+
+def _two_stages(read: str) -> me.Function:
+    """gray (a stage) then a threshold on it; ``read`` says how the second stage reads."""
+    with me.Function(f"stages_{read}") as f:
+        N, M = me.Param("N", min=3), me.Param("M", min=3)
+        y, x = me.Var("y", 0, N), me.Var("x", 0, M)
+        inp = me.Input("inp", [N, M, 3], me.uint8)
+        gray = me.Computation("gray", [y, x], me.cast(me.uint8, (
+            me.cast(me.int32, inp[y, x, 0]) + inp[y, x, 1] + inp[y, x, 2]) // 3))
+        if read == "same":
+            me.Computation("bw", [y, x], me.select(gray[y, x] > 100, me.cast(me.uint8, 255),
+                                                   me.cast(me.uint8, 0)))
+        elif read == "mirror":
+            me.Computation("bw", [y, x], gray[y, M - 1 - x] + 1)
+        else:  # a 2-tap stencil: each gray pixel read twice
+            x2 = me.Var("x", 0, M - 1)
+            me.Computation("bw", [y, x2], gray[y, x2] // 2 + gray[y, x2 + 1] // 2)
+        gray.pipeline(x)
+        f.computation("bw").pipeline("x")
+        gray.stream()
+    return f
+
+
+def test_stream_between_two_stages(image: np.ndarray) -> None:
+    k = _two_stages("same").compile(target="fpga")
+    gray = image.astype(np.int32).sum(axis=2) // 3
+    np.testing.assert_array_equal(k(inp=image)["bw"], np.where(gray > 100, 255, 0))
+    hls = k.sources["stages_same_hls.cpp"]
+    assert "hls::stream<uint8_t> b_gray;" in hls and "#pragma HLS DATAFLOW" in hls
+    assert "b_gray.write(" in hls and "b_gray.read()" in hls
+    # the stages overlap: about one stage's time, not two
+    assert k.latency_estimate < 1.2 * ROWS * COLS * 3
+
+
+@pytest.mark.parametrize(("read", "reason"), [
+    ("mirror", "reads its elements in another order than it writes them"),
+    ("stencil", "reads it through 2 references per instance"),
+])
+def test_illegal_streams_are_refused_with_the_reason(read: str, reason: str) -> None:
+    with pytest.raises(me.ScheduleError) as info:
+        _two_stages(read).compile(target="fpga")
+    first = str(info.value).splitlines()[0]
+    assert first.startswith("cannot stream 'gray': ") and reason in first
+    assert info.value.command == "gray.stream()"
+
+
+def test_a_stream_of_an_output_or_with_two_consumers_is_refused() -> None:
+    f = ex.scale("none")
+    f.computation("out").stream()
+    with pytest.raises(me.ScheduleError, match="cannot stream 'out': its buffer 'out' is an "
+                                               "output"):
+        f.compile(target="fpga")
+    with me.Function("two") as g:
+        N = me.Param("N", min=1)
+        i = me.Var("i", 0, N)
+        a = me.Input("a", [N], me.int32)
+        b = me.Computation("b", [i], a[i] + 1)
+        me.Computation("c", [i], b[i] * 2)
+        me.Computation("d", [i], b[i] * 3)
+        b.stream()
+    with pytest.raises(me.ScheduleError, match="it is read by 'c', 'd'; a FIFO has exactly "
+                                               "one consumer"):
+        g.compile(target="fpga")
+
+
+def test_partitioned_on_chip_buffer(image: np.ndarray) -> None:
+    plain = ex.gaussian("vec", sizes=(ROWS, COLS)).compile(target="fpga")
+    f = ex.gaussian("vec", sizes=(ROWS, COLS))
+    bx = f.computation("bx")
+    bx.buffer().partition(2, 3, "complete")
+    bx.buffer().partition(1, 64, "cyclic")
+    k = f.compile(target="fpga")
+    np.testing.assert_array_equal(k(inp=image)["out"], reference("gaussian", image))
+    plain(inp=image)
+    hls = k.sources["gaussian_hls.cpp"]
+    assert "static uint16_t b_bx[384][510][3];" in hls
+    assert "#pragma HLS ARRAY_PARTITION variable=b_bx complete dim=3" in hls
+    assert "#pragma HLS ARRAY_PARTITION variable=b_bx cyclic factor=64 dim=2" in hls
+    assert k.latency_estimate < plain.latency_estimate / 10  # 384 ports instead of 2
+
+
+@pytest.mark.parametrize(("setup", "reason"), [
+    (lambda f: f.buffers[0].partition(1, 4), "it is an input of the kernel, in off-chip "
+                                             "memory"),
+    (lambda f: f.computation("bx").buffer().partition(1, 4), "its size along dimension 1 is "
+                                                             "not a constant"),
+    (lambda f: f.computation("bx").buffer().partition(5, 4), "there is no dimension 5"),
+    (lambda f: f.computation("bx").buffer().partition(2, 8, "block"), "factor 8 exceeds its "
+                                                                      "size 3"),
+])
+def test_illegal_partitions_are_refused_with_the_reason(setup, reason: str) -> None:
+    sizes = None if "constant" in reason else (ROWS, COLS)
+    f = ex.gaussian("none", sizes=sizes)
+    setup(f)
+    with pytest.raises(me.ScheduleError) as info:
+        f.compile(target="fpga")
+    first = str(info.value).splitlines()[0]
+    assert first.startswith("cannot partition buffer ") and reason in first
+    with pytest.raises(me.DefinitionError, match="kind must be one of"):
+        f.computation("bx").buffer().partition(0, 2, "diagonal")
+
+
+def test_cpu_and_gpu_refuse_streams_and_partitions() -> None:
+    f = _two_stages("same")
+    f.commands.items[:] = [c for c in f.commands.items if c.kind != "pipeline"]
+    for target in ("cpu", "gpu"):
+        with pytest.raises(me.TargetError, match=f"target '{target}' cannot honour the "
+                                                 "stream operation 'gray'"):
+            f.compile(target=target)
+    g = ex.gaussian("none", sizes=(ROWS, COLS))
+    g.computation("bx").buffer().partition(2, 3, "complete")
+    with pytest.raises(me.TargetError, match="target 'cpu' cannot honour tag 'partition' on "
+                                             "loop 'dimension 2 of buffer bx'"):
+        g.compile(target="cpu")
+
+
+def _running_sum(ii: int) -> me.Function:
+    with me.Function(f"rsum{ii}") as f:
+        N = me.Param("N", min=1)
+        i, z = me.Var("i", 0, N), me.Var("z", 0, 1)
+        x = me.Input("x", [N], me.float32)
+        s = me.Computation("s", [z], me.cast(me.float32, 0))
+        s.update([i], x[i], at=[0], name="acc").pipeline(i, ii=ii)
+    return f
+
+
+def test_pipelined_recurrence_needs_its_smallest_ii() -> None:
+    with pytest.raises(me.ScheduleError) as info:
+        _running_sum(1).compile(target="fpga")
+    e = info.value
+    assert str(e).splitlines()[0] == (
+        "illegal schedule: loop 'i' of 'acc' is pipelined with II=1, but it carries a "
+        "dependence of distance 1 through 'acc', whose latency is 6 cycles: the smallest II "
+        "it allows is 6")
+    assert "acc[i] -> acc[i' = 1 + i]" in e.dependence
+    assert e.command == "acc.pipeline(dim='i', ii=1)"
+    x = np.arange(1000, dtype=np.float32) / 7
+    k = _running_sum(6).compile(target="fpga")
+    np.testing.assert_allclose(k(x=x)["s"], [np.cumsum(x, dtype=np.float32)[-1]], rtol=1e-6)
+    assert "#pragma HLS PIPELINE II=6" in k.sources["rsum6_hls.cpp"]
+
+
+def test_new_commands_travel_on_the_wire_and_through_the_service(image: np.ndarray) -> None:
+    f = _two_stages("same")
+    f.computation("bw").pipeline("y", ii=3)
+    g = ex.gaussian("chan", sizes=(ROWS, COLS))
+    g.computation("bx").buffer().partition(1, 2, "block")
+    for fn in (f, g):
+        req = encode_request(fn, target="fpga", clock_mhz=250.0)
+        back, opts = decode_request(pb.Request.FromString(req.SerializeToString()))
+        assert [c.describe() for c in back.commands.items] == [
+            c.describe() for c in fn.commands.items]
+        assert opts["target"] == "fpga" and opts["target_options"] == {"clock_mhz": 250.0}
+    kinds = {c.WhichOneof("command") for c in encode_request(g).function.commands}
+    assert "partition_buffer" in kinds
+    with EmbeddedClient() as client:
+        k = g.compile(target="fpga", service=client)
+    np.testing.assert_array_equal(k(inp=image)["out"], reference("gaussian", image))
+    assert k.latency_estimate is not None and "run_hls.tcl" in k.sources
+
+
+def test_halide_pipeline_on_the_fpga_target() -> None:
+    pytest.importorskip("halide")
+    from frontends.halide import compile_pipeline, paper
+
+    b = paper.cvt_color(48, 130)
+    (funcs, sizes), = b.groups
+    k = compile_pipeline(funcs, target="fpga")
+    ours = k.realize(sizes, **b.inputs)
+    (ref,) = b.halide_realize()
+    np.testing.assert_allclose(np.asarray(ours), ref, rtol=1e-5, atol=1e-5)
+
+
+def test_unavailable_without_the_headers(monkeypatch: pytest.MonkeyPatch) -> None:
+    import backends.fpga.target as tgt
+
+    monkeypatch.setattr(tgt, "ap_types_dir", lambda: None)
+    t = FpgaTarget()
+    assert not t.availability().available
+    with pytest.raises(me.TargetUnavailable, match=r"pip install --no-deps hls4ml"):
+        t.require()
+
+
+@pytest.mark.skipif(shutil.which("vitis_hls") is None, reason="vitis_hls is not on the PATH "
+                    "(synthesis needs Xilinx Vitis; the C-simulation tests run without it)")
+def test_vitis_synthesis(tmp_path: Path) -> None:
+    k = ex.scale("vec").compile(target="fpga")
+    for name, text in k.sources.items():
+        (tmp_path / name).write_text(text)
+    proc = subprocess.run(["vitis_hls", "-f", "run_hls.tcl"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=3600, check=False)
+    assert proc.returncode == 0, proc.stdout[-2000:]
