@@ -13,18 +13,16 @@ from backends.clike.cexpr import ExprPrinter, ident, iexpr_c
 from backends.clike.cruntime import runtime_text
 from backends.clike.cstmt import comment, dims_lines, statement_lines
 from backends.clike.entry import c_declaration, generate_header
+from backends.clike.printer import LoopPrinter
 from backends.cpu.pool import POOL_C, POOL_HEADERS
 from middleend.ir.errors import TargetError
 from middleend.ir.intervals import Interval, loop_range
 from middleend.ir.loopast import (
     Alloc,
-    Block,
     BufferDecl,
     For,
-    If,
     IOp,
     IVar,
-    Node,
     Program,
     Stmt,
     ieval,
@@ -64,21 +62,15 @@ def _loop_cond(f: For, var: str) -> str | None:
     return None
 
 
-class CPrinter:
+class CPrinter(LoopPrinter):
     """Prints one :class:`Program`. Instances hold only per-call state (the output lines
     and the set of buffers in scope), so a printer is used once and thrown away."""
 
     def __init__(self, program: Program) -> None:
-        self.program = program
-        self.lines: list[str] = []
-        self.buffers: dict[str, BufferDecl] = {}
+        super().__init__(program)
         for b in program.buffers:
-            if b.name in self.buffers:
-                raise TargetError(f"program {program.name!r} declares buffer {b.name!r} twice")
             if b.role not in _ROLES:
                 raise TargetError(f"buffer {b.name!r} has unknown role {b.role!r}")
-            ident(b.name, "buffer name")
-            self.buffers[b.name] = b
         self.in_scope = {b.name for b in program.buffers if not b.local}
         self.exprs = ExprPrinter(self.buffers, self.in_scope, err="me_errp")
         self.loops: dict[str, Interval] = {}  # the ranges of the loops being printed
@@ -87,8 +79,6 @@ class CPrinter:
         self.outlined = False  # printing inside one (a nested parallel loop is serial)
 
     # ------------------------------------------------------------------ output helpers
-    def emit(self, depth: int, text: str) -> None:
-        self.lines.append("    " * depth + text)
 
     def _dims(self, depth: int, b: BufferDecl) -> None:
         for line in dims_lines(b):
@@ -134,26 +124,6 @@ class CPrinter:
         return "\n".join([*head, *self.lines]) + "\n"
 
     # ------------------------------------------------------------------ nodes
-    def node(self, n: Node, depth: int) -> None:
-        if isinstance(n, Block):
-            for child in n.body:
-                self.node(child, depth)
-        elif isinstance(n, For):
-            self._for(n, depth)
-        elif isinstance(n, If):
-            self.emit(depth, f"if ({iexpr_c(n.cond)}) {{")
-            self.node(n.then, depth + 1)
-            if n.orelse is not None:
-                self.emit(depth, "} else {")
-                self.node(n.orelse, depth + 1)
-            self.emit(depth, "}")
-        elif isinstance(n, Stmt):
-            self._stmt(n, depth)
-        elif isinstance(n, Alloc):
-            self._alloc(n, depth)
-        else:
-            raise TargetError(f"unknown loop AST node {type(n).__name__}")
-
     def _for(self, f: For, depth: int) -> None:
         var = ident(f.var, "loop iterator")
         label = f.name or var

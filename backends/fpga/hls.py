@@ -18,16 +18,14 @@ import re
 from backends.clike.cexpr import ExprPrinter, ident, iexpr_c
 from backends.clike.cruntime import Dialect, runtime_text
 from backends.clike.cstmt import comment, dims_lines, statement_lines
+from backends.clike.printer import LoopPrinter
 from middleend.ir.errors import TargetError
 from middleend.ir.intervals import Interval, loop_range
 from middleend.ir.loopast import (
     Alloc,
-    Block,
     BufAccess,
     BufferDecl,
     For,
-    If,
-    Node,
     Program,
     Stmt,
     ieval,
@@ -138,28 +136,18 @@ def _label(name: str, k: int) -> str:
     return f"L{k}_" + (re.sub(r"[^A-Za-z0-9_]", "_", name)[:40] or "loop")
 
 
-class HlsPrinter:
+class HlsPrinter(LoopPrinter):
     """Prints one :class:`Program` as HLS C++; used once and thrown away."""
 
     def __init__(self, program: Program) -> None:
-        self.program = program
-        self.buffers: dict[str, BufferDecl] = {}
-        for b in program.buffers:
-            if b.name in self.buffers:
-                raise TargetError(f"program {program.name!r} declares buffer {b.name!r} twice")
-            ident(b.name, "buffer name")
-            self.buffers[b.name] = b
+        super().__init__(program)
         self.wide = wide_buffers(program)
         self.streams = {b.name for b in program.buffers if b.stream}
         multi = {b.name for b in program.buffers if b.partition}
         self.in_scope = {b.name for b in program.buffers if not b.local}
         self.exprs = HlsExprs(self.buffers, self.in_scope, self.wide, self.streams, multi)
-        self.lines: list[str] = []
         self.loops: dict[str, Interval] = {}
         self.labels = 0
-
-    def emit(self, depth: int, text: str) -> None:
-        self.lines.append("    " * depth + text)
 
     # ------------------------------------------------------------------ the top function
     def port_type(self, b: BufferDecl) -> str:
@@ -244,26 +232,6 @@ class HlsPrinter:
         return False
 
     # ------------------------------------------------------------------ nodes
-    def node(self, n: Node, depth: int) -> None:
-        if isinstance(n, Block):
-            for child in n.body:
-                self.node(child, depth)
-        elif isinstance(n, For):
-            self._for(n, depth)
-        elif isinstance(n, If):
-            self.emit(depth, f"if ({iexpr_c(n.cond)}) {{")
-            self.node(n.then, depth + 1)
-            if n.orelse is not None:
-                self.emit(depth, "} else {")
-                self.node(n.orelse, depth + 1)
-            self.emit(depth, "}")
-        elif isinstance(n, Stmt):
-            self._stmt(n, depth)
-        elif isinstance(n, Alloc):
-            self._alloc(n, depth)
-        else:
-            raise TargetError(f"unknown loop AST node {type(n).__name__}")
-
     def _for(self, f: For, depth: int) -> None:
         var = ident(f.var, "loop iterator")
         label = f.name or var

@@ -36,40 +36,19 @@ from middleend.ir.loopast import (
     For,
     IExpr,
     If,
-    IInt,
-    IOp,
-    IVar,
     Node,
     Program,
     Stmt,
     ieval,
     statements,
 )
+from middleend.ir.loopast import iexpr_from_json as _xi
+from middleend.ir.loopast import iexpr_json as _ix
 
 from .hls import WORD_BITS, accesses, wide_buffers
 
 CONTROL = 2  # cycles of address computation and loop control in a pipeline's depth
 EXACT_TRIPS = 4096  # a loop whose body's cost varies is summed exactly up to this many trips
-
-
-def _ix(e: IExpr | None) -> Any:
-    """An index expression as JSON."""
-    if e is None:
-        return None
-    if isinstance(e, IInt):
-        return e.value
-    if isinstance(e, IVar):
-        return e.name
-    assert isinstance(e, IOp)
-    return [e.op, *(_ix(a) for a in e.args)]
-
-
-def _xi(j: Any) -> IExpr:
-    if isinstance(j, int):
-        return IInt(j)
-    if isinstance(j, str):
-        return IVar(j)
-    return IOp(j[0], tuple(_xi(a) for a in j[1:]))
 
 
 class _Builder:
@@ -144,7 +123,8 @@ class _Builder:
             lat = statement_latency(info.value) if info.value is not None else 1
             return {"k": "stmt", "lat": lat}
         assert isinstance(n, For)
-        loop = {"var": n.var, "init": _ix(n.init), "hi": _ix(n.hi), "cond": _ix(n.cond),
+        hi = None if n.hi is None else _ix(n.hi)
+        loop = {"var": n.var, "init": _ix(n.init), "hi": hi, "cond": _ix(n.cond),
                 "step": n.step, "name": n.name}
         if n.tag in ("pipeline", "unroll", "vector"):
             ii, who = self.memory_ii(n.body)

@@ -21,17 +21,15 @@ from middleend.ir.loopast import (
     Block,
     BufferDecl,
     For,
-    IExpr,
     If,
-    IInt,
-    IOp,
-    IVar,
     Node,
     Program,
     Signature,
     Stmt,
     ieval,
 )
+from middleend.ir.loopast import iexpr_from_json as _unix
+from middleend.ir.loopast import iexpr_json as _ix
 from middleend.target import Kernel
 
 from .kernels import Spelling, device_source
@@ -71,23 +69,6 @@ def opencl_source(program: Program, gp: GpuPlan, fp_contract: bool) -> str:
 
 
 # ---------------------------------------------------------------------------- host plan
-
-
-def _ix(e: IExpr) -> Any:
-    if isinstance(e, IInt):
-        return e.value
-    if isinstance(e, IVar):
-        return e.name
-    assert isinstance(e, IOp)
-    return [e.op, *(_ix(a) for a in e.args)]
-
-
-def _unix(x: Any) -> IExpr:
-    if isinstance(x, int):
-        return IInt(x)
-    if isinstance(x, str):
-        return IVar(x)
-    return IOp(x[0], tuple(_unix(a) for a in x[1:]))
 
 
 def _host_json(n: Node, program: Program) -> Any:

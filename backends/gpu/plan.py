@@ -34,10 +34,10 @@ from middleend.ir.loopast import (
     If,
     IInt,
     IOp,
-    IVar,
     Node,
     Program,
     Stmt,
+    ivars,
     statements,
     walk_nodes,
 )
@@ -161,7 +161,7 @@ class _Planner:
             if n.box is None:
                 raise TargetError(f"host/device copy {n.comp!r} has no range")
             if info.op == "device_to_host" and not n.box.exact:
-                if _vars_of(n.box.first + n.box.last) & set(host_vars):
+                if ivars(*n.box.first + n.box.last) & set(host_vars):
                     raise TargetError(
                         f"copy back {n.comp!r}: its range is not exactly what it copies "
                         "and depends on the host loops around it; copy it back outside "
@@ -197,7 +197,7 @@ class _Planner:
             for e in (info.store, info.value, info.guard):
                 if e is not None:
                     used |= {a.buffer for a in walk(e) if isinstance(a, BufAccess)}
-            names |= _vars_of(tuple(x for _, x in s.bindings))
+            names |= ivars(*tuple(x for _, x in s.bindings))
         names |= _loop_vars(root)
         for b, alloc in self.pending.items():
             if b not in used:
@@ -287,29 +287,17 @@ def _loop_dims(n: Node) -> list[int]:
     return [f.dim for f, _ in walk_nodes(n) if isinstance(f, For)]
 
 
-def _vars_of(es: tuple[IExpr, ...]) -> set[str]:
-    out: set[str] = set()
-    stack = list(es)
-    while stack:
-        e = stack.pop()
-        if isinstance(e, IVar):
-            out.add(e.name)
-        elif isinstance(e, IOp):
-            stack.extend(e.args)
-    return out
-
-
 def _loop_vars(n: Node) -> set[str]:
     """The index variables the loops, conditions and extents under ``n`` use."""
     out: set[str] = set()
     if isinstance(n, For):
-        out |= _vars_of((n.init, n.cond) + ((n.extent,) if n.extent is not None else ()))
+        out |= ivars(*(n.init, n.cond) + ((n.extent,) if n.extent is not None else ()))
         out |= _loop_vars(n.body)
     elif isinstance(n, Block):
         for c in n.body:
             out |= _loop_vars(c)
     elif isinstance(n, If):
-        out |= _vars_of((n.cond,)) | _loop_vars(n.then)
+        out |= ivars(n.cond) | _loop_vars(n.then)
         if n.orelse is not None:
             out |= _loop_vars(n.orelse)
     elif isinstance(n, Alloc):

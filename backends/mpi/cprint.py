@@ -25,13 +25,12 @@ from middleend.ir.loopast import (
     BufAccess,
     For,
     If,
-    IOp,
     IterRef,
-    IVar,
     Node,
     Program,
     Stmt,
     StmtInfo,
+    ivars,
     statements,
 )
 
@@ -99,7 +98,7 @@ class MpiPrinter(CPrinter):
         elem = {f"v_{d}" for d in _element_dims(info)}
         for s in stmts:
             for name, e in s.bindings:
-                if name not in elem and f.var in _vars(e):
+                if name not in elem and f.var in ivars(e):
                     return None  # ``f`` iterates the operation's own iterators
         return c
 
@@ -225,35 +224,29 @@ class MpiPrinter(CPrinter):
         names = {f"v_me_e{q}" for q in range(len(decl.sizes))}
         acc = shifted(self.windows, BufAccess(t.buffer, tuple(
             IterRef(f"me_e{q}") for q in range(len(decl.sizes))), decl.dtype))
-        elem = _ElementStmt(t.loops)
+        loops = _rename(t.loops)
         self.emit(depth, f"if (p_{RANK} == {me}) {{ /* {'to' if send else 'from'} rank "
                          f"{t.dst if send else t.src} */")
         d = depth + 1
-        self._walk(elem.root, d, lambda s, k: self.emit(k, "me_n++;"), prelude="int64_t me_n = 0;")
+        self._walk(loops, d, lambda s, k: self.emit(k, "me_n++;"), prelude="int64_t me_n = 0;")
         self.emit(d, f"{c} *me_msg = ({c} *)me_alloc(me_n, sizeof({c}));")
         self.emit(d, "if (me_msg == NULL) me_fail(\"out of memory for a message\");")
         nbytes = f"me_n * (int64_t)sizeof({c})"
         if send:
-            self._walk(elem.root, d, self._binding_action(
+            self._walk(loops, d, self._binding_action(
                 names, lambda: f"me_msg[me_n++] = {self.exprs.value(acc)};"), prelude="me_n = 0;")
             self.emit(d, f"me_send(me_msg, {nbytes}, {t.dst}, {tag}, 2, \"exchange\");")
         else:
             self.emit(d, f"me_recv(me_msg, {nbytes}, {t.src}, {tag}, \"exchange\");")
-            self._walk(elem.root, d, self._binding_action(
+            self._walk(loops, d, self._binding_action(
                 names, lambda: f"{self.exprs.element(acc)} = me_msg[me_n++];"),
                 prelude="me_n = 0;")
             self.emit(d, "free(me_msg);")
         self.emit(depth, "}")
 
 
-class _ElementStmt:
-    """A transfer's loops with its element statements binding ``v_me_e<q>``."""
-
-    def __init__(self, loops: Node) -> None:
-        self.root = _rename(loops)
-
-
 def _rename(n: Node) -> Node:
+    """A transfer's loops with its element statements binding ``v_me_e<q>``."""
     if isinstance(n, Stmt):
         assert n.comp == ELEMENT
         return Stmt(n.comp, tuple((f"v_me_{k}", e) for k, e in n.bindings))
@@ -264,18 +257,6 @@ def _rename(n: Node) -> Node:
     if isinstance(n, If):
         return If(n.cond, _rename(n.then), None if n.orelse is None else _rename(n.orelse))
     return n
-
-
-def _vars(e: object) -> set[str]:
-    """The variable names an index expression uses."""
-    if isinstance(e, IVar):
-        return {e.name}
-    if isinstance(e, IOp):
-        out: set[str] = set()
-        for a in e.args:
-            out |= _vars(a)
-        return out
-    return set()
 
 
 __all__ = ["MpiPrinter"]

@@ -94,6 +94,42 @@ def ieval(e: IExpr, env: dict[str, int]) -> int:
     raise ValueError(f"unknown index operator {op!r}")
 
 
+def ivars(*es: IExpr | None) -> set[str]:
+    """The variable names (iterators, params) index expressions use."""
+    out: set[str] = set()
+    stack = [e for e in es if e is not None]
+    while stack:
+        e = stack.pop()
+        if isinstance(e, IVar):
+            out.add(e.name)
+        elif isinstance(e, IOp):
+            stack.extend(e.args)
+    return out
+
+
+IJson = int | str | list  # type: ignore[type-arg]
+
+
+def iexpr_json(e: IExpr) -> IJson:
+    """An index expression as JSON (for a runtime plan that travels in an artifact):
+    an int, a variable's name, or ``[op, args...]``."""
+    if isinstance(e, IInt):
+        return e.value
+    if isinstance(e, IVar):
+        return e.name
+    assert isinstance(e, IOp)
+    return [e.op, *(iexpr_json(a) for a in e.args)]
+
+
+def iexpr_from_json(j: IJson) -> IExpr:
+    """The inverse of :func:`iexpr_json`."""
+    if isinstance(j, int):
+        return IInt(j)
+    if isinstance(j, str):
+        return IVar(j)
+    return IOp(j[0], tuple(iexpr_from_json(a) for a in j[1:]))
+
+
 # --------------------------------------------------------------------------- statements
 
 
