@@ -402,3 +402,31 @@ def test_float32_constant_out_of_range_is_infinity() -> None:
         me.Computation("z", [i], x[i] - 1e300, dtype=me.float32)
     out = f.compile()(x=np.zeros(3, np.float32))
     assert np.all(np.isposinf(out["y"])) and np.all(np.isneginf(out["z"]))
+
+
+def test_clamped_computed_gather_in_32_bits() -> None:
+    """A gather at a clamped, computed coordinate (bilinear warps) whose subscripts are
+    provably in bounds is printed in 32-bit arithmetic (the clamp of ``floor(u) + 1``
+    rewritten as ``min(floor(u), W - 2) + 1``); the values must stay exact, including
+    coordinates far outside the image and clamps of an int32 table's entries."""
+    n, w = 64, 7
+    with me.Function("warp32") as f:
+        i = me.Var("i", 0, n)
+        inp = me.Input("inp", [w], me.float32)
+        u = me.Input("u", [n], me.float32)
+        idx = me.Input("idx", [n], me.int32)
+        iu = me.cast(me.int32, me.floor(u[i]))
+        me.Computation("o", [i], inp[me.clamp(iu + 1, 0, w - 1)] * 2.0
+                       + inp[me.clamp(iu - 2, 0, w - 1)] + inp[me.clamp(idx[i] + 3, 0, w - 1)])
+    k = f.compile()
+    src = k.source
+    assert "me_min_i32" in src and "me_max_i32" in src, "the clamps stayed 64-bit"
+    rng = np.random.default_rng(3)
+    a = rng.random(w).astype(np.float32)
+    uu = np.concatenate([rng.uniform(-3, 10, n - 4), [-2e9, 2e9, -1e6, 1e6]]).astype(np.float32)
+    ids = rng.integers(-2**31, 2**31 - 1, n, dtype=np.int64).astype(np.int32)
+    ids[:3] = [2**31 - 1, -2**31, 0]
+    fl = np.floor(uu).astype(np.int64)
+    want = (a[np.clip(fl + 1, 0, w - 1)] * np.float32(2) + a[np.clip(fl - 2, 0, w - 1)]
+            + a[np.clip(ids.astype(np.int64) + 3, 0, w - 1)])
+    np.testing.assert_array_equal(k(inp=a, u=uu, idx=ids)["o"], want)

@@ -20,6 +20,7 @@ from middleend.ir.loopast import BufAccess, BufferDecl, IExpr, IInt, IOp, IterRe
 from middleend.ir.types import DType, int64
 
 from .cruntime import suffix
+from .narrow import Int32Subscript
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # fullmatch: `$` accepts a trailing newline
 
@@ -179,15 +180,18 @@ class ExprPrinter:
             raise TargetError(f"access to buffer {acc.buffer!r}: {len(acc.offset_names)} "
                               f"offsets for {rank} dimensions")
         buf = ident(acc.buffer, "buffer name")
+        if acc.checked and acc.offset_names is None and self._fits_int32(acc, decl):
+            # a gather whose every subscript is provably in bounds: a 32-bit offset lets
+            # the vectorizer use 8-lane gathers instead of two 4-lane ones, and 32-bit
+            # subscripts (where every intermediate value provably fits) 8-lane clamps
+            narrow = Int32Subscript(self.ranges, self.value, self.index)
+            return _linear(buf, [narrow.text(x) or self._subscript(acc, k)
+                                 for k, x in enumerate(acc.indices)], "int32_t")
         subs = []
         for k in range(rank):
             text = self._subscript(acc, k)
             subs.append(f"me_chk({text}, d_{buf}_{k}, {self.err})"
                         if self._needs_check(acc, k) else text)
-        if acc.checked and acc.offset_names is None and self._fits_int32(acc, decl):
-            # a gather whose every subscript is provably in bounds: a 32-bit offset lets
-            # the vectorizer use 8-lane gathers instead of two 4-lane ones
-            return _linear(buf, subs, "int32_t")
         return _linear(buf, subs)
 
     def _fits_int32(self, acc: BufAccess, decl: BufferDecl) -> bool:
