@@ -87,7 +87,8 @@ def _every_command_program() -> me.Function:
         a.distribute(0)  # distribution across ranks (the mpi target)
         me.exchange(c, a, "si")
         tmp.partition(1, 4, "cyclic")  # on-chip layout and FIFOs (the fpga target)
-        c.stream()
+        c.stream(depth=4)
+        d.line_buffer(c)
     return f
 
 

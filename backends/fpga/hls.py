@@ -143,7 +143,7 @@ class HlsPrinter(LoopPrinter):
         super().__init__(program)
         self.wide = wide_buffers(program)
         self.streams = {b.name for b in program.buffers if b.stream}
-        multi = {b.name for b in program.buffers if b.partition}
+        multi = {b.name for b in program.buffers if b.partition and _constant(b)}
         self.in_scope = {b.name for b in program.buffers if not b.local}
         self.exprs = HlsExprs(self.buffers, self.in_scope, self.wide, self.streams, multi)
         self.loops: dict[str, Interval] = {}
@@ -212,8 +212,6 @@ class HlsPrinter(LoopPrinter):
                 sizes.append(max(ieval(e, {}), 1))
             except KeyError:
                 sizes.append(-1)
-        if b.partition and min(sizes) < 0:
-            raise TargetError(f"buffer {b.name!r} is partitioned but its size is not constant")
         if min(sizes, default=1) > 0:
             dims = "".join(f"[{n}]" for n in sizes) if b.partition else \
                 f"[{_product(sizes)}]"
@@ -228,6 +226,8 @@ class HlsPrinter(LoopPrinter):
             count = f"me_mul_sat({count}, d_{b.name}_{k})"
         self.emit(depth, f"// {comment(b.name)}: its size depends on the parameters "
                          "(heap memory: C-simulation only)")
+        if b.partition:
+            self.emit(depth, "// (its ARRAY_PARTITION applies once its size is a constant)")
         self.emit(depth, f"{c} *b_{b.name} = ({c} *)me_alloc({count}, sizeof({c}));")
         return False
 
@@ -267,7 +267,8 @@ class HlsPrinter(LoopPrinter):
         if info is None:
             raise TargetError(f"statement of computation {s.comp!r} has no StmtInfo in "
                               f"program {self.program.name!r}")
-        if info.op not in (None, "copy") or info.store is None or info.value is None:
+        if info.op not in (None, "copy", "line_buffer") or info.store is None or \
+                info.value is None:
             raise TargetError(f"the fpga target cannot honour the {info.op} operation "
                               f"{s.comp!r}" + (f" (created by {info.command})"
                                                if info.command else ""),
@@ -326,6 +327,14 @@ class HlsPrinter(LoopPrinter):
         if not shadowing:
             self.in_scope.discard(b.name)
         self.emit(depth, "}")
+
+
+def _constant(b: BufferDecl) -> bool:
+    """Whether a buffer's sizes are constants (it can be a static, partitioned array)."""
+    try:
+        return all(ieval(e, {}) >= 0 for e in b.sizes)
+    except KeyError:
+        return False
 
 
 def _product(xs: list[int]) -> int:

@@ -59,12 +59,15 @@ class _Builder:
 
     def ports(self, buf: str) -> tuple[float, bool]:
         """Elements per cycle a buffer serves, and whether reads and writes have separate
-        channels (AXI and FIFOs do; a BRAM's two ports are shared)."""
+        channels (AXI and FIFOs do; a BRAM's two ports are shared; an array partitioned
+        completely along every dimension is registers, which never limit the II)."""
         b = self.decls[buf]
         if b.stream:
             return 1, True
         if b.role != "temporary":
             return (WORD_BITS // b.dtype.bits if buf in self.wide else 1), True
+        if {d for d, _, kind in b.partition if kind == "complete"} >= set(range(len(b.sizes))):
+            return math.inf, True  # registers: every element has its own
         n = 2
         for _, factor, _ in b.partition:
             n *= factor

@@ -108,7 +108,7 @@ class FpgaTarget(Target):
     summary = ("Vitis HLS C++ (pipelines, array partitions, streams, 512-bit ports), checked "
                "by C-simulation with g++ and Xilinx's open-source headers")
     tags = frozenset({"pipeline", "unroll", "vector", "partition"})
-    operations = frozenset({"stream"})
+    operations = frozenset({"stream", "line_buffer"})
     options = (TargetOption("part", str, DEFAULT_PART, "the FPGA part run_hls.tcl targets"),
                TargetOption("clock_mhz", float, 300.0,
                             "the clock run_hls.tcl asks for (latency in µs = cycles / MHz)"),

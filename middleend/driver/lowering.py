@@ -13,6 +13,7 @@ legality -> loop AST, one pass per step, in this order:
    ``check_streams``  legality (unless skipped)
 10. ``build_program`` the loop AST every target prints
 11. ``partition_loops`` host loops split where their index clamps stop binding
+12. ``layout``, ``apply_line_buffers``  on-chip layouts and FIFOs, line buffers (fpga)
 
 Everything is rebuilt from the Function and its command log in a fresh ISL context whose
 operation count is bounded, so a pathological input fails with a clear error instead of
@@ -47,6 +48,8 @@ from ..passes.distribution import plan_distribution
 from ..passes.layer1 import Layer1, build_layer1
 from ..passes.layer4 import Layer4, build_layer4
 from ..passes.legality import check_barriers, check_dataflow, check_parallel
+from ..passes.linebuffer import apply_line_buffers
+from ..passes.linebuffer import plans as line_plans
 from ..passes.onchip import check_pipelines, check_streams, layout
 from ..passes.partition import partition_loops
 from ..passes.physical import Physical, build_physical
@@ -75,7 +78,7 @@ class Analysis:
         check_dataflow(self.l1, self.l3, self.ts, self.exp, self.ph, self.l4)
         check_parallel(self.l1, self.l3, self.ts, self.ph)
         check_pipelines(self.l1, self.ts, self.ph)
-        check_streams(self.l1, self.l3, self.l4, self.exp, self.ph, self.commands)
+        check_streams(self.l1, self.l3, self.l4, self.exp, self.ph, self.commands, self.ts)
         if self.dev.on_device:
             check_barriers(self.l1, self.ts, self.ph, self.l4, self.dev.on_device)
 
@@ -150,6 +153,8 @@ def _program(fn: Function, a: Analysis, ranks: int | None = None) -> Program:
     if any(isinstance(c, (cmd.Stream, cmd.PartitionBuffer)) for c in a.commands):
         p = dataclasses.replace(p, buffers=tuple(layout(b, a.commands, a.l3)
                                                  for b in p.buffers))
+    if any(isinstance(c, cmd.LineBuffer) for c in a.commands):
+        p = apply_line_buffers(p, a.l1, line_plans(a.l1, a.l3, a.l4, a.ts, a.commands))
     if ranks is None:
         return p
     dist = plan_distribution(a.l1, a.l3, a.l4, a.ts, a.ph, p, fn.commands.items, ranks)

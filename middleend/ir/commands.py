@@ -255,7 +255,7 @@ class CommandLog:
 # copies, the operation itself for send/receive.
 
 OPERATION_KINDS = ("copy", "barrier", "host_to_device", "device_to_host", "send", "receive",
-                   "exchange", "stream")
+                   "exchange", "stream", "line_buffer")
 # Memory spaces a buffer can be tagged with (Table II's tag_gpu_*), beside the host.
 MEMORY_SPACES = ("gpu_global", "gpu_shared", "gpu_local", "gpu_constant")
 SEND_PROPERTIES = ("sync", "async", "blocking", "nonblocking")
@@ -402,9 +402,26 @@ class PartitionBuffer(Command):
 
 @dataclass(frozen=True)
 class Stream(Command):
-    """``comp.stream()``: the buffer of ``comp`` becomes a FIFO between its producer and
-    its one consumer (Layer IV), legal only when the consumer reads every element once,
-    in the order the producer writes them."""
+    """``comp.stream(depth=None)``: the buffer of ``comp`` becomes a FIFO between its
+    producer and its one consumer (Layer IV), legal only when the consumer reads every
+    element once, in the order the producer writes them. ``depth`` None: sized from the
+    schedule; a given depth that would deadlock the dataflow region is refused."""
+
+    depth: int | None = None
+
+    def describe(self) -> str:
+        return f"{self.comp}.stream()" if self.depth is None else \
+            f"{self.comp}.stream(depth={self.depth})"
+
+
+@dataclass(frozen=True)
+class LineBuffer(Command):
+    """``comp.line_buffer(buffer)``: ``comp`` (the consumer, a stencil over the scan of its
+    pipelined loop) reads ``buffer`` through a line buffer (the lines its window spans,
+    sized by the exact reuse distance) and a window of registers, so that each element of
+    ``buffer`` is read once (Layer IV)."""
+
+    buffer: str
 
 
 OPERATION_COMMANDS = (CopyAt, BarrierAt, HostToDevice, DeviceToHost, Send, Receive,
@@ -447,4 +464,6 @@ def operations_of(c: Command) -> list[tuple[str, str]]:
         return [("exchange", c.name)]
     if isinstance(c, Stream):
         return [("stream", c.comp)]
+    if isinstance(c, LineBuffer):
+        return [("line_buffer", c.comp)]
     return []

@@ -235,11 +235,28 @@ class Computation(_Indexable, Schedulable, _Placed):
     def allocate_at(self, consumer: Computation, level: Any) -> Computation:
         return self._log(cmd.AllocateAt(self.name, consumer.name, level_name(level)))
 
-    def stream(self) -> Computation:
+    def stream(self, depth: int | None = None) -> Computation:
         """Pass this computation's values to its consumer through a FIFO instead of a
         buffer (the fpga target's ``hls::stream``); legal only when the consumer reads
-        each element once, in the order this computation writes them (checked)."""
-        return self._log(cmd.Stream(self.name))
+        each element once, in the order this computation writes them (checked). The FIFO
+        is sized from the schedule; a ``depth`` given here is kept if it cannot deadlock
+        the dataflow region, refused (with the depth it needs) if it can."""
+        if depth is not None:
+            if isinstance(depth, bool) or not isinstance(depth, int) or \
+                    not 1 <= depth <= 1 << 24:
+                raise DefinitionError(f"{self.name}.stream(depth): a FIFO depth is an int "
+                                      f"in [1, 2^24], got {depth!r}")
+        return self._log(cmd.Stream(self.name, depth))
+
+    def line_buffer(self, buffer: Any) -> Computation:
+        """Read ``buffer`` (a buffer, an input, or a computation meaning its buffer)
+        through a line buffer (the fpga target): this computation must be a stencil over
+        the scan of its pipelined loop (reads at constant offsets, one new column per
+        iteration); the lines its window spans are kept on chip, sized by the exact
+        reuse distance, so each element of ``buffer`` is read once (checked with ISL)."""
+        from .operations import _buffer_name
+
+        return self._log(cmd.LineBuffer(self.name, _buffer_name(buffer, "line_buffer")))
 
     @property
     def memory(self) -> _BufferOf:

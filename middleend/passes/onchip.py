@@ -24,6 +24,8 @@ from .dataflow import Expected
 from .layer1 import Layer1
 from .layer4 import Layer4
 from .legality import _accesses, _fmt
+from .linebuffer import commands_of as line_commands
+from .linebuffer import plan as line_plan
 from .physical import Physical
 from .placement import TimeSpace
 
@@ -100,10 +102,13 @@ def layout(decl: BufferDecl, commands: list[cmd.Command], l3: Layer3) -> BufferD
 
 
 def check_streams(l1: Layer1, l3: Layer3, l4: Layer4, exp: Expected, ph: Physical,
-                  commands: list[cmd.Command]) -> None:
+                  commands: list[cmd.Command], ts: TimeSpace | None = None) -> None:
     """Each streamed computation has one consumer that reads each element it writes once,
     through one reference, in the order it writes them (ISL: no two writes whose reads come
-    in the other order)."""
+    in the other order). A consumer that line-buffers the stream reads it through its
+    fill instead (:mod:`middleend.passes.linebuffer`): one read per element of the
+    extended scan, which must read exactly what the producer writes, in its order."""
+    lined = {(c.comp, c.buffer): (c, where) for c, where in line_commands(commands)}
     for buf, comp in streamed(commands, l3).items():
         what = f"cannot stream {comp!r}"
         if comp not in l1.comps:
@@ -126,12 +131,22 @@ def check_streams(l1: Layer1, l3: Layer3, l4: Layer4, exp: Expected, ph: Physica
             raise ScheduleError(f"{what}: it is read by {who}; a FIFO has exactly one "
                                 "consumer", computations=(comp, *consumers))
         (consumer,) = consumers
+        w = ph.writes[comp]
+        lb = lined.get((consumer, buf)) or lined.get((consumer, comp))
+        if lb is not None and ts is not None:
+            fill = line_plan(l1, l3, l4, ts, lb[0], lb[1]).fill
+            if not fill.range().is_subset(w.range()):
+                raise ScheduleError(f"{what}: the line buffer of {consumer!r} reads elements "
+                                    f"it never writes ({fill.range().subtract(w.range())}; "
+                                    "the FIFO would never deliver them)",
+                                    computations=(comp, consumer))
+            _check_order(l1, ph, what, comp, consumer, w, fill)
+            continue
         if len(refs) != 1:
             raise ScheduleError(f"{what}: {consumer!r} reads it through {len(refs)} "
                                 "references per instance; a FIFO is read once per instance "
                                 "(keep a buffer, or a line buffer, for a stencil)",
                                 computations=(comp, consumer))
-        w = ph.writes[comp]
         r = ph.reads[refs[0].ref]
         if not w.reverse().is_single_valued():
             raise ScheduleError(f"{what}: it writes some elements of {buf!r} more than "
@@ -144,18 +159,25 @@ def check_streams(l1: Layer1, l3: Layer3, l4: Layer4, exp: Expected, ph: Physica
             raise ScheduleError(f"{what}: {consumer!r} never reads some of the elements it "
                                 "writes (they would stay in the FIFO)",
                                 computations=(comp, consumer))
-        m = w.apply_range(r.reverse())  # write time -> read time of the same element
-        t_space = w.domain().get_space()
-        later = isl.Map.lex_lt(t_space)
-        swapped = (m.reverse().apply_range(later).apply_range(m)
-                   .intersect(isl.Map.lex_gt(t_space)))
-        if not swapped.is_empty():
-            names = {n: c.vars for n, c in l1.comps.items()}
-            # pairs of the consumer's instances that read in the other order
-            pair = isl.UnionMap.from_map(swapped).apply_domain(ph.tinv).apply_range(ph.tinv)
-            raise ScheduleError(f"{what}: {consumer!r} reads its elements in another order "
-                                "than it writes them (a FIFO keeps the producer's order)",
-                                computations=(comp, consumer), dependence=_fmt(names, pair))
+        _check_order(l1, ph, what, comp, consumer, w, r)
+
+
+def _check_order(l1: Layer1, ph: Physical, what: str, comp: str, consumer: str,
+                 w: isl.Map, r: isl.Map) -> None:
+    """The reads ``r`` (time -> element) take the elements in the order of the writes
+    ``w``: no two writes whose reads come in the other order."""
+    m = w.apply_range(r.reverse())  # write time -> read time of the same element
+    t_space = w.domain().get_space()
+    later = isl.Map.lex_lt(t_space)
+    swapped = (m.reverse().apply_range(later).apply_range(m)
+               .intersect(isl.Map.lex_gt(t_space)))
+    if not swapped.is_empty():
+        names = {n: c.vars for n, c in l1.comps.items()}
+        # pairs of the consumer's instances that read in the other order
+        pair = isl.UnionMap.from_map(swapped).apply_domain(ph.tinv).apply_range(ph.tinv)
+        raise ScheduleError(f"{what}: {consumer!r} reads its elements in another order "
+                            "than it writes them (a FIFO keeps the producer's order)",
+                            computations=(comp, consumer), dependence=_fmt(names, pair))
 
 
 def check_pipelines(l1: Layer1, ts: TimeSpace, ph: Physical) -> None:

@@ -63,7 +63,7 @@ SPACES = {pb.GPU_GLOBAL: "gpu_global", pb.GPU_SHARED: "gpu_shared", pb.GPU_LOCAL
 # Commands that only a Layer I computation can take (not an operation).
 _COMPUTATION_ONLY = frozenset({"compute_at", "inline", "store_in", "storage_fold",
                                "allocate_at", "copy_at", "barrier_at", "exchange",
-                               "stream"})
+                               "stream", "line_buffer"})
 
 TYPES = {v: t.BY_NAME[k] for k, v in ELEM.items()}
 OPS = {v: k for k, v in BINARY.items()}
@@ -518,7 +518,8 @@ class _Decoder:
             "tile_gpu": lambda: comp.tile_gpu(a.i, a.j, a.t1, a.t2, a.i0, a.j0, a.i1, a.j1),
             "distribute": lambda: comp.distribute(a.dim),
             "pipeline": lambda: comp.pipeline(a.dim, a.ii if a.HasField("ii") else 1),
-            "stream": lambda: comp.stream(),
+            "stream": lambda: comp.stream(a.depth if a.HasField("depth") else None),
+            "line_buffer": lambda: comp.line_buffer(buffer_or_name(a.buffer)),
             "storage_fold": lambda: comp.storage_fold(a.dim, a.factor),
             "allocate_at": lambda: comp.allocate_at(consumer(a.consumer), level(a.level)),
             "store_in": lambda: self.store_in(comp, a, sub),
