@@ -93,7 +93,7 @@ def test_blur_funcs_types_and_versions(blur: HPipeline) -> None:
     pred = by.init.predicate  # always written: true when there is no where()
     assert pred is not None and (pred.kind, pred.value, str(pred.type)) == ("UIntImm", 1, "uint1")
     assert [a.name for a in by.init.args] == ["x", "y"]
-    assert blur.requirements == 0 and not by.traced
+    assert blur.requirements == () and not by.traced
 
 
 def test_blur_image_param_and_boundary_condition(blur: HPipeline) -> None:

@@ -3,7 +3,7 @@ user can find the Func, the stage and the construct without reading our code."""
 
 from __future__ import annotations
 
-from middleend.ir.errors import MiddleEndError
+from middleend.ir.errors import KernelArgumentError, MiddleEndError
 
 
 class HalideFrontendError(MiddleEndError):
@@ -29,3 +29,11 @@ class UnsupportedHalideFeature(HalideFrontendError):
         if func is not None and stage is not None:
             where += " pure definition" if stage == 0 else f" update {stage - 1}"
         super().__init__(f"unsupported Halide feature in {where}: {construct}")
+
+
+class HalideCheckError(HalideFrontendError, KernelArgumentError):
+    """A check Halide makes when a pipeline is called failed: a ``Pipeline.add_requirement``
+    condition is false, an input breaks its ImageParam's ``dim(d)`` constraints or has the
+    wrong type or dimensions, or a Param is outside its ``set_range``. Halide raises at
+    that point too; the message gives the same information (the requirement and its
+    message, or the input, dimension and sizes)."""

@@ -241,6 +241,15 @@ class HBuffer:
 
 
 @dataclass(frozen=True, slots=True)
+class HRequirement:
+    """``Pipeline.add_requirement(condition, *message)``: ``message`` is Halide's error call
+    (``halide_error_requirement_failed(stringify(condition), stringify(message...))``)."""
+
+    condition: HExpr
+    message: HExpr | None
+
+
+@dataclass(frozen=True, slots=True)
 class HPipeline:
     funcs: tuple[HFunc, ...]
     output_names: tuple[str, ...]
@@ -250,7 +259,7 @@ class HPipeline:
     buffers: tuple[HBuffer, ...]
     halide_version: str
     serialization_version: str
-    requirements: int = 0  # how many requirement statements (refused if any)
+    requirements: tuple[HRequirement, ...] = ()
     funcs_by_name: dict[str, HFunc] = field(default_factory=dict, compare=False)
 
     def func(self, name: str) -> HFunc:

@@ -1,10 +1,12 @@
 """``compile_pipeline``: a Halide pipeline compiled by the middle-end, realized from numpy.
 
 The pipeline is read once (``hl.serialize_pipeline`` and our reader). A realization is
-specialized on its sizes (output extents, input shapes, and the integer Params that index
-or bound something): the first ``realize`` of each specialization translates and compiles
-(through the wire format, embedded or remote, so the artifact cache also serves later
-processes); the following ones only call the kernel.
+specialized on its sizes (output extents, input shapes, and the Params that index or bound
+something): the first ``realize`` of each specialization translates and compiles (through
+the wire format, embedded or remote, so the artifact cache also serves later processes);
+the following ones only call the kernel. Every other Param is a scalar argument of the
+kernel, of its own type. Halide's checks (requirements, ImageParam constraints, Param
+ranges; :mod:`.checks`) run on every call, before anything is built.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from typing import Any
 import halide as hl
 import numpy as np
 
-from frontends.halide.errors import UnsupportedHalideFeature
+from frontends.halide.checks import Checks, build_checks
+from frontends.halide.errors import HalideCheckError, UnsupportedHalideFeature
+from frontends.halide.evaluate import scalar_value
 from frontends.halide.exprs import dtype_of
 from frontends.halide.graph import producer_order
 from frontends.halide.hir import HPipeline
@@ -32,8 +36,8 @@ class HalideKernel:
     def __init__(self, hp: HPipeline, outputs: list[str], target: str, service: Any,
                  check_legality: bool = True,
                  extra_schedule: Callable[[Built], None] | None = None,
-                 fp_contract: bool = True, target_options: dict[str, Any] | None = None
-                 ) -> None:
+                 fp_contract: bool = True, target_options: dict[str, Any] | None = None,
+                 checks: Checks | None = None) -> None:
         self.pipeline = hp
         self.outputs = outputs
         self.target = target
@@ -45,6 +49,7 @@ class HalideKernel:
         order = producer_order(hp, outputs)
         self.index_params = index_params(hp, order)
         self.params = {p.name: p for p in hp.external_parameters}
+        self.checks = checks or Checks(str(outputs), self.params, hp.requirements)
         self._builds: dict[Spec, tuple[Built, Any]] = {}
         self._lock = threading.Lock()
         self.compiles = 0  # how many specializations were built (tests check reuse)
@@ -54,26 +59,46 @@ class HalideKernel:
     def input_names(self) -> list[str]:
         return sorted(self.params)
 
-    def _spec(self, sizes: Sequence[int], inputs: dict[str, Any]) -> Spec:
-        shapes = []
-        ints = []
+    def _arguments(self, inputs: Mapping[str, Any]
+                   ) -> tuple[dict[str, np.ndarray], dict[str, np.generic]]:
+        """The inputs as arrays (ImageParams) and numpy scalars of their types (Params),
+        each checked; errors name the input."""
+        label = str(self.outputs)
+        images: dict[str, np.ndarray] = {}
+        scalars: dict[str, np.generic] = {}
         for name, p in sorted(self.params.items()):
             if name not in inputs:
                 raise KernelArgumentError(f"Halide pipeline {self.outputs}: missing "
                                           f"{'ImageParam' if p.is_buffer else 'Param'} "
                                           f"{name!r}; it needs {self.input_names}")
             v = inputs[name]
-            if p.is_buffer:
-                shapes.append((name, tuple(reversed(np.shape(v)))))
-            elif name in self.index_params:
-                if not isinstance(v, int | np.integer) or isinstance(v, bool):
-                    raise KernelArgumentError(f"Param {name!r} must be an int, got {v!r}")
-                ints.append((name, int(v)))
-        return Spec(tuple(int(s) for s in sizes), tuple(shapes), tuple(ints))
+            if not p.is_buffer:
+                scalars[name] = scalar_value(p, v, label)
+                continue
+            if isinstance(v, hl.Buffer):
+                mins = [v.dim(d).min() for d in range(v.dimensions())]
+                if any(mins):
+                    raise HalideCheckError(
+                        f"Halide pipeline {label}: ImageParam {name!r}: an hl.Buffer whose "
+                        f"mins are {mins} (only buffers with every min 0 are supported: "
+                        "pass the array)")
+            images[name] = np.asarray(v)
+        return images, scalars
+
+    def _spec(self, sizes: Sequence[int], images: Mapping[str, np.ndarray],
+              scalars: Mapping[str, np.generic]) -> Spec:
+        shapes = tuple((n, tuple(reversed(a.shape))) for n, a in sorted(images.items()))
+        index = tuple((n, v.item()) for n, v in sorted(scalars.items())
+                      if n in self.index_params)
+        return Spec(tuple(int(s) for s in sizes), shapes, index)
 
     def build(self, sizes: Sequence[int], **inputs: Any) -> tuple[Built, Any]:
         """The translated Function and its kernel for this specialization."""
-        spec = self._spec(sizes, inputs)
+        return self._build(sizes, *self._arguments(inputs))
+
+    def _build(self, sizes: Sequence[int], images: Mapping[str, np.ndarray],
+               scalars: Mapping[str, np.generic]) -> tuple[Built, Any]:
+        spec = self._spec(sizes, images, scalars)
         with self._lock:
             got = self._builds.get(spec)
             if got is None:
@@ -163,15 +188,15 @@ class HalideKernel:
             raise KernelArgumentError(f"unknown input(s) {unknown}; the pipeline takes "
                                       f"{self.input_names}")
         outs_given = None if out is None else self._check_out(sizes, out)
-        arrays = {n: (np.asarray(v) if self.params[n].is_buffer else v)
-                  for n, v in inputs.items()}
-        built, kernel = self.build(sizes, **arrays)
+        images, scalars = self._arguments(inputs)
+        self.checks.run(images, scalars)
+        built, kernel = self._build(sizes, images, scalars)
         args: dict[str, Any] = dict(built.constants)
         for name, ours in built.inputs.items():
-            args[ours] = np.ascontiguousarray(arrays[name])
+            args[ours] = np.asarray(images[name], order="C")  # keeps 0-d arrays 0-d
         for name, (ours, kind, dt) in built.scalars.items():
-            v = arrays[name]
-            args[ours] = int(v) if kind == "param" else np.array([v], dtype=dt.numpy)
+            v = scalars[name]
+            args[ours] = int(v) if kind == "param" else np.array(v, dtype=dt.numpy)
         if outs_given is not None:
             for c, a in zip(built.outputs, outs_given, strict=True):
                 args[c.name] = a
@@ -202,10 +227,12 @@ def compile_pipeline(outputs: Any, target: str = "cpu", service: Any = None,
         pipe = hl.Pipeline(list(outputs))
     else:
         raise TypeError("compile_pipeline takes an hl.Pipeline, an hl.Func or a list of Funcs")
-    hp = read_pipeline(hl.serialize_pipeline(pipe))
+    data, live = hl.serialize_pipeline(pipe, get_params=True)
+    hp = read_pipeline(data)
     names = [f.name() for f in pipe.outputs()]
     for n in names:
         if n not in hp.funcs_by_name:
             raise UnsupportedHalideFeature(n, None, "an output missing from the serialization")
+    checks = build_checks(hp, live, str(names))
     return HalideKernel(hp, names, target, service, check_legality, extra_schedule,
-                        fp_contract, target_options)
+                        fp_contract, target_options, checks)

@@ -31,6 +31,7 @@ from frontends.halide.hir import (
     HParameter,
     HPipeline,
     HRDom,
+    HRequirement,
     HRVar,
     HSplit,
     HStageSchedule,
@@ -47,6 +48,10 @@ _EXPR_KINDS = (
     "IntImm UIntImm FloatImm StringImm Cast Reinterpret Add Sub Mul Div Mod Min Max EQ NE LT LE"
     " GT GE And Or Not Select Load Ramp Broadcast Let Call Variable Shuffle VectorReduce"
     " UndefinedExpr"
+).split()
+_STMT_KINDS = (
+    "LetStmt AssertStmt ProducerConsumer For Store Provide Allocate Free Realize Block"
+    " IfThenElse Evaluate Prefetch Acquire Fork Atomic HoistedStorage UndefinedStmt"
 ).split()
 _BINARY = frozenset("Add Sub Mul Div Mod Min Max EQ NE LT LE GT GE And Or".split())
 _TYPE_CODES = ("int", "uint", "float", "handle", "bfloat")
@@ -379,6 +384,14 @@ def _buffer(t: FbTable) -> HBuffer:
     return HBuffer(name, _req_type(t.table(2), f"Buffer {name}"), dims, t.get_bytes(5))
 
 
+def _requirement(tag: int, t: FbTable | None) -> HRequirement:
+    """One of ``Pipeline.requirements``: Halide stores each as an AssertStmt."""
+    kind = _enum(_STMT_KINDS, tag - 1, "Stmt union tag") if tag else "NONE"
+    if kind != "AssertStmt" or t is None:
+        raise FlatBufferError(f"a requirement is a {kind}, not an AssertStmt")
+    return HRequirement(_req_expr(t, 0, "requirement condition"), _opt_expr(t, 2))
+
+
 def _req_type(t: FbTable | None, what: str) -> HType:
     ty = _type(t)
     if ty is None:
@@ -435,7 +448,7 @@ def read_pipeline(data: bytes) -> HPipeline:
             buffers=_each(p.tables(7), _buffer, "Buffer", 1),
             halide_version=halide_version,
             serialization_version=version,
-            requirements=p.vector_len(3),
+            requirements=tuple(_requirement(tag, t) for tag, t in p.unions(2)),
             funcs_by_name={f.name: f for f in funcs},
         )
     except _DECODE_ERRORS as e:

@@ -4,8 +4,8 @@ Per stage: the splits in order (a split whose inner loop Halide vectorizes or un
 the middle-end's ``vectorize``/``unroll`` with that factor, which splits the same way), then
 interchanges that put the loops in Halide's final order, then loop tags (parallel, full
 unroll, GPU). Per Func: compute_root is the middle-end's default (a loop nest of its own,
-producers first), compute_at/store_at become ``compute_at``/``allocate_at``, and Halide's
-default, inlining, is ``inline``.
+producers first), Halide's default, inlining, is ``inline``, and compute_at/store_at are
+placed by :mod:`.placement`.
 
 Tail strategies: the middle-end iterates exactly the domain (partial tiles are guarded), so
 ShiftInwards, RoundUp, GuardWithIf and the predicated strategies all give Halide's values;
@@ -19,9 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from frontends.halide.errors import UnsupportedHalideFeature
 from frontends.halide.graph import definitions
-from frontends.halide.hir import HLoopLevel
 from frontends.names import Namer
-from middleend import barrier_at
 
 if TYPE_CHECKING:
     from frontends.halide.translate import FuncInfo, Translator
@@ -85,7 +83,7 @@ def schedule_stage(tr: Translator, fi: FuncInfo, k: int) -> None:
     f = fi.f
     d = definitions(f)[k]
     st = d.schedule
-    comps = fi.comps[k]
+    comps = fi.comps[k] + [c for cp in fi.copies for c in cp] if k == 0 else fi.comps[k]
     vars_ = fi.stage_vars[k]
     plan = StagePlan({n: v.name for n, v in vars_.items()})
     order = list(vars_)  # Halide names, outermost first
@@ -155,65 +153,3 @@ def schedule_stage(tr: Translator, fi: FuncInfo, k: int) -> None:
     plan.gpu_blocks = set(blocks)
     plan.order = order
     fi.plans.append(plan)
-
-
-def place(tr: Translator, fi: FuncInfo) -> None:
-    """compute_inline / compute_root / compute_at + store_at of one Func."""
-    f = fi.f
-    s = f.schedule
-    if fi.inline:
-        for c in fi.comps[0]:
-            c.inline()
-        return
-    # Tuple elements of one stage share one loop nest, as in Halide
-    for comps, plan in zip(fi.comps, fi.plans, strict=True):
-        if len(comps) > 1 and plan.order:
-            inner = plan.loops[plan.order[-1]]
-            for c in comps[1:]:
-                c.after(comps[0], inner)
-    cl = s.compute_level
-    if cl.is_root or cl.is_inlined:
-        if not s.store_level.is_inlined and not s.store_level.is_root:
-            raise UnsupportedHalideFeature(f.name, None, "store_at inside a compute_root Func")
-        return
-    if f.updates:
-        raise UnsupportedHalideFeature(f.name, None, "compute_at of a Func with update "
-                                       "definitions (use compute_root)")
-    consumer, level, cplan = _loop(tr, f.name, cl)
-    for c in fi.comps[0]:
-        c.compute_at(consumer, level)
-    sl = s.store_level
-    if sl.is_root:
-        return
-    compute_level = level
-    if not sl.is_inlined:
-        consumer2, store_at, _ = _loop(tr, f.name, sl)
-        if consumer2 is not consumer:
-            raise UnsupportedHalideFeature(f.name, None, "store_at and compute_at in "
-                                           "different Funcs")
-        level = store_at
-    for c in fi.comps[0]:
-        c.allocate_at(consumer, level)
-    if compute_level in cplan.gpu_blocks:
-        # computed per GPU block into its shared memory, by the block's threads: Halide
-        # synchronizes them before the consumer reads it; so do we
-        barrier_at(consumer, compute_level)
-
-
-def _loop(tr: Translator, producer: str, lv: HLoopLevel) -> tuple[Any, str, StagePlan]:
-    ci = tr.info.get(lv.func_name)
-    if ci is None:
-        raise UnsupportedHalideFeature(producer, None, f"compute_at/store_at a Func "
-                                       f"{lv.func_name!r} outside the pipeline")
-    if ci.inline:
-        raise UnsupportedHalideFeature(producer, None, f"compute_at an inlined Func "
-                                       f"{lv.func_name!r}")
-    stage = len(ci.comps) - 1 if lv.stage_index < 0 else lv.stage_index
-    plan = ci.plans[stage]
-    hits = [n for n in plan.order if n == lv.var_name]
-    hits = hits or [n for n in plan.order if n.endswith("." + lv.var_name)]
-    if len(hits) != 1:
-        raise UnsupportedHalideFeature(producer, None, f"compute_at/store_at loop "
-                                       f"{lv.var_name!r} of {lv.func_name!r}: loops are "
-                                       f"{plan.order}")
-    return ci.comps[stage][0], plan.loops[hits[0]], plan

@@ -2,10 +2,12 @@
 
 One Func becomes one computation per Tuple element for its pure definition and one per
 element for each update, stored into the pure computation's buffer (``store_in``), in order.
-ImageParams and constant Buffers become inputs, scalar Params become parameters (int32) or
-one-element inputs (other types). The build is specialized on the sizes (output and input
-extents, and the integer Params that index or bound something), which makes every bound a
-constant that ISL handles exactly; :mod:`.pipeline` keeps one build per specialization.
+ImageParams and constant Buffers become inputs. A scalar Param that indexes or bounds
+something is a constant of the build (see :func:`index_params`); any other is a value
+argument of the kernel: a parameter (int32) or a scalar input, Layer I's zero-dimensional
+input (every other type). The build is specialized on the sizes (output and input extents)
+and those index Params, which makes every bound a constant that ISL handles exactly;
+:mod:`.pipeline` keeps one build per specialization.
 The schedule is translated by :mod:`.schedule`.
 """
 
@@ -19,13 +21,14 @@ import numpy as np
 import middleend as me
 from frontends.halide import bounds as bd
 from frontends.halide.errors import UnsupportedHalideFeature
-from frontends.halide.exprs import Scope, dtype_of, translate
+from frontends.halide.exprs import Scope, const, dtype_of, translate
 from frontends.halide.graph import definitions, exprs_of, producer_order, walk
 from frontends.halide.hir import HBound, HBuffer, HDefinition, HExpr, HFunc, HPipeline
-from frontends.halide.schedule import StagePlan, place, plan_func_schedule, schedule_stage
+from frontends.halide.placement import Placement, place
+from frontends.halide.schedule import StagePlan, plan_func_schedule, schedule_stage
 from frontends.names import Namer
 from middleend.ir.affine import AffineContext
-from middleend.ir.expr import Access, Const, Expr, wrap
+from middleend.ir.expr import Access, Expr, wrap
 from middleend.ir.expr import walk as expr_walk
 from middleend.ir.function import _BufferOf
 
@@ -36,7 +39,7 @@ class Spec:
 
     sizes: tuple[int, ...]
     inputs: tuple[tuple[str, tuple[int, ...]], ...]
-    int_params: tuple[tuple[str, int], ...]
+    index_values: tuple[tuple[str, int | float | bool], ...]  # the Params of index_params
 
 
 @dataclass
@@ -46,7 +49,7 @@ class Built:
     fn: me.Function
     outputs: list[me.Computation]
     inputs: dict[str, str]  # ImageParam name -> input name
-    scalars: dict[str, tuple[str, str, me.DType]]  # Param -> (our name, param|buffer, type)
+    scalars: dict[str, tuple[str, str, me.DType]]  # Param -> (our name, param|scalar, type)
     constants: dict[str, np.ndarray]  # our input name -> data of a constant hl.Buffer
     comps: dict[str, list[list[me.Computation]]] = field(default_factory=dict)
     loops: dict[str, list[dict[str, str]]] = field(default_factory=dict)
@@ -73,24 +76,73 @@ class FuncInfo:
     stage_vars: list[dict[str, me.Var]] = field(default_factory=list)
     plans: list[StagePlan] = field(default_factory=list)
     storage: list[me.Buffer] = field(default_factory=list)  # per value, when offset
+    # realizations 1.. of a Func computed in several stages of its consumer: per copy, the
+    # computations (one per value) and their buffers (when offset)
+    copies: list[list[me.Computation]] = field(default_factory=list)
+    copy_storage: list[list[me.Buffer]] = field(default_factory=list)
 
 
 def index_params(hp: HPipeline, order: list[str]) -> set[str]:
-    """Scalar Params used where a value decides bounds (call or store indices, RDom bounds,
-    predicates): the build is specialized on them."""
+    """Scalar Params whose value decides bounds: used in an index (the arguments of a Func or
+    image call, a left-hand side), an RDom bound, a ``bound()`` or a split factor, or (integer
+    Params) a predicate. The build is specialized on their values, so bounds inference sees
+    constants, as Halide's runs with the values at hand. Every other Param is a value: a
+    scalar argument of the kernel, one build for all its values."""
+    types = {p.name: p.type for p in hp.external_parameters if not p.is_buffer}
     out: set[str] = set()
+
+    def add(roots: list[HExpr], lets: dict[str, set[str]], ints_only: bool = False) -> None:
+        for root in roots:
+            for n in walk(root):
+                if n.kind != "Variable":
+                    continue
+                if n.param_name and n.name == n.param_name:
+                    t = types.get(n.name)
+                    if not ints_only or (t is not None and t.code in ("int", "uint")):
+                        out.add(n.param_name)
+                out.update(lets.get(n.name, ()))
+
     for name in order:
-        for d in definitions(hp.func(name)):
+        f = hp.func(name)
+        for b in f.schedule.bounds:
+            add([e for e in (b.min, b.extent) if e is not None], {})
+        for d in definitions(f):
+            lets = _let_params(d)
             roots: list[HExpr] = list(d.args)
             roots.extend(e for rv in d.schedule.rvars for e in (rv.min, rv.extent))
+            roots.extend(sp.factor for sp in d.schedule.splits if sp.factor is not None)
+            for v in (*d.values, *d.args):
+                roots.extend(a for n in walk(v) if n.kind == "Call"
+                             and n.call_type in ("Halide", "Image") for a in n.args)
+            add(roots, lets)
             if d.predicate is not None:
-                roots.append(d.predicate)
-            for v in d.values:
-                roots.extend(a for n in walk(v) if n.kind == "Call" for a in n.args)
-            for root in roots:
-                for n in walk(root):
-                    if n.kind == "Variable" and n.param_name and n.name == n.param_name:
-                        out.add(n.param_name)
+                add([d.predicate], lets, ints_only=True)
+    return out
+
+
+def _let_params(d: HDefinition) -> dict[str, set[str]]:
+    """The scalar Params each Let-bound name of a definition stands for (an index that reads
+    a Let reads the Params of its value)."""
+    direct: dict[str, set[str]] = {}
+    for root in exprs_of(d):
+        for n in walk(root):
+            if n.kind == "Let":
+                direct.setdefault(n.name, set()).update(
+                    m.param_name if m.param_name and m.name == m.param_name else "let:" + m.name
+                    for m in walk(n.args[0]) if m.kind == "Variable")
+    out: dict[str, set[str]] = {}
+
+    def close(name: str, seen: set[str]) -> set[str]:
+        got: set[str] = set()
+        for v in direct.get(name, ()):
+            if not v.startswith("let:"):
+                got.add(v)
+            elif v[4:] not in seen:
+                got |= close(v[4:], seen | {v[4:]})
+        return got
+
+    for name in direct:
+        out[name] = close(name, {name})
     return out
 
 
@@ -102,7 +154,7 @@ class Translator:
         self.order = producer_order(hp, outputs)
         self.info = {n: FuncInfo(hp.func(n)) for n in self.order}
         self.params = {p.name: p for p in hp.external_parameters}
-        self.int_params = dict(spec.int_params)
+        self.index_values = dict(spec.index_values)
         self.input_shapes = dict(spec.inputs)
         self.input_req: dict[str, list[tuple[int, int]] | None] = {}
         self.names = Namer()
@@ -282,8 +334,8 @@ class Translator:
             if what == "stride":
                 return wrap(int(np.prod(shape[:k], dtype=np.int64)))
             raise UnsupportedHalideFeature(func, stage, f"the buffer property {name!r}")
-        if name in self.int_params:
-            return Const(self.int_params[name], dtype_of(e.type, func, stage))
+        if name in self.index_values:
+            return const(self.index_values[name], dtype_of(e.type, func, stage))
         dt = dtype_of(e.type, func, stage)
         if bounds_pass:
             return bd.Opaque(dt)
@@ -293,7 +345,8 @@ class Translator:
     def _func_access(self, func: str, stage: int, name: str, vi: int,
                      args: tuple[Expr, ...]) -> Expr:
         ci = self.info[name]
-        target = ci.comps[0][vi]
+        r = self.placement.copy_for(name, func, stage)
+        target = (ci.comps[0] if r == 0 else ci.copies[r - 1])[vi]
         idx = tuple(reversed(args))
         if len(definitions(ci.f)) == 1:
             return target[idx]
@@ -332,9 +385,9 @@ class Translator:
             if dt == me.int32:
                 got = me.Param(ours)
                 self.scalars[name] = (ours, "param", dt)
-            else:
-                got = me.Input(ours, [1], dt)[0]
-                self.scalars[name] = (ours, "buffer", dt)
+            else:  # Layer I's scalar input: a zero-dimensional input of its type
+                got = me.Input(ours, [], dt)[()]
+                self.scalars[name] = (ours, "scalar", dt)
             self.scalar_exprs[name] = got
         return got
 
@@ -362,6 +415,11 @@ class Translator:
                 constants[ours] = arr
             for name in self.order:
                 plan_func_schedule(self.info[name], name in self.outputs)
+            self.placement = Placement(self.info)
+            for name in self.order:
+                if self.placement.computed_at(name) and len(self.placement.stages(name)) > 1:
+                    self.placement.check_copies(name)
+            for name in self.order:
                 self._define(self.info[name])
             for name in self.order:
                 fi = self.info[name]
@@ -373,7 +431,9 @@ class Translator:
                             "(schedule it with compute_root or compute_at)")
                     if not fi.inline:
                         schedule_stage(self, fi, k)
-            for name in self.order:
+            # consumers first: a producer computed at a loop that its consumer inherits
+            # from its own compute_at is then ordered inside that loop, before it
+            for name in reversed(self.order):
                 place(self, self.info[name])
         outs = [c for n in self.outputs for c in self.info[n].comps[0]]
         comps = {n: fi.comps for n, fi in self.info.items()}
@@ -429,7 +489,39 @@ class Translator:
                         c.store_in(fi.comps[0][vi], idx)
                 comps.append(c)
             fi.comps.append(comps)
+        if self.placement.computed_at(f.name):
+            for r in range(1, len(self.placement.stages(f.name))):
+                self._define_copy(fi, r)
         _check_tuple_update_reads(fi)
+
+    def _define_copy(self, fi: FuncInfo, r: int) -> None:
+        """Realization ``r`` (>= 1) of a Func computed in several stages of its consumer:
+        its pure definition again, under new names, in buffers of its own (Halide realizes
+        it once per stage that uses it, recomputing)."""
+        f = fi.f
+        if f.updates:
+            raise UnsupportedHalideFeature(f.name, None, "compute_at of a Func with update "
+                                           "definitions (use compute_root)")
+        d = definitions(f)[0]
+        st = self.stage(fi, 0)
+        scope = self._scope(f.name, 0, dict(st.vars), record=None)
+        its = [me.Var(v.name, st.ranges[v.name][0], st.ranges[v.name][1] + 1)
+               for v in (st.vars[n] for n in st.names)]
+        pred = self._predicate(d, scope)
+        comps, bufs = [], []
+        for vi, v in enumerate(d.values):
+            cname = self.names(f"{fi.comps[0][vi].name}_at{r}")
+            dt = dtype_of(f.output_types[vi], f.name, 0)
+            c = me.Computation(cname, its, translate(v, scope), predicate=pred, dtype=dt)
+            if fi.storage:
+                assert fi.box is not None
+                b = me.Buffer(self.names(f"{cname}_buf"), [
+                    fi.box[p][1] - fi.box[p][0] + 1 for p in _storage_order(fi)], dt)
+                c.store_in(b, self._storage_index(fi, [st.vars[n] for n in st.names]))
+                bufs.append(b)
+            comps.append(c)
+        fi.copies.append(comps)
+        fi.copy_storage.append(bufs)
 
 
 def _storage_order(fi: FuncInfo) -> list[int]:

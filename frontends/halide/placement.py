@@ -1,0 +1,241 @@
+"""Where each Func is realized: Halide's compute_at / store_at semantics on the middle-end's
+``compute_at`` / ``allocate_at``.
+
+Halide's ``producer.compute_at(consumer, x)`` names a loop of the consumer *Func*, not of
+one stage: the producer is realized at loop ``x`` of every stage of the consumer whose loop
+nest uses it (tutorial lesson 9: only the update, or the pure definition and the update, one
+realization each), and a stage uses it when it calls it, directly, through inlined Funcs, or
+through Funcs realized inside that stage's loops (a producer of a producer computed at the
+same loop). ``compute_at(consumer.update(k), x)`` names the stage.
+
+The middle-end's ``compute_at(c, level)`` computes what one computation ``c`` reads per
+iteration of its loop ``level``, so each realization is placed for the one computation that
+reads the producer there: the consumer's stage itself, or the Func realized inside it that
+does (its loops extend the consumer's, so the consumer's loop name is one of its loops too).
+Several realizations of one Func are copies of its computations (:class:`Placement` tells
+the translator which copy each reader reads).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from frontends.halide.errors import UnsupportedHalideFeature
+from frontends.halide.graph import definitions, exprs_of, walk
+from middleend import barrier_at
+
+if TYPE_CHECKING:
+    from frontends.halide.translate import FuncInfo, Translator
+
+
+def stage_callees(fi: FuncInfo, k: int) -> set[str]:
+    """The Funcs stage ``k`` of ``fi`` calls (its own earlier values excepted)."""
+    out: set[str] = set()
+    for root in exprs_of(definitions(fi.f)[k]):
+        for n in walk(root):
+            if n.kind == "Call" and n.call_type == "Halide" and n.name != fi.f.name:
+                out.add(n.name)
+    return out
+
+
+def _has_loop(fi: FuncInfo, k: int, var: str) -> bool:
+    dims = [dm.var for dm in definitions(fi.f)[k].schedule.dims]
+    return any(d == var or d.endswith("." + var) for d in dims)
+
+
+@dataclass
+class Placement:
+    """The realizations of every compute_at Func: ``sites[p]`` lists the stages of its
+    consumer Func where it is realized (one copy of its computations each, in order)."""
+
+    info: dict[str, FuncInfo]
+    sites: dict[str, list[int]] = field(default_factory=dict)
+    _busy: set[str] = field(default_factory=set)
+
+    def computed_at(self, name: str) -> bool:
+        fi = self.info[name]
+        cl = fi.f.schedule.compute_level
+        return not fi.inline and not cl.is_root and not cl.is_inlined
+
+    def stages(self, p: str) -> list[int]:
+        """The stages of ``p``'s consumer Func where ``p`` is realized."""
+        got = self.sites.get(p)
+        if got is not None:
+            return got
+        if p in self._busy:
+            raise UnsupportedHalideFeature(p, None, "compute_at levels that depend on each "
+                                           "other in a cycle")
+        self._busy.add(p)
+        cl = self.info[p].f.schedule.compute_level
+        ci = self.info.get(cl.func_name)
+        if ci is None:
+            raise UnsupportedHalideFeature(p, None, f"compute_at/store_at a Func "
+                                           f"{cl.func_name!r} outside the pipeline")
+        if ci.inline:
+            raise UnsupportedHalideFeature(p, None, f"compute_at an inlined Func "
+                                           f"{cl.func_name!r}")
+        n = len(definitions(ci.f))
+        if cl.stage_index >= n:
+            raise UnsupportedHalideFeature(p, None, f"compute_at stage {cl.stage_index} of "
+                                           f"{cl.func_name!r}, which has {n}")
+        cand = [cl.stage_index] if cl.stage_index >= 0 else list(range(n))
+        cand = [k for k in cand if _has_loop(ci, k, cl.var_name)]
+        got = [k for k in cand if self.uses(cl.func_name, k, p)]
+        if not got:
+            raise UnsupportedHalideFeature(
+                p, None, f"compute_at({cl.func_name}, {cl.var_name}): no stage of "
+                f"{cl.func_name!r} with a loop {cl.var_name!r} uses it")
+        self._busy.discard(p)
+        self.sites[p] = got
+        return got
+
+    def inside(self, q: str, g: str, j: int) -> bool:
+        """Whether ``q`` is realized inside the loops of stage ``j`` of ``g``."""
+        if not self.computed_at(q):
+            return False
+        at = self.info[q].f.schedule.compute_level.func_name
+        if at == g:
+            return j in self.stages(q)
+        return self.inside(at, g, j)
+
+    def uses(self, g: str, j: int, p: str) -> bool:
+        """Whether stage ``j`` of ``g`` needs ``p`` inside its loop nest."""
+        for c in stage_callees(self.info[g], j):
+            if c == p:
+                return True
+            ci = self.info[c]
+            if ci.inline and self.uses(c, 0, p):
+                return True
+            if self.inside(c, g, j) and any(self.uses(c, s, p)
+                                            for s in range(len(definitions(ci.f)))):
+                return True
+        return False
+
+    def reads(self, g: str, j: int, p: str) -> bool:
+        """Whether stage ``j`` of ``g`` reads ``p`` once inlined Funcs are substituted."""
+        for c in stage_callees(self.info[g], j):
+            if c == p or (self.info[c].inline and self.reads(c, 0, p)):
+                return True
+        return False
+
+    def readers(self, p: str, site: int) -> list[tuple[str, int]]:
+        """The stages that read ``p`` (inlining done) inside its realization ``site``."""
+        f = self.info[p].f.schedule.compute_level.func_name
+        out = []
+        for g, gi in self.info.items():
+            if gi.inline:
+                continue
+            for j in range(len(definitions(gi.f))):
+                if ((g == f and j == site) or self.inside(g, f, site)) and self.reads(g, j, p):
+                    out.append((g, j))
+        return out
+
+    def copy_for(self, p: str, reader: str, stage: int) -> int:
+        """Which realization of ``p`` a read in stage ``stage`` of ``reader`` reads."""
+        sites = self.sites.get(p)
+        if sites is None or len(sites) == 1:
+            return 0
+        if len(self.sites.get(reader, ())) > 1:
+            raise UnsupportedHalideFeature(
+                p, None, f"a read by {reader!r}, itself computed in several stages, of a "
+                "Func computed in several stages")
+        f = self.info[p].f.schedule.compute_level.func_name
+        for r, k in enumerate(sites):
+            if (reader == f and stage == k) or self.inside(reader, f, k):
+                return r
+        raise UnsupportedHalideFeature(
+            p, None, f"a read by {reader!r}, outside every stage of "
+            f"{f!r} where it is computed")
+
+    def check_copies(self, p: str) -> None:
+        """A Func realized more than once must be read only by stages placed in one of its
+        realizations: an inlined reader is translated once, for every caller."""
+        f = self.info[p].f.schedule.compute_level.func_name
+        for g, gi in self.info.items():
+            if gi.inline and p in stage_callees(gi, 0):
+                raise UnsupportedHalideFeature(
+                    p, None, f"compute_at({f}, ...) in {len(self.sites[p])} stages of "
+                    f"{f!r} while the inlined Func {g!r} reads it (compute {g!r} at those "
+                    "stages too, or compute_root one of them)")
+
+
+def place(tr: Translator, fi: FuncInfo) -> None:
+    """compute_inline / compute_root / compute_at + store_at of one Func."""
+    f = fi.f
+    s = f.schedule
+    if fi.inline:
+        for c in fi.comps[0]:
+            c.inline()
+        return
+    # Tuple elements of one stage share one loop nest, as in Halide
+    for comps, plan in zip([fi.comps[0] + [c for cp in fi.copies for c in cp], *fi.comps[1:]],
+                           fi.plans, strict=True):
+        if len(comps) > 1 and plan.order:
+            inner = plan.loops[plan.order[-1]]
+            n = len(f.output_types)
+            for base in range(0, len(comps), n):
+                for c in comps[base + 1:base + n]:
+                    c.after(comps[base], inner)
+    cl = s.compute_level
+    if cl.is_root or cl.is_inlined:
+        if not s.store_level.is_inlined and not s.store_level.is_root:
+            raise UnsupportedHalideFeature(f.name, None, "store_at inside a compute_root Func")
+        return
+    if f.updates:
+        raise UnsupportedHalideFeature(f.name, None, "compute_at of a Func with update "
+                                       "definitions (use compute_root)")
+    pl = tr.placement
+    sl = s.store_level
+    if not sl.is_inlined and not sl.is_root and sl.func_name != cl.func_name:
+        raise UnsupportedHalideFeature(f.name, None, "store_at and compute_at in different "
+                                       "Funcs")
+    for r, site in enumerate(pl.stages(f.name)):
+        comps = fi.comps[0] if r == 0 else fi.copies[r - 1]
+        readers = pl.readers(f.name, site)
+        if len(readers) != 1:
+            raise UnsupportedHalideFeature(
+                f.name, None, f"compute_at({cl.func_name}, {cl.var_name}) where "
+                + ("nothing reads it" if not readers else
+                   f"{len(readers)} stages read it ({', '.join(g for g, _ in readers)}); "
+                   "the middle-end places a producer for one consumer"))
+        g, j = readers[0]
+        consumer = _reading(tr, g, j, comps)
+        level, plan = _loop(tr, f.name, cl.func_name, site, cl.var_name)
+        for c in comps:
+            c.compute_at(consumer, level)
+        if sl.is_root:
+            continue
+        at = level if sl.is_inlined else _loop(tr, f.name, sl.func_name, site,
+                                               sl.var_name)[0]
+        for c in comps:
+            c.allocate_at(consumer, at)
+        if level in plan.gpu_blocks:
+            # computed per GPU block into its shared memory, by the block's threads: Halide
+            # synchronizes them before the consumer reads it; so do we
+            barrier_at(consumer, level)
+
+
+def _reading(tr: Translator, g: str, j: int, comps: list[Any]) -> Any:
+    """The computation of stage ``j`` of ``g`` (a Tuple element) that reads ``comps``."""
+    from middleend.ir.expr import Access
+    from middleend.ir.expr import walk as expr_walk
+
+    names = {c.name for c in comps}
+    gi = tr.info[g]
+    for c in gi.comps[j]:
+        if c.expr is not None and any(isinstance(n, Access) and getattr(n.target, "name", "")
+                                      in names for n in expr_walk(c.expr)):
+            return c
+    return gi.comps[j][0]
+
+
+def _loop(tr: Translator, producer: str, func: str, stage: int, var: str) -> tuple[str, Any]:
+    """Our name of loop ``var`` of stage ``stage`` of ``func``, and that stage's plan."""
+    plan = tr.info[func].plans[stage]
+    hits = [n for n in plan.order if n == var]
+    hits = hits or [n for n in plan.order if n.endswith("." + var)]
+    if len(hits) != 1:
+        raise UnsupportedHalideFeature(producer, None, f"compute_at/store_at loop {var!r} of "
+                                       f"{func!r}: loops are {plan.order}")
+    return plan.loops[hits[0]], plan
