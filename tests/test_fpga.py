@@ -6,16 +6,22 @@ build cache), so the file runs in well under a minute and a half on two cores.""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 import middleend as me
 from backends.fpga import FpgaTarget
+from backends.fpga.latency import estimate, model, traffic
 from middleend.api import examples_fpga as ex
+from middleend.driver.lowering import lower
+from middleend.passes.linebuffer import LinePlan, plans
 from middleend.service.client import EmbeddedClient
 from middleend.wire.decode import decode_request
 from middleend.wire.encode import encode_request
@@ -81,6 +87,124 @@ def test_paper_kernels_csim_equal_numpy(name: str, schedule: str, image: np.ndar
     assert "set_top me_" in k.sources["run_hls.tcl"]
 
 
+def _planned(f: me.Function) -> dict[tuple[str, str], LinePlan]:
+    lw = lower(f)
+    return {(p.consumer, p.buffer): p
+            for p in plans(lw.l1, lw.l3, lw.l4, lw.ts, list(f.commands.items))}
+
+
+@pytest.mark.parametrize("name", ex.LINE_BUFFERED)
+def test_line_buffered_stencils_read_each_pixel_once(name: str, image: np.ndarray) -> None:
+    """Under a line buffer the C-simulation still equals numpy, the model counts one
+    off-chip read per input element (the channel-parallel schedule: 3 to 8), the memory
+    port no longer bounds the II beyond one read per element, and the HLS C++ reads the
+    port once per channel in the pipelined loop."""
+    sizes = (ROWS, COLS) if name == "sobel" else None  # constant sizes: static line arrays
+    k = ex.KERNELS[name]("lb", sizes=sizes).compile(target="fpga")
+    np.testing.assert_array_equal(k(inp=image)["out"], reference(name, image))
+    reads, _ = k.traffic(N=ROWS, M=COLS)["inp"]
+    assert reads == image.size  # every element once
+    chan = model(lower(ex.KERNELS[name]("chan")).program)
+    before, _ = traffic(chan, {"N": ROWS, "M": COLS})["inp"]
+    assert before >= 2.9 * image.size
+    assert k.latency_estimate < estimate(chan, {"N": ROWS, "M": COLS}) / 1.9
+    pipes = [n for n in _walk_model(json.loads(k.latency_model)) if n["k"] == "pipe"]
+    assert pipes and all(p["ii"] == 3 and p["io"].get("inp", [0])[0] <= 3 for p in pipes)
+    hls = k.sources[f"{name}_hls.cpp"]
+    assert hls.count("b_inp[") == 3  # one read per channel in the whole kernel
+    assert "_window" in hls and "#pragma HLS ARRAY_PARTITION" in hls
+    if name == "sobel":
+        assert "static uint8_t b_out_inp_lines[2][512][3];" in hls
+        assert "#pragma HLS ARRAY_PARTITION variable=b_out_inp_lines complete dim=1" in hls
+    if name == "gaussian":  # bx flows through a FIFO, read by a 3x1 line buffer
+        assert "hls::stream<uint16_t> b_bx;" in hls and "b_bx.read()" in hls
+
+
+def test_the_reuse_distance_sizes_lines_and_window() -> None:
+    conv = _planned(ex.convolution("lb"))[("out", "inp")]
+    sobel = _planned(ex.sobel("lb"))[("out", "inp")]
+    g = _planned(ex.gaussian("lb"))
+    # (rows, columns): the lexicographically largest distance between two reads of one
+    # element; the window spans the largest column distance
+    assert (sobel.distance, sobel.rows, sobel.cols) == ((2, 2), 2, 2)
+    assert (conv.distance, conv.rows, conv.cols) == ((2, 0), 2, 2)  # the cross: no corners
+    assert (g["bx", "inp"].distance, g["bx", "inp"].rows) == ((0, 2), 0)  # no lines
+    assert (g["out", "bx"].distance, g["out", "bx"].cols) == ((2, 0), 0)  # a 3x1 window
+    assert sobel.fill.is_injective() and sobel.lanes == (2,)
+    assert "reuse distance 2 rows + 2 columns: 2 lines of 'inp'" in sobel.summary()
+
+
+def _reader(read: str) -> me.Function:
+    """A 2D stencil-like kernel; ``read`` says how it reads ``a``."""
+    with me.Function(f"lb_{read}") as f:
+        N = me.Param("N", min=4)
+        y, x = me.Var("y", 0, N - 1), me.Var("x", 0, N - 1)
+        a = me.Input("a", [N, N], me.int32)
+        v = {"mirror": lambda: a[y, N - 1 - x] + a[y + 1, N - 1 - x],
+             "transpose": lambda: a[y, x] + a[x, y],
+             "row": lambda: a[0, x] + a[0, x + 1],
+             "ok": lambda: a[y, x] + a[y + 1, x + 1]}[read if read in
+                                                      ("mirror", "transpose", "row") else "ok"]
+        o = me.Computation("o", [y, x], v())
+    if read == "split":
+        o.split(x, 2, "xo", "xi")
+        o.pipeline("xo")
+    elif read != "nopipe":
+        o.pipeline(x)
+    o.line_buffer(a)
+    return f
+
+
+@pytest.mark.parametrize(("read", "reason"), [
+    ("mirror", "moves its reads of 'a' by [0, -1] backwards"),
+    ("transpose", "reads 'a' at offsets that vary from instance to instance"),
+    ("row", "the distance between two reads of one element of 'a' is not constant"),
+    ("split", "one iteration of its loop 'xo' moves its reads of 'a' by [0, 2]"),
+    ("nopipe", "it has no pipelined loop"),
+])
+def test_what_is_not_a_stencil_over_the_scan_is_refused(read: str, reason: str) -> None:
+    with pytest.raises(me.ScheduleError) as info:
+        _reader(read).compile(target="fpga")
+    first = str(info.value).splitlines()[0]
+    assert first.startswith("cannot line-buffer 'a' for 'o' (o.line_buffer(buffer='a')")
+    assert reason in first, first
+    f = ex.convolution("vec")
+    f.computation("out").line_buffer("inp")
+    with pytest.raises(me.ScheduleError, match="not vectorized"):
+        f.compile(target="fpga")
+    with pytest.raises(me.TargetError, match="target 'cpu' cannot honour the line_buffer "
+                                             "operation 'o'"):
+        _reader("nopipe").compile(target="cpu")
+
+
+def test_a_line_buffered_stream_is_checked_through_its_fill(image: np.ndarray) -> None:
+    """A FIFO read through a line buffer: legal when the fill takes the elements in the
+    producer's order (one read each), refused when the producer writes in another."""
+    def two(reverse: bool) -> me.Function:
+        with me.Function(f"lbs{int(reverse)}") as f:
+            N, M = me.Param("N", min=3), me.Param("M", min=3)
+            y, x = me.Var("y", 0, N), me.Var("x", 0, M)
+            y2 = me.Var("y", 0, N - 1)
+            inp = me.Input("inp", [N, M, 3], me.uint8)
+            g = me.Computation("g", [y, x], inp[y, x, 1])
+            d = me.Computation("d", [y2, x], me.cast(me.int32, g[y2 + 1, x]) - g[y2, x])
+        if reverse:
+            g.reverse(x)
+        g.pipeline(x)
+        d.pipeline(x)
+        g.stream()
+        d.line_buffer(g)
+        return f
+
+    k = two(False).compile(target="fpga")
+    green = image[..., 1].astype(np.int32)
+    np.testing.assert_array_equal(k(inp=image)["d"], green[1:] - green[:-1])
+    assert k.traffic(N=ROWS, M=COLS)["inp"][0] == ROWS * COLS
+    with pytest.raises(me.ScheduleError, match="cannot stream 'g': 'd' reads its elements in "
+                                               "another order than it writes them"):
+        two(True).compile(target="fpga")
+
+
 def test_vectorized_schedules_are_estimated_faster_and_sizes_matter(image: np.ndarray
                                                                      ) -> None:
     chan = ex.scale("chan").compile(target="fpga")
@@ -91,6 +215,14 @@ def test_vectorized_schedules_are_estimated_faster_and_sizes_matter(image: np.nd
     half = image[: ROWS // 2].copy()
     vec(inp=half)
     assert vec.latency_estimate < vec.estimate(N=ROWS, M=COLS)  # the last call's sizes
+
+
+def _walk_model(n: Any) -> Iterator[Any]:
+    yield n
+    for key in ("body", "then", "else"):
+        kid = n.get(key)
+        for c in kid if isinstance(kid, list) else [kid] if kid else []:
+            yield from _walk_model(c)
 
 
 def _two_stages(read: str) -> me.Function:
@@ -239,7 +371,9 @@ def test_new_commands_travel_on_the_wire_and_through_the_service(image: np.ndarr
     f.computation("bw").pipeline("y", ii=3)
     g = ex.gaussian("chan", sizes=(ROWS, COLS))
     g.computation("bx").buffer().partition(1, 2, "block")
-    for fn in (f, g):
+    lb = ex.gaussian("lb")
+    lb.computation("out").stream(depth=7)
+    for fn in (f, g, lb):
         req = encode_request(fn, target="fpga", clock_mhz=250.0)
         back, opts = decode_request(pb.Request.FromString(req.SerializeToString()))
         assert [c.describe() for c in back.commands.items] == [
@@ -247,6 +381,8 @@ def test_new_commands_travel_on_the_wire_and_through_the_service(image: np.ndarr
         assert opts["target"] == "fpga" and opts["target_options"] == {"clock_mhz": 250.0}
     kinds = {c.WhichOneof("command") for c in encode_request(g).function.commands}
     assert "partition_buffer" in kinds
+    assert {"line_buffer", "stream"} <= {c.WhichOneof("command")
+                                         for c in encode_request(lb).function.commands}
     with EmbeddedClient() as client:
         k = g.compile(target="fpga", service=client)
     np.testing.assert_array_equal(k(inp=image)["out"], reference("gaussian", image))

@@ -108,6 +108,16 @@ class _Builder:
             for acc in {_key(a): a for a in accesses(info.value, info.guard)}.values():
                 reads[acc.buffer] += times
 
+    def offchip(self, body: Node) -> dict[str, list[int]]:
+        """Elements of each kernel argument one execution of ``body`` reads and writes
+        through its port (``[reads, writes]``; inner loops unrolled, a repeated load once):
+        what :func:`traffic` sums."""
+        reads: Counter[str] = Counter()
+        writes: Counter[str] = Counter()
+        self._count(body, 1, reads, writes)
+        args = {b.name for b in self.p.arguments}
+        return {b: [reads[b], writes[b]] for b in sorted((set(reads) | set(writes)) & args)}
+
     def depth(self, body: Node) -> int:
         lat = [statement_latency(self.p.stmts[s.comp].value)  # type: ignore[arg-type]
                for s in statements(body) if self.p.stmts[s.comp].value is not None]
@@ -124,7 +134,7 @@ class _Builder:
         if isinstance(n, Stmt):
             info = self.p.stmts[n.comp]
             lat = statement_latency(info.value) if info.value is not None else 1
-            return {"k": "stmt", "lat": lat}
+            return {"k": "stmt", "lat": lat, "io": self.offchip(n)}
         assert isinstance(n, For)
         hi = None if n.hi is None else _ix(n.hi)
         loop = {"var": n.var, "init": _ix(n.init), "hi": hi, "cond": _ix(n.cond),
@@ -133,7 +143,8 @@ class _Builder:
             ii, who = self.memory_ii(n.body)
             asked = int(n.width or 1) if n.tag == "pipeline" else 1
             return {"k": "pipe", **loop, "ii": max(asked, ii), "asked": asked,
-                    "bound_by": who if ii > asked else "", "depth": self.depth(n.body)}
+                    "bound_by": who if ii > asked else "", "depth": self.depth(n.body),
+                    "io": self.offchip(n.body)}
         return {"k": "loop", **loop, "body": self.node(n.body)}
 
 
@@ -213,6 +224,50 @@ def _cost(n: Any, env: dict[str, int]) -> float:
         return sum(_cost(n["body"], {**env, n["var"]: first + i * n["step"]}) + 1
                    for i in range(trips))
     return trips * ((a + b) / 2 + 1)
+
+
+def traffic(model_text: str, params: dict[str, int]) -> dict[str, tuple[int, int]]:
+    """Elements each kernel argument moves through its port in one call with these
+    parameter values, as ``(reads, writes)`` (a wide port's lanes counted one by one):
+    how often the schedule reads each input element from off-chip memory."""
+    env = {f"p_{k}": v for k, v in params.items()}
+    out: Counter[str] = Counter()
+    _traffic(json.loads(model_text), env, 1, out)
+    names = sorted({k[:-2] for k in out})
+    return {b: (int(out[b + ":r"]), int(out[b + ":w"])) for b in names}
+
+
+def _traffic(n: Any, env: dict[str, int], times: float, out: Counter[str]) -> None:
+    k = n["k"]
+    if k in ("stmt", "pipe"):
+        trips = 1
+        if k == "pipe":
+            hi = _xi(n["hi"]) if n["hi"] is not None else None
+            trips = _trips(_xi(n["init"]), hi, _xi(n["cond"]), n["var"], n["step"], env)
+        for b, (r, w) in n.get("io", {}).items():
+            out[b + ":r"] += times * trips * r
+            out[b + ":w"] += times * trips * w
+        return
+    if k in ("seq", "dataflow"):
+        for c in n["body"]:
+            _traffic(c, env, times, out)
+        return
+    if k == "if":
+        branch = n["then"] if ieval(_xi(n["cond"]), env) else n["else"]
+        if branch is not None:
+            _traffic(branch, env, times, out)
+        return
+    hi = _xi(n["hi"]) if n["hi"] is not None else None
+    trips = _trips(_xi(n["init"]), hi, _xi(n["cond"]), n["var"], n["step"], env)
+    first = ieval(_xi(n["init"]), env)
+    if trips <= EXACT_TRIPS:
+        for i in range(trips):
+            _traffic(n["body"], {**env, n["var"]: first + i * n["step"]}, times, out)
+        return
+    one: Counter[str] = Counter()  # large loops: the first iteration's, times the trips
+    _traffic(n["body"], {**env, n["var"]: first}, 1, one)
+    for key, v in one.items():
+        out[key] += times * trips * v
 
 
 def _fill(n: Any) -> float:

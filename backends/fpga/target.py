@@ -38,7 +38,7 @@ from middleend.target.paths import cache_root
 from .csim import harness
 from .headers import INSTALL, ap_types_dir
 from .hls import generate_hls, wide_buffers
-from .latency import estimate, model
+from .latency import estimate, model, traffic
 
 FLAGS = ("-std=c++14", "-O2", "-fPIC", "-shared", "-fwrapv", "-ffp-contract=off",
          "-fno-math-errno", "-Wno-unused-variable", "-Wno-unused-label")
@@ -93,6 +93,12 @@ class FpgaKernel(NativeKernel):
     def estimate(self, **params: int) -> int:
         """Estimated cycles for these parameter values (without running)."""
         return estimate(self.latency_model, params)
+
+    def traffic(self, **params: int) -> dict[str, tuple[int, int]]:
+        """Elements each argument moves through its port, ``(reads, writes)``, for these
+        parameter values (from the schedule, without running): e.g. an input read once
+        per element under a line buffer, nine times under a plain 3x3 stencil."""
+        return traffic(self.latency_model, params)
 
     def _invoke(self, params: list[int], arrays: list[np.ndarray]) -> int:
         rc = super()._invoke(params, arrays)

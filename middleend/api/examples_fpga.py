@@ -7,7 +7,10 @@ benchmark:
   at II 1, the three channels of a pixel unrolled inside it;
 * ``"vec"``: vectorized along the width as on the paper's FPGA: the column loop split by
   64 and the 64 lanes vectorized (the image travels in 512-bit words: 64 lanes of 8 bits),
-  the loop over words pipelined.
+  the loop over words pipelined;
+* ``"lb"`` (the stencils: convolution, gaussian, sobel): channel-parallel with a line
+  buffer, so that each input pixel is read from off-chip memory once; the gaussian's two
+  stages also pass ``bx`` through a FIFO (a DATAFLOW region: ``bx`` is never stored whole).
 
 ``sizes``: None makes the image sizes parameters ``N`` (rows) and ``M`` (columns); a pair
 of ints makes them constants (on-chip buffers then have constant sizes and can be
@@ -26,6 +29,7 @@ from .function import Function
 
 LANES = 64  # 8-bit lanes of a 512-bit word
 SCHEDULES = ("chan", "vec")
+LINE_BUFFERED = ("convolution", "gaussian", "sobel")  # kernels with the "lb" schedule
 
 
 def _sizes(sizes: tuple[int, int] | None) -> tuple[Any, Any]:
@@ -35,7 +39,7 @@ def _sizes(sizes: tuple[int, int] | None) -> tuple[Any, Any]:
 
 
 def _schedule(comp: Computation, schedule: str, x: str = "x") -> None:
-    if schedule == "chan":
+    if schedule in ("chan", "lb"):
         comp.pipeline(x)
         if "c" in [v.name for v in comp.vars]:
             comp.unroll("c")
@@ -43,7 +47,14 @@ def _schedule(comp: Computation, schedule: str, x: str = "x") -> None:
         comp.vectorize(x, LANES, f"{x}_vo", f"{x}_vi")
         comp.pipeline(f"{x}_vo")
     elif schedule != "none":
-        raise ValueError(f"unknown fpga example schedule {schedule!r} (chan, vec or none)")
+        raise ValueError(f"unknown fpga example schedule {schedule!r} (chan, vec, lb or "
+                         "none)")
+
+
+def _pointwise(name: str, schedule: str) -> None:
+    if schedule == "lb":
+        raise ValueError(f"{name} reads each pixel once already: no line buffer (schedules "
+                         "chan, vec or none)")
 
 
 def _u8(e: Any) -> Any:
@@ -56,6 +67,7 @@ def _i(e: Any) -> Any:
 
 def scale(schedule: str = "chan", sizes: tuple[int, int] | None = None) -> Function:
     """``out = min(3 * in / 2, 255)`` per channel."""
+    _pointwise("scale", schedule)
     with Function("scale") as f:
         N, M = _sizes(sizes)
         y, x, c = Var("y", 0, N), Var("x", 0, M), Var("c", 0, 3)
@@ -67,6 +79,7 @@ def scale(schedule: str = "chan", sizes: tuple[int, int] | None = None) -> Funct
 
 def threshold(schedule: str = "chan", sizes: tuple[int, int] | None = None) -> Function:
     """``out = 255 if in > 127 else 0`` per channel."""
+    _pointwise("threshold", schedule)
     with Function("threshold") as f:
         N, M = _sizes(sizes)
         y, x, c = Var("y", 0, N), Var("x", 0, M), Var("c", 0, 3)
@@ -79,6 +92,7 @@ def threshold(schedule: str = "chan", sizes: tuple[int, int] | None = None) -> F
 
 def cvt_color(schedule: str = "chan", sizes: tuple[int, int] | None = None) -> Function:
     """RGB to gray, in fixed point: ``(77 R + 150 G + 29 B + 128) / 256``."""
+    _pointwise("cvtColor", schedule)
     with Function("cvtColor") as f:
         N, M = _sizes(sizes)
         y, x = Var("y", 0, N), Var("x", 0, M)
@@ -100,6 +114,8 @@ def _stencil(name: str, schedule: str, sizes: tuple[int, int] | None,
         out = Computation("out", [y, x, c], _u8(body(
             lambda dy, dx: _i(inp[y + dy, x + dx, c]))))
     _schedule(out, schedule)
+    if schedule == "lb":
+        out.line_buffer(inp)
     return f
 
 
@@ -133,6 +149,10 @@ def gaussian(schedule: str = "chan", sizes: tuple[int, int] | None = None) -> Fu
             _i(bx[y, x, c]) + 2 * _i(bx[y + 1, x, c]) + _i(bx[y + 2, x, c]) + 8) // 16))
     _schedule(bx, schedule)
     _schedule(out, schedule)
+    if schedule == "lb":
+        bx.line_buffer(inp)
+        out.line_buffer(bx)
+        bx.stream()
     return f
 
 
