@@ -95,3 +95,30 @@ def test_a_reduction_per_thread_equals_halide(rng) -> None:
     ref, _ = conv2d(a, kern)
     assert_same(k.realize([25, 20], a=img, kern=kv),
                 halide_realize([ref], [25, 20], [(a, img), (kern, kv)]))
+
+
+def test_scalar_params_of_every_kind_on_the_gpu(rng) -> None:
+    """Float, double, bool and uint8 Params (scalar inputs, copied to the device like any
+    input) and a zero-dimensional ImageParam in a gpu_tile'd Func: one build, Halide's
+    values for two sets of values."""
+    x, y, xo, yo, xi, yi = (hl.Var(n) for n in ("x", "y", "xo", "yo", "xi", "yi"))
+    a = hl.ImageParam(hl.Float(32), 2, "a")
+    s = hl.ImageParam(hl.Float(32), 0, "s")
+    g, d = hl.Param(hl.Float(32), "gain"), hl.Param(hl.Float(64), "d")
+    b, u = hl.Param(hl.Bool(), "b"), hl.Param(hl.UInt(8), "u")
+
+    def alg() -> hl.Func:
+        f = hl.Func("gains")
+        f[x, y] = hl.select(b, hl.floor(a[x, y] * g), hl.f32(d)) + hl.f32(u) * s[()]
+        return f
+
+    f = alg()
+    f.gpu_tile(x, y, xo, yo, xi, yi, 8, 8)
+    k = compile_pipeline(f, target="gpu", dialect="opencl")
+    img = rng.random((9, 13), dtype=np.float32) * np.float32(10)
+    for gv, dv, bv, uv, sv in [(1.5, 0.25, True, 7, 0.5), (-0.5, 3.0, False, 255, 2.0)]:
+        sa = np.array(sv, np.float32)
+        inputs = [(a, img), (s, sa), (g, gv), (d, dv), (b, bv), (u, uv)]
+        assert_same(k.realize([13, 9], a=img, s=sa, gain=gv, d=dv, b=bv, u=uv),
+                    halide_realize([alg()], [13, 9], inputs))
+    assert k.compiles == 1

@@ -4,8 +4,13 @@
     img = k.realize([W, H], inp=array)   # equals np.asarray(out.realize([W, H]))
 """
 
-from frontends.halide.errors import HalideFormatError, HalideFrontendError, UnsupportedHalideFeature
+from frontends.halide.errors import (
+    HalideCheckError,
+    HalideFormatError,
+    HalideFrontendError,
+    UnsupportedHalideFeature,
+)
 from frontends.halide.pipeline import HalideKernel, compile_pipeline
 
-__all__ = ["compile_pipeline", "HalideKernel", "UnsupportedHalideFeature",
+__all__ = ["compile_pipeline", "HalideKernel", "UnsupportedHalideFeature", "HalideCheckError",
            "HalideFormatError", "HalideFrontendError"]

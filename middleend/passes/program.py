@@ -145,10 +145,11 @@ def _op_info(o: Op, l3: Layer3, ph: Physical, device: bool) -> StmtInfo:
     nb = len(o.dims) - len(o.iterators)
     elem = tuple(IterRef(d) for d in o.dims[len(o.iterators):])
     store = value = None
-    if o.dst is not None and nb:
+    # a zero-dimensional buffer (a scalar input) is one element with no element dims
+    if o.dst is not None and (nb or l3.buffers[o.dst].ndim == 0):
         b = l3.buffers[o.dst]
         store = BufAccess(o.dst, l3.phys_index(o.dst, elem), b.dtype, _offsets(ph, o.dst))
-    if o.src is not None and nb:
+    if o.src is not None and (nb or l3.buffers[o.src].ndim == 0):
         b = l3.buffers[o.src]
         value = BufAccess(o.src, l3.phys_index(o.src, elem), b.dtype, _offsets(ph, o.src))
     peer = None

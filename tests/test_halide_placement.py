@@ -1,0 +1,176 @@
+"""Halide's compute_at semantics against Halide's own realize (which also validates each
+schedule): ``producer.compute_at(consumer, x)`` realizes the producer at loop ``x`` of every
+stage of the consumer that uses it (tutorial lesson 9: the pure definition only, the update
+only, both -- one realization each -- or at an RDom loop), and the consumer may use it only
+through a Func computed at the same loop."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import halide as hl
+import numpy as np
+import pytest
+from halide_util import check
+
+from frontends.halide import UnsupportedHalideFeature, compile_pipeline
+
+Inputs = list[tuple[hl.ImageParam, np.ndarray]]
+Case = Callable[[str, np.random.Generator], tuple[hl.Func, list[int], Inputs]]
+
+
+def _vars(names: str) -> list[hl.Var]:
+    return [hl.Var(n) for n in names.split()]
+
+
+def _image(rng: np.random.Generator, *shape: int) -> tuple[hl.ImageParam, Inputs]:
+    a = hl.ImageParam(hl.Float(32), len(shape), "a")
+    return a, [(a, rng.random(shape, dtype=np.float32))]
+
+
+def pure_only(schedule: str, rng: np.random.Generator) -> tuple[hl.Func, list[int], Inputs]:
+    """Lesson 9, case 1: only the pure definition reads the producer."""
+    x, = _vars("x")
+    producer, consumer = hl.Func("producer"), hl.Func("consumer")
+    producer[x] = x * 17
+    consumer[x] = 2 * producer[x]
+    consumer[x] += 1
+    if schedule == "store_root":
+        producer.store_root()
+    producer.compute_at(consumer, x)
+    return consumer, [10], []
+
+
+def update_only(schedule: str, rng: np.random.Generator) -> tuple[hl.Func, list[int], Inputs]:
+    """Lesson 9, case 2: only the update reads it ("'consumer_s1' does not read" before)."""
+    x, y = _vars("x y")
+    producer, consumer = hl.Func("producer"), hl.Func("consumer")
+    producer[x, y] = (x * y) / 10 + 8
+    consumer[x, y] = x + y
+    consumer[x, 0] += producer[x, x]
+    if schedule == "store_root":
+        producer.store_root()
+    producer.compute_at(consumer, x)
+    return consumer, [10, 10], []
+
+
+def both_stages(schedule: str, rng: np.random.Generator) -> tuple[hl.Func, list[int], Inputs]:
+    """Lesson 9, case 3: the pure definition and the update both read it: two
+    realizations, one per stage (a stencil on an image, tiled differently per stage)."""
+    x, y, xo, yo, xi, yi = _vars("x y xo yo xi yi")
+    a, inputs = _image(rng, 19, 29)
+    producer, consumer = hl.Func("producer"), hl.Func("consumer")
+    r = hl.RDom([(0, 3)], "r")
+    producer[x, y] = a[x, y] * 2 + 1
+    consumer[x, y] = producer[x, y] + producer[x + 1, y]
+    consumer[x, y] += producer[x + r.x, y + 1] * hl.f32(r.x + 1)
+    if schedule == "store_root":
+        producer.store_root()
+        producer.compute_at(consumer, y)
+    else:
+        consumer.tile(x, y, xo, yo, xi, yi, 8, 4)
+        consumer.update(0).tile(x, y, xo, yo, xi, yi, 4, 4)
+        producer.compute_at(consumer, xo).vectorize(x, 4)
+    return consumer, [21, 13], inputs
+
+
+def at_an_rvar(schedule: str, rng: np.random.Generator) -> tuple[hl.Func, list[int], Inputs]:
+    """Lesson 9, case 5: at the loop of a reduction variable of the update."""
+    x, = _vars("x")
+    producer, consumer = hl.Func("producer"), hl.Func("consumer")
+    r = hl.RDom([(0, 5)], "r")
+    producer[x] = x * 17
+    consumer[x] = x + 10
+    consumer[x] += r.x + producer[x + r.x]
+    if schedule == "store_root":
+        producer.store_root()
+    producer.compute_at(consumer, r.x)
+    return consumer, [10], []
+
+
+def _chain(rng: np.random.Generator) -> tuple[hl.Func, hl.Func, hl.Func, Inputs]:
+    x, y = _vars("x y")
+    a, inputs = _image(rng, 14, 23)
+    p, q, c = hl.Func("p"), hl.Func("q"), hl.Func("c")
+    p[x, y] = a[x, y] * 2
+    q[x, y] = p[x, y] + p[x + 1, y] * 3
+    c[x, y] = q[x, y] + q[x, y + 1]
+    return p, q, c, inputs
+
+
+def indirect(schedule: str, rng: np.random.Generator) -> tuple[hl.Func, list[int], Inputs]:
+    """``p.compute_at(c, y)`` where c reads p only through q, computed at the same loop
+    (local laplacian's pyramid levels), or deeper (at x), or inlined."""
+    p, q, c, inputs = _chain(rng)
+    x, y = c.args()
+    if schedule == "store_root":
+        q.compute_at(c, x)
+    else:
+        q.compute_at(c, y)
+    p.compute_at(c, y)
+    return c, [20, 12], inputs
+
+
+def indirect_inlined(schedule: str,
+                     rng: np.random.Generator) -> tuple[hl.Func, list[int], Inputs]:
+    p, q, c, inputs = _chain(rng)
+    x, y = c.args()
+    if schedule == "store_root":
+        c.vectorize(x, 4)
+        p.store_root()
+    else:
+        c.parallel(y).vectorize(x, 4)
+    p.compute_at(c, y)
+    return c, [20, 12], inputs
+
+
+_CASES = [pure_only, update_only, both_stages, at_an_rvar, indirect, indirect_inlined]
+
+
+@pytest.mark.parametrize("schedule", ["compute_at", "store_root"])
+@pytest.mark.parametrize("case", _CASES, ids=lambda c: c.__name__)
+def test_compute_at_as_halide_places_it(case: Case, schedule: str,
+                                        rng: np.random.Generator) -> None:
+    out, sizes, inputs = case(schedule, rng)
+    check(out, sizes, inputs)
+
+
+def test_one_realization_per_stage(rng: np.random.Generator) -> None:
+    """Both stages reading the producer get a copy of it each, computed in their loops."""
+    out, sizes, inputs = both_stages("compute_at", rng)
+    k = compile_pipeline(out)
+    built, _ = k.build(sizes, **{p.name(): v for p, v in inputs})
+    consumer = built.fn.computations
+    names = [c.name for c in consumer]
+    assert sum(1 for n in names if n.startswith("producer")) == 2, names
+
+
+def test_compute_at_a_stage_that_does_not_use_it_is_refused() -> None:
+    """Halide refuses a compute_at whose loop encloses no use; so do we, by name."""
+    x, = _vars("x")
+    producer, consumer = hl.Func("producer"), hl.Func("consumer")
+    producer[x] = x * 17
+    consumer[x] = x
+    consumer[x] += producer[x]
+    producer.compute_at(hl.LoopLevel(consumer, x, 0))
+    with pytest.raises(hl.HalideError, match="invalid location"):
+        consumer.realize([10])
+    with pytest.raises(UnsupportedHalideFeature,
+                       match=re.escape(f"no stage of {consumer.name()!r}")):
+        compile_pipeline(consumer).realize([10])
+
+
+@pytest.mark.xfail(strict=True, raises=UnsupportedHalideFeature,
+                   reason="front-end gap: a producer read at its compute_at loop both by the "
+                          "consumer and by a Func computed there; the middle-end's compute_at "
+                          "places a producer for the footprint of one consumer")
+def test_producer_read_by_the_consumer_and_a_sibling(rng: np.random.Generator) -> None:
+    p, q, c, inputs = _chain(rng)
+    x, y = c.args()
+    c2 = hl.Func("c2")
+    c2[x, y] = c[x, y] + p[x, y]
+    c.compute_inline()
+    q.compute_at(c2, y)
+    p.compute_at(c2, y)
+    check(c2, [20, 12], inputs)
