@@ -87,12 +87,6 @@ def _prefetch(a: hl.ImageParam, f: hl.Func) -> tuple[hl.Func, hl.Func]:
     return f, f
 
 
-def _fuse(a: hl.ImageParam, f: hl.Func) -> tuple[hl.Func, hl.Func]:
-    x, y = f.args()
-    f.fuse(x, y, hl.Var("xy"))
-    return f, f
-
-
 def _async(a: hl.ImageParam, f: hl.Func) -> tuple[hl.Func, hl.Func]:
     f.compute_root().async_()
     return _consumer(f), f
@@ -114,7 +108,6 @@ _REFUSED: list[tuple[str, Build, str]] = [
     ("in_wrapper", _in_wrapper, "in() wrappers"),
     ("specialize", _specialize, "specialize()"),
     ("prefetch", _prefetch, "prefetch()"),
-    ("fuse", _fuse, "fuse(x, y)"),
     ("shift_left", _value(lambda v: v << 2), "shift_left"),
     ("shift_right", _value(lambda v: v >> 1), "shift_right"),
     ("bitwise_and", _value(lambda v: v & 3), "bitwise_and"),

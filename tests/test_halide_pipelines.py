@@ -378,3 +378,36 @@ def test_blur_placements(placement: str, rng: np.random.Generator) -> None:
     by[x, y] = (bx[x, y] + bx[x, y + 1] + bx[x, y + 2]) / 3
     _place(placement, by, bx, v)
     check(by, [51, 39], [(a, _f32(rng, 41, 53))])
+
+
+# ------------------------------------------------------------ fuse
+
+_FUSES = ["xy_parallel", "yc_parallel", "split_then_fuse", "not_adjacent", "vectorized"]
+
+
+@pytest.mark.parametrize("schedule", _FUSES)
+def test_fuse(schedule: str, rng: np.random.Generator) -> None:
+    """``fuse(inner, outer, fused)`` of pure Vars (adjacent or not, after a split), the
+    fused loop parallel or vectorized, and of two RVars of an update."""
+    x, y, c, xo, xi, f2 = _vars("x y c xo xi f2")
+    a = hl.ImageParam(hl.Float(32), 3, "a")
+    f = hl.Func("fused")
+    f[x, y, c] = a[x, y, c] * 2 + hl.f32(x - y * c)
+    if schedule == "xy_parallel":
+        f.fuse(x, y, f2).parallel(f2)
+    elif schedule == "yc_parallel":
+        f.fuse(y, c, f2).parallel(f2).vectorize(x, 4)
+    elif schedule == "split_then_fuse":
+        f.split(x, xo, xi, 4).fuse(xo, y, f2).parallel(f2)
+    elif schedule == "not_adjacent":
+        f.fuse(x, c, f2)
+    else:
+        f.fuse(x, y, f2).vectorize(f2, 8)
+    check(f, [13, 7, 3], [(a, _f32(rng, 3, 7, 13))])
+    g = hl.Func("rsum")
+    r = hl.RDom([(0, 3), (0, 4)], "r")
+    g[x] = hl.f32(0)
+    g[x] += a[x + r.x, r.y, 1]
+    if schedule == "xy_parallel":
+        g.update(0).fuse(r.x, r.y, hl.RVar("rxy"))
+    check(g, [9], [(a, _f32(rng, 3, 4, 12))])

@@ -54,6 +54,7 @@ def _every_command_program() -> me.Function:
         c.tile(i, j, 4, 8, "i0", "j0", "i1", "j1")
         c.skew("i0", "j0", 1, "si", "sj")
         c.unroll("j1", 2, "j1o", "j1i")
+        c.fuse("j1o", "j1i", "j1f")
         c.vectorize("i1", 4)
         c.parallelize("si")
         c.after(b, me.ROOT)

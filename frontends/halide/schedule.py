@@ -1,7 +1,8 @@
 """Halide schedules to middle-end commands.
 
 Per stage: the splits in order (a split whose inner loop Halide vectorizes or unrolls becomes
-the middle-end's ``vectorize``/``unroll`` with that factor, which splits the same way), then
+the middle-end's ``vectorize``/``unroll`` with that factor, which splits the same way; a
+``fuse`` is the middle-end's ``fuse``), then
 interchanges that put the loops in Halide's final order, then loop tags (parallel, full
 unroll, GPU). Per Func: compute_root is the middle-end's default (a loop nest of its own,
 producers first), Halide's default, inlining, is ``inline``, and compute_at/store_at are
@@ -14,6 +15,7 @@ none recomputes points outside the domain.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -78,6 +80,24 @@ def plan_func_schedule(fi: FuncInfo, is_output: bool) -> None:
     fi.inline = cl.is_inlined and not is_output and not f.updates
 
 
+def _fuse(run: Callable[..., None], plan: StagePlan, order: list[str], outer: str,
+          inner: str, fused: str, ours: str) -> None:
+    """Halide's ``fuse(inner, outer, fused)``: the middle-end's ``fuse`` of ``inner`` placed
+    directly inside ``outer`` first (interchanges: only the final loop order, set after
+    every split, matters)."""
+    if order.index(inner) < order.index(outer):
+        run("interchange", plan.loops[outer], plan.loops[inner])
+        i, o = order.index(inner), order.index(outer)
+        order[i], order[o] = outer, inner
+    po, pi = order.index(outer), order.index(inner)
+    if pi != po + 1:
+        run("interchange", plan.loops[order[po + 1]], plan.loops[inner])
+        order[po + 1], order[pi] = inner, order[po + 1]
+    run("fuse", plan.loops[outer], plan.loops[inner], ours)
+    plan.loops[fused] = ours
+    order[po:po + 2] = [fused]
+
+
 def schedule_stage(tr: Translator, fi: FuncInfo, k: int) -> None:
     """Loop commands of stage ``k`` of ``fi`` (applied to every Tuple element)."""
     f = fi.f
@@ -101,7 +121,8 @@ def schedule_stage(tr: Translator, fi: FuncInfo, k: int) -> None:
             order[order.index(sp.old_var)] = sp.outer
             continue
         if sp.split_type == "FuseVars":
-            raise UnsupportedHalideFeature(f.name, k, f"fuse({sp.inner}, {sp.outer})")
+            _fuse(run, plan, order, sp.outer, sp.inner, sp.old_var, namer(sp.old_var))
+            continue
         if sp.factor is None:
             raise UnsupportedHalideFeature(f.name, k, f"split of {sp.old_var} without factor")
         factor = tr._const(sp.factor, f.name)

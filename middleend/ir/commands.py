@@ -53,6 +53,16 @@ class Split(Command):
 
 
 @dataclass(frozen=True)
+class Fuse(Command):
+    """Fuse loop ``inner``, directly inside ``outer``, into one loop ``fused`` over both
+    (Halide's ``fuse``)."""
+
+    outer: str
+    inner: str
+    fused: str
+
+
+@dataclass(frozen=True)
 class Tile(Command):
     dims: tuple[str, ...]
     sizes: tuple[int, ...]
@@ -229,7 +239,7 @@ class AllocateAt(Command):
 
 
 SCHEDULE_COMMANDS = (
-    Interchange, Split, Tile, Shift, Skew, Reverse, After, ComputeAt, Unroll, Vectorize,
+    Interchange, Split, Fuse, Tile, Shift, Skew, Reverse, After, ComputeAt, Unroll, Vectorize,
     Parallelize, Gpu, TileGpu, Distribute, Pipeline, SetSchedule,
 )
 DATA_COMMANDS = (StoreIn, StorageFold, AllocateAt)  # and TagMemory (Layer III/IV)

@@ -70,6 +70,14 @@ class Schedulable:
         return self._log(cmd.Split(self.name, dim_name(dim), positive(factor, "split"),
                                    dim_name(outer), dim_name(inner)))
 
+    def fuse(self, outer: Any, inner: Any, fused: Any) -> Any:
+        """One loop ``fused`` for loop ``inner`` and the loop ``outer`` directly around it,
+        running over the same instances in the same order (``fused = outer * E + inner -
+        lo``, ``E`` the inner loop's constant extent): fewer, longer loops to parallelize or
+        to map to one GPU dimension."""
+        return self._log(cmd.Fuse(self.name, dim_name(outer), dim_name(inner),
+                                  dim_name(fused)))
+
     def tile(self, *args: Any) -> Any:
         """``tile(i, j, t1, t2, i0, j0, i1, j1)`` or the 3-D form with 12 arguments."""
         if len(args) == 8:

@@ -159,6 +159,8 @@ def _apply(s: CompSchedule, c: cmd.Command) -> None:
         p = s.pos(c.dim, c)
         check_unrollable(s.sched.range(), p, s.name, c.dim, c.describe())
         s.tags[c.dim] = "unroll"
+    elif isinstance(c, cmd.Fuse):
+        _fuse(s, c)
     elif isinstance(c, cmd.Tile):
         _tile(s, c)
     elif isinstance(c, cmd.Shift):
@@ -213,6 +215,35 @@ def _split(s: CompSchedule, c: cmd.Command, dim: str, f: int, outer: str, inner:
     names = s.dims[:p] + [outer, inner] + s.dims[p + 1:]
     s.apply(m, names)
     _rename(s, {dim: outer})  # a tag (and vector width) on a split loop stays outside
+
+
+def _fuse(s: CompSchedule, c: cmd.Fuse) -> None:
+    """``fused = E * outer + inner - lo``, where ``[lo, lo + E)`` holds every value the inner
+    loop takes over the whole domain: one-to-one and order-preserving, so the instances,
+    their order and the legality check are those of the two loops. The extent must be a
+    constant (bounded for every parameter value); tags go on the fused loop, afterwards."""
+    po, pi = s.pos(c.outer, c), s.pos(c.inner, c)
+    if pi != po + 1:
+        raise ScheduleError(f"{c.describe()}: loop {c.inner!r} must be directly inside "
+                            f"{c.outer!r} (loops {s.dims})", computations=(s.name,),
+                            command=c.describe())
+    for loop in (c.outer, c.inner):
+        if loop in s.tags:
+            raise ScheduleError(f"{c.describe()}: loop {loop!r} is already tagged "
+                                f"{s.tags[loop]}; tag the fused loop instead",
+                                computations=(s.name,), command=c.describe(), level=loop)
+    s.fresh([c.fused], c, replacing=[c.outer, c.inner])
+    rng = s.sched.range()
+    lo, hi = rng.dim_min_val(pi), rng.dim_max_val(pi)
+    if not (lo.is_int() and hi.is_int()):
+        raise ScheduleError(f"{c.describe()}: the extent of loop {c.inner!r} is not bounded "
+                            f"by constants ({lo}..{hi}); fusing needs one",
+                            computations=(s.name,), command=c.describe(), level=c.inner)
+    lo_i, extent = lo.to_python(), hi.to_python() - lo.to_python() + 1
+    n = len(s.dims)
+    outs = ([f"d{k}" for k in range(po)] + [f"{extent} * d{po} + d{pi} - ({lo_i})"]
+            + [f"d{k}" for k in range(pi + 1, n)])
+    s.apply(_range_map(s.domain.get_ctx(), n, outs), s.dims[:po] + [c.fused] + s.dims[pi + 1:])
 
 
 def _rename(s: CompSchedule, mapping: dict[str, str]) -> None:

@@ -500,6 +500,7 @@ class _Decoder:
         calls: dict[str, Callable[[], Any]] = {
             "interchange": lambda: comp.interchange(a.a, a.b),
             "split": lambda: comp.split(a.dim, a.factor, a.outer, a.inner),
+            "fuse": lambda: comp.fuse(a.outer, a.inner, a.fused),
             "tile": lambda: comp.tile(*a.dims, *a.sizes, *a.outers, *a.inners),
             "shift": lambda: comp.shift(a.dim, a.amount),
             "skew": lambda: comp.skew(a.a, a.b, a.factor, a.new_a, a.new_b),
