@@ -18,9 +18,11 @@ import pytest
 
 import middleend as me
 from backends.fpga import FpgaTarget
+from backends.fpga.hls import generate_hls
 from backends.fpga.latency import estimate, model, traffic
 from middleend.api import examples_fpga as ex
 from middleend.driver.lowering import lower
+from middleend.ir import commands as me_cmd
 from middleend.passes.linebuffer import LinePlan, plans
 from middleend.service.client import EmbeddedClient
 from middleend.wire.decode import decode_request
@@ -203,6 +205,66 @@ def test_a_line_buffered_stream_is_checked_through_its_fill(image: np.ndarray) -
     with pytest.raises(me.ScheduleError, match="cannot stream 'g': 'd' reads its elements in "
                                                "another order than it writes them"):
         two(True).compile(target="fpga")
+
+
+def _unsharp(sizes: tuple[int, int] | None, depth: int | None = None,
+             bounds: tuple[int | None, int | None] = (None, None)) -> me.Function:
+    """Reconvergent stages: one stage streams the green channel ``g`` to a 2x2-corner
+    stencil ``b`` (line-buffered, so its values come 2 rows + 2 columns later) and the
+    pixel ``h`` straight to the last stage, which reads ``h`` and ``b`` together: ``h``'s
+    FIFO must hold what arrives while ``b`` lags. ``sizes`` None: parameters N and M,
+    with the upper ``bounds`` given."""
+    with me.Function("unsharp") as f:
+        N, M = sizes or (me.Param("N", min=3, max=bounds[0]),
+                         me.Param("M", min=3, max=bounds[1]))
+        y, x = me.Var("y", 0, N), me.Var("x", 0, M)
+        yi, xi = me.Var("y", 0, N - 2), me.Var("x", 0, M - 2)
+        inp = me.Input("inp", [N, M, 3], me.uint8)
+        g = me.Computation("g", [y, x], me.cast(me.int32, inp[y, x, 1]))
+        h = me.Computation("h", [yi, xi], me.cast(me.int32, inp[yi + 1, xi + 1, 1]))
+        b = me.Computation("b", [yi, xi], g[yi, xi] + g[yi, xi + 2] + g[yi + 2, xi]
+                           + g[yi + 2, xi + 2])
+        me.Computation("o", [yi, xi], 4 * h[yi, xi] - b[yi, xi])
+    h.after(g, x)
+    for c in ("g", "h", "b", "o"):
+        f.computation(c).pipeline("x")
+    g.stream()
+    h.stream(depth=depth)
+    b.stream()
+    b.line_buffer(g)
+    return f
+
+
+def test_fifo_depths_come_from_the_schedule(image: np.ndarray) -> None:
+    """A chain needs a step's elements (the gaussian's bx: 3 channels); reconvergent paths
+    need what arrives while the slow path lags: 2 rows + 2 columns + 1 of ``h`` (row
+    length 38), and a smaller user depth, which would deadlock, is refused with it."""
+    k = ex.gaussian("lb", sizes=(ROWS, COLS)).compile(target="fpga")
+    assert "#pragma HLS STREAM variable=b_bx depth=3" in k.sources["gaussian_hls.cpp"]
+    img = image[:24, :40].copy()
+    k = _unsharp((24, 40)).compile(target="fpga")
+    gr = img[..., 1].astype(np.int32)
+    want = 4 * gr[1:-1, 1:-1] - (gr[:-2, :-2] + gr[:-2, 2:] + gr[2:, :-2] + gr[2:, 2:])
+    np.testing.assert_array_equal(k(inp=img)["o"], want)
+    hls = k.sources["unsharp_hls.cpp"]
+    assert "#pragma HLS STREAM variable=b_h depth=79" in hls  # 2 x 38 + 2 + 1
+    assert "#pragma HLS STREAM variable=b_b depth=2" in hls
+    with pytest.raises(me.ScheduleError) as info:
+        _unsharp((24, 40), depth=8).compile(target="fpga")
+    assert str(info.value).splitlines()[0] == (
+        "cannot stream 'h' with depth 8: it would deadlock the dataflow region. In lockstep "
+        "'o' reads each value of 'h' 2 rows + 2 columns after 'h' writes it, because it "
+        "waits for the stream 'b' (a longer path from the same stage); the FIFO must hold "
+        "79 elements (at least depth=79)")
+    assert info.value.command == "h.stream(depth=8)"
+    assert "depth=79" in generate_hls(lower(_unsharp((24, 40), depth=79)).program)
+    assert "b_h depth=127" in generate_hls(lower(_unsharp(None, bounds=(24, 64))).program)
+    with pytest.raises(me.ScheduleError, match="grow with a parameter that has no upper "
+                                               "bound"):
+        lower(_unsharp(None))
+    chain = _two_stages("same")  # a chain only stalls on a small FIFO: the depth is kept
+    chain.commands.items[-1] = me_cmd.Stream("gray", 1)
+    assert "b_gray depth=1" in generate_hls(lower(chain).program)
 
 
 def test_vectorized_schedules_are_estimated_faster_and_sizes_matter(image: np.ndarray

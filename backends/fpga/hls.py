@@ -204,7 +204,8 @@ class HlsPrinter(LoopPrinter):
         c = b.dtype.c_name
         if b.stream:
             self.emit(depth, f"hls::stream<{c}> b_{b.name};")
-            self.emit(depth, f"#pragma HLS STREAM variable=b_{b.name} depth=2")
+            self.emit(depth, f"#pragma HLS STREAM variable=b_{b.name} "
+                             f"depth={int(b.depth) if b.depth > 0 else 2}")
             return True
         sizes = []
         for e in b.sizes:

@@ -13,7 +13,8 @@ legality -> loop AST, one pass per step, in this order:
    ``check_streams``  legality (unless skipped)
 10. ``build_program`` the loop AST every target prints
 11. ``partition_loops`` host loops split where their index clamps stop binding
-12. ``layout``, ``apply_line_buffers``  on-chip layouts and FIFOs, line buffers (fpga)
+12. ``layout``, ``apply_line_buffers``, ``fifo_depths``  on-chip layouts, line buffers and
+    FIFO depths (fpga; a FIFO depth that would deadlock is refused here)
 
 Everything is rebuilt from the Function and its command log in a fresh ISL context whose
 operation count is bounded, so a pathological input fails with a clear error instead of
@@ -45,6 +46,7 @@ from ..passes.data import Layer3, build_layer3
 from ..passes.dataflow import Expected, expected_dataflow
 from ..passes.device import DevicePlan, plan_device
 from ..passes.distribution import plan_distribution
+from ..passes.fifo import fifo_depths
 from ..passes.layer1 import Layer1, build_layer1
 from ..passes.layer4 import Layer4, build_layer4
 from ..passes.legality import check_barriers, check_dataflow, check_parallel
@@ -153,8 +155,14 @@ def _program(fn: Function, a: Analysis, ranks: int | None = None) -> Program:
     if any(isinstance(c, (cmd.Stream, cmd.PartitionBuffer)) for c in a.commands):
         p = dataclasses.replace(p, buffers=tuple(layout(b, a.commands, a.l3)
                                                  for b in p.buffers))
-    if any(isinstance(c, cmd.LineBuffer) for c in a.commands):
-        p = apply_line_buffers(p, a.l1, line_plans(a.l1, a.l3, a.l4, a.ts, a.commands))
+    lines = line_plans(a.l1, a.l3, a.l4, a.ts, a.commands)
+    if lines:
+        p = apply_line_buffers(p, a.l1, lines)
+    fifos = fifo_depths(a.l1, a.l3, a.l4, a.ts, a.ph, a.exp, a.commands, lines)
+    if fifos:
+        p = dataclasses.replace(p, buffers=tuple(
+            dataclasses.replace(b, depth=fifos[b.name].depth) if b.name in fifos else b
+            for b in p.buffers))
     if ranks is None:
         return p
     dist = plan_distribution(a.l1, a.l3, a.l4, a.ts, a.ph, p, fn.commands.items, ranks)

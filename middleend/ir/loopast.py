@@ -307,6 +307,7 @@ class BufferDecl:
     # and whether the buffer is a FIFO between its producer and its consumer (stream())
     partition: tuple[tuple[int, int, str], ...] = ()
     stream: bool = False
+    depth: int = 0  # a FIFO's depth, sized from the schedule (0: the target's default)
 
 
 @dataclass(frozen=True)

@@ -82,7 +82,8 @@ class LinePlan:
 
     consumer: str
     buffer: str
-    command: str
+    command: str  # as written
+    index: int  # its position in the command log
     pipe_var: str  # the loop iterators of P and R in the loop AST (t<dim>)
     row_var: str | None
     col_dim: int
@@ -102,10 +103,9 @@ class LinePlan:
                 f"chip and a {self.rows + 1}x{self.cols + 1} window")
 
 
-def commands_of(commands: list[cmd.Command]) -> list[tuple[cmd.LineBuffer, str]]:
-    """The line_buffer commands, each with its text for messages."""
-    return [(c, f"{c.describe()} (command #{k})") for k, c in enumerate(commands)
-            if isinstance(c, cmd.LineBuffer)]
+def commands_of(commands: list[cmd.Command]) -> list[tuple[cmd.LineBuffer, int]]:
+    """The line_buffer commands, each with its position in the log."""
+    return [(c, k) for k, c in enumerate(commands) if isinstance(c, cmd.LineBuffer)]
 
 
 def _buffer(name: str, l3: Layer3, where: str) -> str:
@@ -142,13 +142,16 @@ def _step(ctx: isl.Context, n: int, d: int, by: int, params: isl.Space) -> isl.M
 
 
 def plan(l1: Layer1, l3: Layer3, l4: Layer4, ts: TimeSpace, c: cmd.LineBuffer,
-         where: str) -> LinePlan:
-    """Decide the line buffer of one command (see the module docstring), or refuse."""
+         index: int) -> LinePlan:
+    """Decide the line buffer of command ``c`` (number ``index`` in the log; see the
+    module docstring), or refuse."""
     comp = c.comp
+    where = f"{c.describe()} (command #{index})"
 
     def refuse(why: str) -> ScheduleError:
         return ScheduleError(f"cannot line-buffer {c.buffer!r} for {comp!r} ({where}): "
-                             f"{why}", computations=(comp,), command=where)
+                             f"{why}", computations=(comp,), command=c.describe(),
+                             command_index=index)
 
     if comp not in l1.comps or comp not in ts.comps:
         raise refuse("it is not a (non-inlined) computation")
@@ -301,8 +304,9 @@ def plan(l1: Layer1, l3: Layer3, l4: Layer4, ts: TimeSpace, c: cmd.LineBuffer,
     if not fill.is_injective():
         raise refuse(f"several instances in one iteration of {p_name!r} read the same "
                      f"element of {buf!r} (an inner loop that does not index it)")
-    return LinePlan(comp, buf, where, f"t{d_p}", f"t{d_r}" if d_r is not None else None,
-                    col, row, lanes, rows, cols, far, lo, offsets, fill)
+    return LinePlan(comp, buf, c.describe(), index, f"t{d_p}",
+                    f"t{d_r}" if d_r is not None else None, col, row, lanes, rows, cols, far,
+                    lo, offsets, fill)
 
 
 def _translate(ctx: isl.Context, buf: str, n: int, by: tuple[int, ...],
@@ -316,11 +320,16 @@ def plans(l1: Layer1, l3: Layer3, l4: Layer4, ts: TimeSpace,
           commands: list[cmd.Command]) -> list[LinePlan]:
     """One plan per line_buffer command (refusing two for one consumer and buffer)."""
     out: list[LinePlan] = []
-    for c, where in commands_of(commands):
-        p = plan(l1, l3, l4, ts, c, where)
-        if any((q.consumer, q.buffer) == (p.consumer, p.buffer) for q in out):
-            raise ScheduleError(f"{where}: {p.consumer!r} already line-buffers "
-                                f"{p.buffer!r}", computations=(p.consumer,), command=where)
+    for c, k in commands_of(commands):
+        p = plan(l1, l3, l4, ts, c, k)
+        for q in out:
+            if q.consumer == p.consumer:
+                again = "already line-buffers it" if q.buffer == p.buffer else \
+                    f"already line-buffers {q.buffer!r} (one line buffer per stage)"
+                raise ScheduleError(f"cannot line-buffer {p.buffer!r} for {p.consumer!r} "
+                                    f"({c.describe()} (command #{k})): {p.consumer!r} "
+                                    f"{again}", computations=(p.consumer,),
+                                    command=c.describe(), command_index=k)
         out.append(p)
     return out
 
@@ -379,11 +388,12 @@ def _fresh(base: str, taken: set[str]) -> str:
 
 
 def _apply(program: Program, l1: Layer1, p: LinePlan) -> Program:
-    where = p.command
+    where = f"{p.command} (command #{p.index})"
 
     def refuse(why: str) -> ScheduleError:
         return ScheduleError(f"cannot line-buffer {p.buffer!r} for {p.consumer!r} "
-                             f"({where}): {why}", computations=(p.consumer,), command=where)
+                             f"({where}): {why}", computations=(p.consumer,),
+                             command=p.command, command_index=p.index)
 
     decls = {b.name: b for b in program.buffers}
     src = decls[p.buffer]

@@ -108,7 +108,7 @@ def check_streams(l1: Layer1, l3: Layer3, l4: Layer4, exp: Expected, ph: Physica
     in the other order). A consumer that line-buffers the stream reads it through its
     fill instead (:mod:`middleend.passes.linebuffer`): one read per element of the
     extended scan, which must read exactly what the producer writes, in its order."""
-    lined = {(c.comp, c.buffer): (c, where) for c, where in line_commands(commands)}
+    lined = {(c.comp, c.buffer): (c, k) for c, k in line_commands(commands)}
     for buf, comp in streamed(commands, l3).items():
         what = f"cannot stream {comp!r}"
         if comp not in l1.comps:
