@@ -276,3 +276,41 @@ def test_gauss_seidel_parallel_i_dependence_is_the_in_row_flow() -> None:
     one = isl.UnionMap.read_from_str(
         isl.DEFAULT_CONTEXT, "[T, N] -> { h[1, 1] -> h[1, 2] : T = 5 and N = 19 }")
     assert one.is_subset(dep)
+
+
+# --------------------------------------------------------------------------- folded heat-2D
+
+
+@pytest.mark.parametrize("planes,by_value", [(2, False), (3, True)])
+def test_heat2d_time_folded_with_boundary_copies_matches_numpy(planes: int,
+                                                              by_value: bool) -> None:
+    """``u[t % planes]`` with ``edge`` (the boundary copied from the input) before ``step``
+    in each ``t``: a read of the boundary sees another step's copy than in the sequential
+    order (declaration order runs every edge first); both store the same input element,
+    so the legality check accepts it."""
+    from middleend.api.examples_mpi import heat2d as heat2d_edges
+
+    N, T = 11, 5
+    k = heat2d_edges(N, N, T, None, planes=planes, by_value=by_value).compile(target="cpu")
+    a = np.random.default_rng(planes).random((N, N)).astype(np.float32)
+    got = k(u0=a)["u"]
+    for t in range(T - planes + 1, T + 1):
+        np.testing.assert_allclose(got[t % planes], heat2d_ref(a, t), rtol=1e-6, atol=1e-7)
+
+
+def test_heat2d_folded_too_tightly_or_with_a_time_dependent_boundary_is_refused() -> None:
+    from middleend.api.examples_mpi import heat2d as heat2d_edges
+
+    # one plane where step t reads step t-1's values: overwritten before they are read
+    with pytest.raises(me.ScheduleError, match="would not read the value of 'step'"):
+        heat2d_edges(10, 10, 3, None, planes=1, by_value=True).compile(target="cpu")
+    # a boundary that changes with t: the copies are not interchangeable any more, and in
+    # the sequential order step 1 reads edge 2's boundary (declaration order), not init's
+    f = heat2d_edges(10, 10, 3, None, planes=2)
+    edge = next(c for c in f.computations if c.name == "edge")
+    u0 = next(b for b in f.buffers if b.name == "u0")
+    t, i, j = edge.vars
+    edge.set_expression(u0[i, j] * t)
+    with pytest.raises(me.ScheduleError, match="would not read the value of 'u'") as ei:
+        f.compile(target="cpu")
+    assert "edge[" in str(ei.value)

@@ -3,36 +3,54 @@
 from __future__ import annotations
 
 from ..ir.commands import ROOT
+from ..ir.expr import Expr
 from ..ir.function import OUTPUT, Buffer, Computation, Input, Var
 from ..ir.operations import exchange
 from ..ir.types import float32
 from .function import Function
 
 
-def heat2d(rows: int, cols: int, steps: int, ranks: int, name: str = "heat") -> Function:
+def heat2d(rows: int, cols: int, steps: int, ranks: int | None, name: str = "heat",
+           planes: int | None = None, by_value: bool = False, exchange_at: str = "t"
+           ) -> Function:
     """Heat-2D: ``u[t]`` is the 5-point mean of ``u[t-1]`` inside the grid, the boundary
-    kept; rows are distributed in blocks over ``ranks`` and each time step exchanges the
-    row next to each block boundary (``u`` keeps every time plane)."""
-    B = -(-rows // ranks)
+    copied from ``u0`` at every step (``edge``, ordered before ``step`` within each ``t``).
+
+    ``planes=None`` keeps every time plane (``u`` has ``steps + 1``); ``planes=P`` folds
+    the time dimension into ``P`` planes (``u[t % P]``), so ``u[t % P]`` holds step ``t``'s
+    grid where the last ``t`` with that remainder left it. ``step`` reads ``u`` as memory,
+    or by value (``step[t-1, ...]``, memory only where that is outside ``step``'s domain)
+    when ``by_value``. With ``ranks``, rows are distributed in blocks over the ranks and
+    each time step (``exchange_at``: the loop the exchange sits in) exchanges the row next
+    to each block boundary; ``ranks=None`` leaves the program undistributed (for the cpu
+    target)."""
+    P = planes
     with Function(name) as f:
         t, t0 = Var("t", 1, steps + 1), Var("t", 0, 1)
         i, j = Var("i", 1, rows - 1), Var("j", 1, cols - 1)
         bi, bj = Var("i", 0, rows), Var("j", 0, cols)
         u0 = Input("u0", [rows, cols], float32)
-        u = Buffer("u", [steps + 1, rows, cols], float32, OUTPUT)
+        u = Buffer("u", [steps + 1 if P is None else P, rows, cols], float32, OUTPUT)
         init = Computation("init", [t0, bi, bj], u0[bi, bj])
         edge = Computation("edge", [t, bi, bj], u0[bi, bj],
                            predicate=(bi == 0) | (bi == rows - 1) | (bj == 0)
                            | (bj == cols - 1))
         step = Computation("step", [t, i, j], dtype=float32)
-        step.set_expression((u[t - 1, i, j] + u[t - 1, i - 1, j] + u[t - 1, i + 1, j]
-                             + u[t - 1, i, j - 1] + u[t - 1, i, j + 1]) * 0.2)
+        prev: Expr = t - 1 if P is None else (t - 1) % P
+
+        def at(di: int, dj: int) -> Expr:
+            return step[t - 1, i + di, j + dj] if by_value else u[prev, i + di, j + dj]
+
+        step.set_expression((at(0, 0) + at(-1, 0) + at(1, 0) + at(0, -1) + at(0, 1)) * 0.2)
         for comp, iv in ((init, bi), (edge, bi), (step, i)):
-            comp.store_in(u, [comp.vars[0], comp.vars[1], comp.vars[2]])
-            comp.split(iv, B, "i0", "i1")
-            comp.distribute("i0")
-    u.distribute(1)
+            tv = comp.vars[0]
+            comp.store_in(u, [tv if P is None else tv % P, comp.vars[1], comp.vars[2]])
+            if ranks is not None:
+                comp.split(iv, -(-rows // ranks), "i0", "i1")
+                comp.distribute("i0")
     edge.after(init, ROOT)
     step.after(edge, "t")
-    exchange(step, u, "t")
+    if ranks is not None:
+        u.distribute(1)
+        exchange(step, u, exchange_at)
     return f

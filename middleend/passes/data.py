@@ -271,14 +271,17 @@ def _size_default_buffers(l1: Layer1, store: dict[str, str], logical: dict[str, 
         b.sizes = sizes
 
 
-def box(b: BufferInfo, space: isl.Space, dims: Sequence[int] | None = None) -> isl.Set:
-    """``{b[e] : 0 <= e_k < size_k}`` — the elements a buffer has (after folding); only
-    the bounds of ``dims`` when given."""
+def box(b: BufferInfo, space: isl.Space, dims: Sequence[int] | None = None,
+        folded: bool = True) -> isl.Set:
+    """``{b[e] : 0 <= e_k < size_k}`` — the elements a buffer has (after folding, unless
+    ``folded`` is False: the logical elements its sizes declare); only the bounds of
+    ``dims`` when given."""
     ac = AffineContext(space)
     s = isl.Set.universe(space)
     for k in range(b.ndim) if dims is None else dims:
         x = ac.dim(k)
-        size = ac.const(b.fold[k]) if k in b.fold else lift_params(b.sizes[k], space)
+        size = (ac.const(b.fold[k]) if folded and k in b.fold
+                else lift_params(b.sizes[k], space))
         s = s.intersect(ac.const(0).le_set(x)).intersect(x.lt_set(size))
     return s
 
@@ -295,7 +298,9 @@ def buffer_space(l1: Layer1, b: BufferInfo) -> isl.Space:
 
 
 def _check_inside(b: BufferInfo, elems: isl.Set, what: str) -> None:
-    bx = box(b, elems.get_space())
+    """Logical elements against the declared sizes (a storage fold shrinks only the
+    physical buffer)."""
+    bx = box(b, elems.get_space(), folded=False)
     out = elems.subtract(bx)
     if not out.is_empty():
         raise DefinitionError(f"buffer {b.name!r}: {what} outside its bounds: {out}")
