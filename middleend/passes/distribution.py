@@ -25,6 +25,7 @@ from ..ir.expr import Expr
 from ..ir.loopast import Block, For, IExpr, If, IInt, IOp, IVar, Node, Program, Stmt
 from .astgen import iexpr
 from .data import Layer3, box, lift_params
+from .exchange_order import check_exchange_order
 from .layer1 import Layer1
 from .layer4 import Layer4
 from .physical import Physical
@@ -167,8 +168,8 @@ def plan_distribution(l1: Layer1, l3: Layer3, l4: Layer4, ts: TimeSpace, ph: Phy
                       program: Program, commands: Sequence[cmd.Command], ranks: int
                       ) -> Distribution:
     """Windows, exchanges and message tags for ``ranks`` ranks, after checking that the
-    distribution is legal (owner computes, every remote read brought by a message, every
-    receive matched by a send, no certain deadlock)."""
+    distribution is legal (owner computes, every remote read brought by a message, sent
+    after it is written, every receive matched by a send, no certain deadlock)."""
     if not 1 <= ranks <= MAX_RANKS:
         raise ScheduleError(f"ranks must be between 1 and {MAX_RANKS}, got {ranks}")
     rk = _Ranks(l1, l3, l4, ts, ph, ranks)
@@ -180,6 +181,7 @@ def plan_distribution(l1: Layer1, l3: Layer3, l4: Layer4, ts: TimeSpace, ph: Phy
                  if o.kind == "exchange"}
     tags = _match(rk, commands)
     _check_remote_reads(rk, blocks, exchanges)
+    check_exchange_order(rk, blocks, commands)
     return Distribution(ranks, windows, exchanges, tags, _fixed_ranks(rk))
 
 
