@@ -138,22 +138,53 @@ def test_a_ring_of_blocking_receives_before_sends_is_a_certain_deadlock() -> Non
         lower(f, ranks=R)
 
 
+def heat_planes(a: np.ndarray, steps: int) -> list[np.ndarray]:
+    """numpy's heat-2D: the grid after 0, 1, ..., ``steps`` steps."""
+    planes = [a.copy()]
+    for _ in range(steps):
+        ref = planes[-1]
+        nxt = ref.copy()
+        nxt[1:-1, 1:-1] = (ref[1:-1, 1:-1] + ref[:-2, 1:-1] + ref[2:, 1:-1] + ref[1:-1, :-2]
+                           + ref[1:-1, 2:]) * np.float32(0.2)
+        planes.append(nxt)
+    return planes
+
+
+def _heat_halo_bytes(N: int, R: int, T: int) -> int:
+    """Per step, each rank receives the rows next to the interior rows of its block that
+    it does not own (N-2 columns each)."""
+    B, rows = _blocks(N, R), 0
+    for r in range(R):
+        own = set(range(r * B, min(r * B + B, N)))
+        inner = [i for i in own if 1 <= i <= N - 2]
+        rows += len({i + d for i in inner for d in (-1, 1)} - own)
+    return T * rows * (N - 2) * 4
+
+
 @pytest.mark.parametrize("R", [1, 2, 3, 4])
 def test_heat2d_exchanges_the_halo_every_time_step(R: int) -> None:
     N, T = 14, 3
     k = heat2d(N, N, T, R).compile(target="mpi", ranks=R)
     a = np.random.default_rng(20 + R).random((N, N), dtype=np.float32)
     got = k(u0=a)["u"]
-    ref = a.copy()
-    for t in range(1, T + 1):
-        nxt = ref.copy()
-        nxt[1:-1, 1:-1] = (ref[1:-1, 1:-1] + ref[:-2, 1:-1] + ref[2:, 1:-1] + ref[1:-1, :-2]
-                           + ref[1:-1, 2:]) * np.float32(0.2)
-        ref = nxt
+    for t, ref in enumerate(heat_planes(a, T)):
         np.testing.assert_allclose(got[t], ref, rtol=1e-5)
-    # per step, each interior block boundary moves one row each way (N-2 columns)
-    boundaries = len({min(r * _blocks(N, R), N) for r in range(1, R)} - {N})
-    assert sum(k.last_bytes_sent) == T * boundaries * 2 * (N - 2) * 4
+    assert sum(k.last_bytes_sent) == _heat_halo_bytes(N, R, T)
+
+
+@pytest.mark.parametrize("R,planes,by_value", [(2, 2, False), (3, 2, True), (4, 3, False)])
+def test_heat2d_with_time_folded_modulo_planes(R: int, planes: int, by_value: bool) -> None:
+    """``u[t % planes]``, the boundary copied before each step: the boundary copy a read
+    sees is another time step's than in the sequential order, with the same value."""
+    N, T = 13, 5
+    k = heat2d(N, N, T, R, planes=planes, by_value=by_value).compile(target="mpi", ranks=R)
+    a = np.random.default_rng(50 + R).random((N, N), dtype=np.float32)
+    got = k(u0=a)["u"]
+    assert got.shape == (planes, N, N)
+    ref = heat_planes(a, T)
+    for t in range(T - planes + 1, T + 1):
+        np.testing.assert_allclose(got[t % planes], ref[t], rtol=1e-5)
+    assert sum(k.last_bytes_sent) == _heat_halo_bytes(N, R, T)
 
 
 @pytest.mark.parametrize("R", [1, 2, 3, 4])
@@ -267,3 +298,61 @@ def test_through_the_service_the_artifact_carries_the_launch_line() -> None:
     assert "MPI_Isend" in k.artifact.text("source")
     a = np.random.default_rng(5).random((16, 6, 3), dtype=np.float32)
     np.testing.assert_allclose(k(inp=a)["by"][:, :4], _blur_ref(a), rtol=1e-6)
+
+
+def _exchange_of(f: me.Function) -> me.Operation:
+    return next(o for o in f.operations if o.kind == "exchange")
+
+
+def _comp(f: me.Function, name: str) -> me.Computation:
+    return next(c for c in f.computations if c.name == name)
+
+
+def test_an_exchange_before_the_writes_it_sends_is_refused() -> None:
+    f = _blur(20, 8, 2)
+    _exchange_of(f).before(_comp(f, "bx"), me.ROOT)  # the halo rows of bx are not written
+    with pytest.raises(me.ScheduleError) as ei:
+        lower(f, ranks=2)
+    e = ei.value
+    assert "exchange 'exchange_bx_by' of 'bx' sends element bx[" in str(e)
+    assert "before bx[" in str(e) and "by[" in str(e)
+    assert e.command == "exchange_bx_by.before(other='bx', level='__root__')"
+    # once per run instead of once per time step: the later steps' rows are sent unwritten
+    with pytest.raises(me.ScheduleError, match=r"exchange 'exchange_u_step' of 'u' sends "
+                                               r"element u\[[0-9]+, [0-9]+, [0-9]+\]"):
+        lower(heat2d(10, 10, 3, 2, exchange_at=me.ROOT), ranks=2)
+
+
+def test_an_exchange_after_the_reads_it_serves_is_refused() -> None:
+    f = heat2d(10, 10, 3, 2)
+    _exchange_of(f).after(_comp(f, "step"), "t")
+    with pytest.raises(me.ScheduleError, match=r"exchange 'exchange_u_step' of 'u' runs "
+                                               r"after step\[t = 1"):
+        lower(f, ranks=2)
+
+
+@pytest.mark.parametrize("R", [1, 2, 3])
+def test_parallel_loops_run_on_threads_inside_each_rank(R: int) -> None:
+    N, M = 23, 9
+    f = _blur(N, M, R)
+    for c in f.computations:
+        c.parallelize("i1")  # the rows of a rank's block, on its threads
+    k = f.compile(target="mpi", ranks=R)
+    assert "me_parallel_for(" in k.artifact.text("source")
+    a = np.random.default_rng(60 + R).random((N, M, 3), dtype=np.float32)
+    np.testing.assert_allclose(k(inp=a)["by"][:, :M - 2], _blur_ref(a), rtol=1e-6)
+    h = heat2d(12, 12, 3, R)
+    _comp(h, "step").parallelize("j")
+    b = np.random.default_rng(70 + R).random((12, 12), dtype=np.float32)
+    got = h.compile(target="mpi", ranks=R)(u0=b)["u"]
+    np.testing.assert_allclose(got, np.stack(heat_planes(b, 3)), rtol=1e-5)
+
+
+def test_a_parallel_loop_around_mpi_calls_is_refused() -> None:
+    f = _blur(23, 9, 2)
+    by = _comp(f, "by")
+    by.interchange("i0", "j")
+    by.parallelize("j")  # legal, but the distributed loop i0 would run on worker threads
+    with pytest.raises(me.TargetError, match="cannot run loop j in parallel: it holds the "
+                                             "distributed loop i0"):
+        f.compile(target="mpi", ranks=2)

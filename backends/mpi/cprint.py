@@ -7,6 +7,11 @@ statement per element; the printer turns the element loops of one instance into 
 message: the elements are counted, packed into a contiguous message in loop order, and
 sent (the receiver walks the same loops to unpack). An exchange prints the messages the
 middle-end computed for it, every rank sending first (non-blocking) and then receiving.
+
+A loop tagged ``parallel`` runs inside each rank as on the cpu target: its body outlined
+and run on the cpu backend's thread pool (:mod:`backends.cpu.pool`). MPI is initialised
+with ``MPI_THREAD_FUNNELED``: only a rank's main thread calls MPI, so a parallel loop may
+hold no send, receive, exchange or distributed loop (refused here, by name).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from middleend.ir.loopast import (
     StmtInfo,
     ivars,
     statements,
+    walk_loops,
 )
 
 from .local import RANK, shifted
@@ -65,6 +71,8 @@ class MpiPrinter(CPrinter):
             else:
                 self._message(f, msg, depth)
             return
+        if f.tag == "parallel":
+            self._check_parallel(f)
         if f.tag != "distribute":
             super()._for(f, depth)
             return
@@ -83,6 +91,25 @@ class MpiPrinter(CPrinter):
         self._body(f, depth + 2)
         self.emit(depth + 1, "}")
         self.emit(depth, "}")
+
+    def _check_parallel(self, f: For) -> None:
+        """A parallel loop's body runs on worker threads, which never call MPI."""
+        label = f.name or f.var
+        for n, _ in walk_loops(f.body):
+            what = None
+            if isinstance(n, For) and n.tag == "distribute":
+                what = f"the distributed loop {n.name or n.var}"
+            elif isinstance(n, Stmt):
+                info = self.program.stmts.get(n.comp)
+                if info is not None and info.op in (*_MESSAGES, "exchange"):
+                    what = f"the {info.op} {n.comp!r}"
+            if what is not None:
+                raise TargetError(
+                    f"the mpi target cannot run loop {label} in parallel: it holds {what}, "
+                    "whose MPI calls must stay on the rank's main thread (tag a loop inside "
+                    "the distributed one, around computations only)"
+                    + (f" (tagged by {f.command})" if f.command else ""),
+                    target="mpi", loop=label, command=f.command or None)
 
     def _message_root(self, f: For) -> str | None:
         """The send or receive whose element loops start at ``f``: ``f`` holds only that

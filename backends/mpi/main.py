@@ -184,10 +184,37 @@ def _local_dims(b: BufferDecl) -> list[str]:
             for k, s in enumerate(b.sizes)]
 
 
-def generate_main(program: Program, local: Program, dist: Distribution) -> str:
-    """``main`` for ``program`` (global shapes) running ``local`` on each rank."""
+THREADS = r"""
+/* The threads of the cpu pool each rank may use, unless MIDDLEEND_NUM_THREADS or
+   OMP_NUM_THREADS says: this process's cores shared by the ranks on this node. */
+static void me_default_threads(void) {
+    if (getenv("MIDDLEEND_NUM_THREADS") != NULL || getenv("OMP_NUM_THREADS") != NULL) return;
+    MPI_Comm node;
+    int local = 1;
+    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node)
+            == MPI_SUCCESS) {
+        MPI_Comm_size(node, &local);
+        MPI_Comm_free(&node);
+    }
+    cpu_set_t set;
+    int cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+    char v[32];
+    snprintf(v, sizeof v, "%d", cores / local > 1 ? cores / local : 1);
+    setenv("MIDDLEEND_NUM_THREADS", v, 1);
+}
+"""
+
+
+def generate_main(program: Program, local: Program, dist: Distribution,
+                  threads: bool = False) -> str:
+    """``main`` for ``program`` (global shapes) running ``local`` on each rank;
+    ``threads``: the kernel runs parallel loops on the cpu thread pool (MPI is then
+    initialised for threads of which only the main one calls it)."""
     R = dist.ranks
-    lines = ["int main(int argc, char **argv) {", "    MPI_Init(&argc, &argv);",
+    init = ["    int me_thr;",
+            "    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &me_thr);"] if threads \
+        else ["    MPI_Init(&argc, &argv);"]
+    lines = ["int main(int argc, char **argv) {", *init,
              "    int me_r, me_size;", "    MPI_Comm_rank(MPI_COMM_WORLD, &me_r);",
              "    MPI_Comm_size(MPI_COMM_WORLD, &me_size);", "    me_rank_id = me_r;",
              f"    if (me_size != {R}) me_fail(\"this program was built for {R} ranks; run it "
@@ -195,6 +222,10 @@ def generate_main(program: Program, local: Program, dist: Distribution) -> str:
              f"    if (argc != {2 + len(program.params)}) me_fail(\"usage: <program> <run "
              f"directory> <{len(program.params)} integer parameter(s)>\");",
              "    const char *me_dir = argv[1];"]
+    if threads:
+        lines += ["    if (me_thr < MPI_THREAD_FUNNELED) me_fail(\"this MPI does not allow "
+                  "threads (MPI_THREAD_FUNNELED), which parallel loops need\");",
+                  "    me_default_threads();"]
     for k, q in enumerate(program.params):
         lines.append(f"    const int64_t {ident('p_' + q, 'parameter')} = me_arg(argv[{2 + k}]);")
     lines.append(f"    const int64_t p_{RANK} = me_r;")
@@ -248,7 +279,7 @@ def generate_main(program: Program, local: Program, dist: Distribution) -> str:
     for b in args:
         lines += [f"    free(l_{b.name});", f"    free(g_{b.name});"]
     lines += ["    MPI_Finalize();", "    return 0;", "}", ""]
-    return "\n".join(lines)
+    return ("\n".join([THREADS, *lines]) if threads else "\n".join(lines))
 
 
 def _move(b: BufferDecl, dist: Distribution, scatter: bool) -> list[str]:

@@ -49,7 +49,7 @@ def _tool(name: str) -> str | None:
 class MpiTarget(Target):
     name = "mpi"
     summary = "C + MPI, one process per rank (SPMD), built with mpicc, run with mpiexec"
-    tags = frozenset({"distribute", "vector", "unroll"})
+    tags = frozenset({"distribute", "parallel", "vector", "unroll"})
     operations = frozenset({"copy", "send", "receive", "exchange"})
     options = (
         TargetOption("ranks", int, 2, "the number of ranks (MPI processes) it runs on"),
@@ -92,8 +92,12 @@ class MpiTarget(Target):
             raise TargetError("target 'mpi' needs a program lowered for a number of ranks",
                               target=self.name)
         local = local_program(program, dist)
-        text = RUNTIME + MpiPrinter(local, dist).generate() + generate_main(program, local,
-                                                                             dist)
+        printer = MpiPrinter(local, dist)
+        kernel = printer.generate()
+        threads = bool(printer.functions)  # parallel loops run on the cpu thread pool
+        # the pool needs GNU extensions (sched_getaffinity), before any header
+        head = "#define _GNU_SOURCE\n" if threads else ""
+        text = head + RUNTIME + kernel + generate_main(program, local, dist, threads)
         return [SourceText(f"{program.name}_mpi.c", "c", text)]
 
     def build(self, program: Program, sources: list[SourceText],
