@@ -427,7 +427,7 @@ def test_statements_kept_as_unsupported() -> None:
         ln(6), macro("@name", 6, sym("W"), ex("while", {"bool": True}, ex("block"))),
         ln(7), ex("for", ex("=", _I, sym("x")),
                   ex("block", ln(8), macro("@schedule", 8, call("tile", sym("S"))))),
-        ln(9), macro("@fastmath", 9, ex("=", sym("a"), i64(1))),
+        ln(9), macro("@time", 9, ex("=", sym("a"), i64(1))),
         ln(10), ex("&&", sym("p"), ex("=", sym("a"), i64(1)))))
     assert [(type(s).__name__, getattr(s, "construct", ""), s.line) for s in f.body] == [
         ("Unsupported", "break", 2),
@@ -435,7 +435,7 @@ def test_statements_kept_as_unsupported() -> None:
         ("Unsupported", "nested function definition", 5),
         ("Unsupported", "while loop", 6),
         ("For", "", 7),
-        ("Unsupported", "macro @fastmath", 9)] + [("Unsupported", f.body[-1].construct, 10)]
+        ("Unsupported", "macro @time", 9)] + [("Unsupported", f.body[-1].construct, 10)]
     assert f.body[4].body == (j.Unsupported("@schedule inside a nested block", 8),)
     assert f.schedule == ()
 
@@ -467,7 +467,7 @@ def test_schedule_arguments() -> None:
     (ex("=", sym("y"), ex("call", ex(".", sym("Base"), {"quote": sym("sqrt")}), sym("x"))),
      "call of Base.sqrt"),
     (ex("=", typed("y", sym("Float64")), i64(1)), "assignment to y::Float64"),
-    (ex("=", sym("y"), ex("=", sym("z"), i64(1))), "chained assignment"),
+    (ex("=", sym("y"), ex("+=", sym("z"), i64(1))), "chained assignment other than"),
     (ex("=", ex("tuple", ref("A", i64(1)), sym("b")), sym("x")), "tuple assignment"),
     (ex("=", sym("y"), ex("if", sym("p"), i64(1), ex("elseif", sym("q"), i64(2)))),
      "if used as a value"),
@@ -605,3 +605,29 @@ def test_julia_package_tests() -> None:
         ["julia", f"--project={ACC_JL}", "-e", "using Pkg; Pkg.test()"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+
+
+def test_chained_assignment_and_fastmath_same_tree_as_tree_sitter() -> None:
+    """Chained assignments (with their temporary) and @fastmath, in a block, on one
+    statement and on a value, read alike on both ways in."""
+    from frontends.julia.parse import parse_function
+
+    src = ("function f(A, x)\n    a = b = 0\n    @fastmath for i in 1:3\n"
+           "        @name S A[i] = x[i] = i * 2.0\n    end\n    c = @fastmath a * b + 1\n"
+           "end\n")
+    body = ex("block", ln(1), ln(2), ex("=", sym("a"), ex("=", sym("b"), i64(0))), ln(3),
+              macro("@fastmath", 3, ex("for", ex("=", sym("i"), call(":", i64(1), i64(3))),
+                    ex("block", ln(4), macro("@name", 4, sym("S"), ex(
+                        "=", ref("A", sym("i")), ex("=", ref("x", sym("i")),
+                                                   call("*", sym("i"), f64(2.0)))))))),
+              ln(6), ex("=", sym("c"), macro("@fastmath", 6, call(
+                  "+", call("*", sym("a"), sym("b")), i64(1)))))
+    got = function_from_json(ex("function", call("f", sym("A"), sym("x")), body))
+    assert strip_lines(got) == strip_lines(parse_function(src, "f"))
+    a0, a1, loop, c = got.body
+    assert strip_lines((a0.target, a1.target, a0.value, a1.value)) == (
+        name("b"), name("a"), n(0), n(0))
+    tmp, s1, s2 = loop.body  # type: ignore[union-attr]
+    assert tmp.target.id.startswith("#chain") and s1.value == tmp.target == s2.value
+    assert [s.label for s in (tmp, s1, s2)] == ["S"] * 3
+    assert all(s.fastmath for s in (tmp, s1, s2, c)) and not a0.fastmath

@@ -19,6 +19,7 @@ import numpy as np
 
 import middleend as me
 from frontends.julia import jast as J
+from frontends.julia.check import check_function
 from frontends.julia.directives import Dim, Scheduler
 from frontends.julia.errors import JuliaFrontendError
 from frontends.julia.jtypes import ELEMENT, ArgType, arg_type
@@ -41,6 +42,23 @@ def translate(fn: J.Function, spec: Spec, use_schedule: bool = True) -> Built:
     return b
 
 
+def all_fastmath(body: tuple[J.Stmt, ...]) -> bool:
+    """Whether there is an assignment and every one is under ``@fastmath``."""
+    seen = False
+    for s in body:
+        if isinstance(s, J.Assign):
+            if not s.fastmath:
+                return False
+            seen = True
+        elif isinstance(s, J.For | J.If):
+            inner = s.body if isinstance(s, J.For) else s.then + s.orelse
+            if any(isinstance(x, J.Assign | J.For | J.If) for x in inner):
+                if not all_fastmath(inner):
+                    return False
+                seen = True
+    return seen
+
+
 def _numpy_elem(dt: np.dtype, what: str) -> me.DType:
     for t in ELEMENT.values():
         if t.numpy == dt:
@@ -59,9 +77,14 @@ class JuliaKernel:
 
     def __init__(self, fn: J.Function, target: str = "cpu", use_schedule: bool = True,
                  service: Any = None, fp_contract: bool = False) -> None:
+        check_function(fn)  # what no specialization translates is refused now
         self.function = fn
         self.target, self.use_schedule = target, use_schedule
-        self.service, self.fp_contract = service, fp_contract
+        self.service = service
+        # @fastmath over every assignment allows (among much else) contracting a * b + c;
+        # over a part only, contracting the rest too would change results it does not
+        # cover, so it is not honoured there (allowed: @fastmath permits, never requires)
+        self.fp_contract = fp_contract or all_fastmath(fn.body)
         self._cache: dict[Spec, _Compiled] = {}
         self.compiles = 0  # how many specializations were built
 

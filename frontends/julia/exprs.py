@@ -38,6 +38,13 @@ ScalarRead = Callable[[str, int], Expr]
 
 _MATH = ("sqrt", "exp", "log", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
          "tanh", "floor", "ceil", "round", "trunc", "erf")
+_BOOL_OPS = ("&", "|", "⊻", "xor")
+CALLS = frozenset({
+    "size", "length", "+", "-", "*", "/", "÷", "div", "%", "rem", "fld", "mod", "cld", "^",
+    "min", "max", "abs", "abs2", *_MATH, "muladd", "fma", "zero", "one", *ELEMENT, "ifelse",
+    "!", *_BOOL_OPS})
+"""Every function (and operator) a value or an index may call: what ``Exprs`` translates,
+and what the up-front check (:mod:`.check`) lets through."""
 _CMP = {"<": "__lt__", "<=": "__le__", ">": "__gt__", ">=": "__ge__", "==": "__eq__",
         "!=": "__ne__"}
 
@@ -63,6 +70,8 @@ class Exprs:
         self.loops, self.consts, self.arrays = loops, consts, arrays
         self.fscalars, self.scalar, self.scalars = fscalars, scalar, scalars
         self.function = function
+        self.inlined: dict[str, int] = {}  # locals read as their expression: name -> line
+        self.globals: dict[str, J.Expr] = {}  # module-level consts that are not Ints
 
     def fail(self, line: int, what: str) -> UnsupportedJulia:
         return UnsupportedJulia(line, what, self.function)
@@ -164,8 +173,14 @@ class Exprs:
             return _const(e.id == "true", me.bool_)
         if e.id in ("pi", "π"):
             return _const(3.141592653589793, me.float64)
+        if e.id in self.globals:
+            return self.value(self.globals[e.id])
         if e.id in self.arrays:
             raise self.fail(e.line, f"array {e.id!r} used as a value (index it: {e.id}[...])")
+        if e.id in self.inlined:
+            raise self.fail(e.line, f"local {e.id!r} read where its assignment (line "
+                            f"{self.inlined[e.id]}) does not reach: before it, or outside "
+                            "the loop that assigns it (Julia raises UndefVarError)")
         raise self.fail(e.line, f"unknown name {e.id!r}")
 
     def read(self, e: J.Ref) -> Expr:
@@ -286,6 +301,15 @@ class Exprs:
             return _cast(t, a)
         if fn == "ifelse" and len(args) == 3:
             return self.value(J.Ternary(args[0], args[1], args[2], line))
+        if fn == "!" and len(args) == 1:
+            return ~self.cond(args[0])
+        if fn in _BOOL_OPS and len(args) == 2:
+            a, b = self.value(args[0]), self.value(args[1])
+            if not (a.dtype.is_bool and b.dtype.is_bool):
+                raise self.fail(line, f"bitwise {fn} of {a.dtype.name} and {b.dtype.name} "
+                                f"in {_show(e)} (& | ⊻ xor are translated on Bools only)")
+            # both sides evaluated, as Julia's & does (unlike &&): they are pure here
+            return a & b if fn == "&" else a | b if fn == "|" else a != b
         raise self.fail(line, f"call to {fn}({', '.join(_show(a) for a in args)})")
 
     def _type_arg(self, e: J.Expr) -> DType:

@@ -153,6 +153,8 @@ class _Reader:
         self.name: str | None = None
         self.schedule: list[jast.Call] = []
         self.depth = 0
+        self.fastmath = False
+        self.chains = 0
 
     def refuse(self, line: int, construct: str) -> NoReturn:
         raise UnsupportedJulia(line, construct, self.name)
@@ -201,6 +203,8 @@ class _Reader:
         self.name = sig_args[0]["sym"]
         params = tuple(self.arg(a, line) for a in sig_args[1:])
         stmts = tuple(self.block(body, line))
+        if self.fastmath:
+            stmts = jast.mark_fastmath(stmts)
         return jast.Function(self.name, params, stmts, tuple(self.schedule), line)
 
     def unwrap(self, node: Node) -> Node:
@@ -215,6 +219,10 @@ class _Reader:
                 self.refuse(0, "short-form function definition; write it as function ... end")
             if head == "macrocall" and items and self.macro_name(items[0], 0) == "@acc":
                 items = items[-1:]  # the options before it are Julia's business
+            elif head == "macrocall" and items and \
+                    self.macro_name(items[0], 0) == "@fastmath":
+                self.fastmath = True  # @acc @fastmath function ...
+                items = items[-1:]
             elif head not in ("toplevel", "block"):
                 raise _malformed(node, 0, "an @acc function definition")
             if len(items) != 1:
@@ -272,7 +280,7 @@ class _Reader:
                                      line)]
         args = self.args(node, line)
         if head == "=" or head in _UPDATE:
-            return [self.assign(head, args, node, line)]
+            return self.assign(head, args, node, line)
         if head == "for":
             return [self.loop(args, node, line)]
         if head == "if":
@@ -293,15 +301,44 @@ class _Reader:
             return [jast.Unsupported(f"expression statement: {args[0]['sym']}(...)", line)]
         return [jast.Unsupported(f"expression statement: `{head}` expression", line)]
 
-    def assign(self, op: str, args: list[Node], node: Node, line: int) -> jast.Stmt:
-        """``x = e``, ``A[i, j] = e``, ``a, b = e`` and the update forms ``x += e``."""
+    def assign(self, op: str, args: list[Node], node: Node, line: int) -> list[jast.Stmt]:
+        """``x = e``, ``A[i, j] = e``, ``a, b = e``, the update forms ``x += e`` and
+        chained ``a = b = e`` (several statements, :func:`jast.chain`)."""
         if len(args) != 2:
             raise _malformed(node, line, f"`{op}` with two operands")
         lhs, rhs = args
         if op == "=" and _head(lhs) in ("call", "where"):
-            return jast.Unsupported("nested function definition", line)
-        if (_head(rhs) or "").endswith("="):  # a = b = c, a = b += c
-            self.refuse(line, "chained assignment")
+            return [jast.Unsupported("nested function definition", line)]
+        if (_head(rhs) or "").endswith("=") and _head(rhs) not in _COMPARE:
+            return self.chained(op, lhs, rhs, line)
+        if op == "=" and _head(rhs) == "macrocall" and self._is_fastmath(rhs, line):
+            items = [a for a in self.args(rhs, line)[1:] if not _is_line(a)]
+            return list(jast.mark_fastmath(tuple(self.assign(op, [lhs, items[0]], node,
+                                                             line))))
+        return [jast.Assign(self.target(op, lhs, line), op, self.expr(rhs, line), line)]
+
+    def _is_fastmath(self, node: Node, line: int) -> bool:
+        args = self.args(node, line)
+        return bool(args) and self.macro_name(args[0], line) == "@fastmath" and \
+            len([a for a in args[1:] if not _is_line(a)]) == 1
+
+    def chained(self, op: str, lhs: Node, rhs: Node, line: int) -> list[jast.Stmt]:
+        """``a = b[i] = e``: only plain ``=`` and single targets (``a = b += 1`` is
+        refused), as :mod:`.parse` does."""
+        targets: list[jast.Name | jast.Ref] = []
+        while True:
+            if op != "=" or not (_sym(lhs) is not None or _head(lhs) == "ref"):
+                self.refuse(line, "chained assignment other than a = b = value")
+            targets.append(self.target(op, lhs, line))  # type: ignore[arg-type]
+            head = _head(rhs) or ""
+            if not head.endswith("=") or head in _COMPARE:
+                break
+            op = head
+            lhs, rhs = self.args(rhs, line, 2)
+        self.chains += 1  # tells apart two chained assignments on one line
+        return jast.chain(targets, self.expr(rhs, line), line, self.chains)
+
+    def target(self, op: str, lhs: Node, line: int) -> jast.Name | jast.Ref | jast.TupleExpr:
         target: jast.Name | jast.Ref | jast.TupleExpr
         if op == "=" and _head(lhs) == "tuple":
             names = [_sym(t) for t in self.args(lhs, line)]
@@ -312,7 +349,7 @@ class _Reader:
             target = self.expr(lhs, line)  # type: ignore[assignment]
         else:
             self.refuse(line, f"assignment to {_brief(lhs)}")
-        return jast.Assign(target, op, self.expr(rhs, line), line)
+        return target
 
     def loop(self, args: list[Node], node: Node, line: int) -> jast.Stmt:
         """``for i in r, j in s`` (a ``:block`` of specs) becomes two nested For, the first
@@ -385,16 +422,22 @@ class _Reader:
             margs = margs[1:]  # a promise we do not need: the compiler checks dependences
         if name in ("@inbounds", "@simd"):
             return [s for m in margs for s in self.statement(m, line)]
+        if name == "@fastmath":
+            return list(jast.mark_fastmath(tuple(s for m in margs
+                                                 for s in self.statement(m, line))))
         if name == "@name":
             if len(margs) != 2 or _sym(margs[0]) is None:
                 self.refuse(line, "@name needs a label and a statement: @name S stmt")
             inner = self.statement(margs[1], line)
             if len(inner) == 1 and isinstance(inner[0], jast.Unsupported):
                 return inner  # refused anyway, with its own construct
-            if len(inner) != 1 or not isinstance(inner[0], (jast.Assign, jast.For, jast.If)):
+            chained = len(inner) > 1 and _head(margs[1]) == "="
+            if not inner or (len(inner) > 1 and not chained) or \
+                    not isinstance(inner[0], (jast.Assign, jast.For, jast.If)):
                 self.refuse(line, "@name on something other than one assignment, for loop "
                             "or if")
-            return [dataclasses.replace(inner[0], label=margs[0]["sym"])]
+            return [dataclasses.replace(x, label=margs[0]["sym"])  # type: ignore[arg-type]
+                    for x in inner]
         if name == "@schedule":
             if self.depth:
                 return [jast.Unsupported("@schedule inside a nested block", line)]

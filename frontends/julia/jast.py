@@ -14,16 +14,22 @@ Conventions, matching Julia's own ``Expr`` so that the JSON path is a direct map
 - ``&&`` / ``||`` are ``Logic``; ``c ? a : b`` (and ``ifelse(c, a, b)``) is ``Ternary``;
 - ``a:b`` is ``Range(a, None, b)`` and ``a:s:b`` is ``Range(a, s, b)``;
 - ``x op= e`` keeps its operator: ``Assign(target, "+=", e)``;
-- ``for i in r, j in s`` is two nested ``For``; ``@inbounds``/``@simd``/``@fastmath``-free
-  wrappers (``@inbounds``, ``@simd``) are dropped by the parsers (they only promise what the
-  compiler checks anyway); ``elseif`` is an ``If`` in the ``orelse`` of its parent;
-- ``@name S stmt`` sets ``label="S"`` on the statement; ``@schedule begin ... end`` (or one
-  ``@schedule cmd(...)``) becomes ``Function.schedule``: each directive a ``Call``.
+- ``for i in r, j in s`` is two nested ``For``; ``@inbounds`` and ``@simd`` are dropped by
+  the parsers (they only promise what the compiler checks anyway); ``@fastmath`` is dropped
+  too but sets ``fastmath`` on every assignment under it; ``elseif`` is an ``If`` in the
+  ``orelse`` of its parent;
+- ``a = b = e`` is ``t = e; b = t; a = t`` with a temporary ``t`` whose name (``#chain...``)
+  no Julia source can spell (no temporary for a literal ``e``): Julia assigns ``e``'s value,
+  not ``b``'s, to ``a``;
+- ``@name S stmt`` sets ``label="S"`` on the statement (on each, for a chained assignment);
+  ``@schedule begin ... end`` (or one ``@schedule cmd(...)``) becomes ``Function.schedule``:
+  each directive a ``Call``;
+- top-level ``const N = 64`` of the source (tree-sitter path) are ``Function.consts``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 
 @dataclass(frozen=True)
@@ -110,6 +116,7 @@ class Assign:
     value: Expr
     line: int = 0
     label: str | None = None
+    fastmath: bool = False  # under @fastmath: the C compiler may contract it
 
 
 @dataclass(frozen=True)
@@ -174,3 +181,34 @@ class Function:
     body: tuple[Stmt, ...]
     schedule: tuple[Call, ...] = field(default=())
     line: int = 0
+    consts: tuple[tuple[str, Expr], ...] = field(default=())  # module-level `const`s
+
+
+def mark_fastmath(body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
+    """``body`` with every assignment in it (at any depth) marked ``fastmath``."""
+    out: list[Stmt] = []
+    for s in body:
+        if isinstance(s, Assign):
+            s = replace(s, fastmath=True)
+        elif isinstance(s, For):
+            s = replace(s, body=mark_fastmath(s.body))
+        elif isinstance(s, If):
+            s = replace(s, then=mark_fastmath(s.then), orelse=mark_fastmath(s.orelse))
+        out.append(s)
+    return tuple(out)
+
+
+CHAIN_PREFIX = "#chain"
+
+
+def chain(targets: list[Name | Ref], value: Expr, line: int, k: int) -> list[Stmt]:
+    """``targets[0] = targets[1] = ... = value`` as separate assignments, innermost first
+    (what both parsers make of the ``k``-th chained assignment of a function)."""
+    if isinstance(value, Num):
+        src: Expr = value
+        out: list[Stmt] = []
+    else:
+        tmp = Name(f"{CHAIN_PREFIX}{line}_{k}", line)
+        src, out = tmp, [Assign(tmp, "=", value, line)]
+    out += [Assign(t, "=", src, line) for t in reversed(targets)]
+    return out

@@ -15,19 +15,19 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import cast
 
-import tree_sitter
-import tree_sitter_julia
-
 from frontends.julia import jast
-from frontends.julia.errors import JuliaFrontendError, JuliaSyntaxError, UnsupportedJulia
+from frontends.julia.errors import JuliaFrontendError, UnsupportedJulia
+from frontends.julia.tstree import BINOPS, COMMENTS, Node
+from frontends.julia.tstree import check_syntax as _check_syntax
+from frontends.julia.tstree import kids as _kids
+from frontends.julia.tstree import line as _line
+from frontends.julia.tstree import parse_repaired as _parse_repaired
+from frontends.julia.tstree import snippet as _snippet
+from frontends.julia.tstree import text as _text
 
-Node = tree_sitter.Node
-
-_COMMENTS = frozenset({"line_comment", "block_comment"})
-_BINOPS = frozenset({"+", "-", "*", "/", "÷", "%", "^", "\\", "&", "|", "<<", ">>", ">>>", "⊻"})
 _UNOPS = frozenset({"-", "+", "!"})
 _CMPOPS = {"<": "<", "<=": "<=", ">": ">", ">=": ">=", "==": "==", "!=": "!=",
            "≤": "<=", "≥": ">=", "≠": "!="}
@@ -35,8 +35,6 @@ _LOGIC = frozenset({"&&", "||"})
 _UPDATE_OPS = frozenset({"+=", "-=", "*=", "/="})
 _TRANSPARENT_MACROS = frozenset({"inbounds", "simd"})
 _INT64_MAX = 2**63 - 1
-_OPENERS = frozenset({"(", "[", "{", "function", "for", "if", "while", "begin", "let", "try",
-                      "quote", "do", "struct", "module", "macro"})
 
 # Statement kinds we recognise but do not translate: kept as jast.Unsupported.
 _UNSUPPORTED_STMTS = {
@@ -61,83 +59,13 @@ _EXPR_NAMES = {
 }
 
 
-@functools.lru_cache(maxsize=1)
-def _language() -> tree_sitter.Language:
-    """The grammar, loaded once: building it is the only costly part of a parser."""
-    return tree_sitter.Language(tree_sitter_julia.language())
-
-
-def _line(node: Node) -> int:
-    return node.start_point.row + 1
-
-
-def _text(node: Node) -> str:
-    return (node.text or b"").decode("utf-8", errors="replace")
-
-
-def _snippet(node: Node, limit: int = 40) -> str:
-    """The node's first source line, shortened: enough for a user to find it."""
-    text = _text(node).strip()
-    first = text.split("\n", 1)[0].rstrip()
-    return first if len(first) <= limit and first == text else first[:limit] + "..."
-
-
-def _kids(node: Node) -> list[Node]:
-    """Named children without comments: comments may sit anywhere, even in argument lists."""
-    return [c for c in node.named_children if c.type not in _COMMENTS]
-
-
-def _first_error(root: Node) -> Node | None:
-    """The first ERROR or MISSING node in source order; ``has_error`` prunes clean subtrees."""
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if node.is_error or node.is_missing:
-            return node
-        stack.extend(reversed([c for c in node.children if c.has_error or c.is_missing]))
-    return None
-
-
-def _unclosed(err: Node) -> Node | None:
-    """The last opener among an ERROR node's tokens with no closer after it: when a bracket
-    or an ``end`` is missing, tree-sitter makes the whole enclosing block one ERROR, and its
-    first line says less than the opener that was never closed."""
-    stack = []
-    for c in err.children:
-        if c.type in _OPENERS:
-            stack.append(c)
-        elif c.type in (")", "]", "}", "end") and stack:
-            stack.pop()
-    return stack[-1] if stack else None
-
-
-def _check_syntax(root: Node, text: str) -> None:
-    """Refuse a source with any parse error: tree-sitter recovers, and a recovered tree may
-    mean something other than what the user wrote."""
-    if not root.has_error:
-        return
-    bad = _first_error(root) or root
-    row = bad.start_point.row
-    if bad.is_missing:
-        near = text.split("\n")[row].strip()[:60]
-        raise JuliaSyntaxError(row + 1, f"missing {bad.type!r} in {near!r}")
-    opener = _unclosed(bad)
-    if opener is not None:
-        what = "bracket" if opener.type in "([{" else "block (missing `end`?)"
-        raise JuliaSyntaxError(_line(opener), f"{opener.type!r} {what} is never closed")
-    source_line = text.split("\n")[row].strip()
-    detail = f"cannot parse {_snippet(bad)!r} in {source_line[:60]!r}"
-    if bad.end_point.row > row:
-        detail += f" (lines {row + 1}-{bad.end_point.row + 1})"
-    raise JuliaSyntaxError(row + 1, detail)
-
-
 @dataclasses.dataclass
 class _Ctx:
     """Per-function state: the name for error messages and the schedule collected so far."""
 
     function: str | None = None
     schedule: list[jast.Call] = dataclasses.field(default_factory=list)
+    chains: int = 0  # chained assignments so far
 
     def refuse(self, node: Node, construct: str) -> UnsupportedJulia:
         return UnsupportedJulia(_line(node), construct, self.function)
@@ -150,23 +78,65 @@ def parse_source(text: str) -> list[jast.Function]:
     """Every top-level ``function ... end`` of ``text`` (also under macros such as ``@acc``),
     in source order. Other top-level statements are skipped; a short-form definition
     ``f(x) = ...`` is refused, since skipping it would silently drop a function."""
-    parser = tree_sitter.Parser(_language())
-    root = parser.parse(text.encode("utf-8")).root_node
+    root, text = _parse_repaired(text)
     _check_syntax(root, text)
     out = []
+    consts: list[tuple[str, jast.Expr]] = []
     for node in _kids(root):
+        macros = set()
         while node.type == "macrocall_expression":  # @acc function ..., @inline @acc ...
             args = _raw_macro_args(node)
             if not args:
                 break
+            macros.add(_macro_name(node))
             node = args[-1]
         if node.type == "function_definition":
-            out.append(_function(node))
+            fn = _function(node)
+            if "fastmath" in macros:
+                fn = dataclasses.replace(fn, body=jast.mark_fastmath(fn.body))
+            out.append(fn)
+        elif node.type == "const_statement":
+            consts.extend(_const(node))
         elif node.type == "assignment" and _is_short_def(_kids(node)[0]):
             raise UnsupportedJulia(
                 _line(node), f"short-form function definition {_snippet(node)}; "
                 "write it as function ... end")
-    return out
+    # a function sees every module-level const (Julia resolves globals when it runs)
+    return [dataclasses.replace(f, consts=tuple(consts)) for f in out]
+
+
+def _const(node: Node) -> list[tuple[str, jast.Expr]]:
+    """``const N = 64`` / ``const A, B = 1, 2``: names and their values' expressions (the
+    translator decides which values it can use: numbers, and Ints computed from them).
+    Other forms are skipped, as other top-level statements are, until a function reads
+    the name (then it is an unknown name, refused with its line)."""
+    ctx = _Ctx()
+    kids = _kids(node)
+    if len(kids) != 1 or kids[0].type != "assignment":
+        return []
+    target, op, value = _kids(kids[0])
+    if _text(op) != "=":
+        return []
+    try:
+        if target.type == "typed_expression":  # const N::Float64 = 64 is 64.0
+            target, typ = _kids(target)
+            if target.type == "identifier" and typ.type == "identifier":
+                v = _expr(value, ctx)
+                t = _text(typ)
+                return [(_text(target), v if t in ("Int", "Int64") else
+                         jast.Call(t, (v,), _line(typ)))]
+            return []
+        if target.type == "identifier":
+            return [(_text(target), _expr(value, ctx))]
+        if target.type in ("open_tuple", "tuple_expression") and \
+                value.type in ("open_tuple", "tuple_expression") and \
+                len(_kids(target)) == len(_kids(value)) and \
+                all(t.type == "identifier" for t in _kids(target)):
+            return [(_text(t), _expr(v, ctx)) for t, v in zip(_kids(target), _kids(value),
+                                                              strict=True)]
+    except UnsupportedJulia:
+        pass  # a const the front-end could not read anyway (a string, an array, ...)
+    return []
 
 
 def parse_function(text: str, name: str) -> jast.Function:
@@ -218,7 +188,7 @@ def _args(arglist: Node, ctx: _Ctx) -> Iterable[jast.Arg]:
     for child in arglist.children:
         if child.type == ";":
             after_semicolon = True
-        if not child.is_named or child.type in _COMMENTS:
+        if not child.is_named or child.type in COMMENTS:
             continue
         if after_semicolon:
             raise ctx.refuse(child, f"keyword arguments: {_snippet(child)}")
@@ -265,7 +235,8 @@ def _stmt(node: Node | _Nested, ctx: _Ctx, top: bool) -> list[jast.Stmt]:
         return _macro_stmt(node.node, ctx, top, node.extra)
     t, line = node.type, _line(node)
     if t in _STMT_KINDS:
-        return [_STMT_KINDS[t](node, ctx)]
+        got = _STMT_KINDS[t](node, ctx)
+        return got if isinstance(got, list) else [got]
     if t == "return_statement":
         value = _kids(node)
         if not value or (value[0].type == "identifier" and _text(value[0]) == "nothing"):
@@ -286,18 +257,41 @@ def _stmt(node: Node | _Nested, ctx: _Ctx, top: bool) -> list[jast.Stmt]:
     return [jast.Unsupported(f"expression statement: {what}", line)]
 
 
-def _assign(node: Node, ctx: _Ctx) -> jast.Stmt:
-    """``x = e``, ``A[i, j] = e``, ``a, b = e`` and the update forms ``x += e``."""
+def _assign(node: Node, ctx: _Ctx) -> list[jast.Stmt]:
+    """``x = e``, ``A[i, j] = e``, ``a, b = e``, the update forms ``x += e`` and chained
+    ``a = b = e`` (several statements, :func:`jast.chain`)."""
     target, op_node, value = _kids(node)
     op, line = _text(op_node), _line(node)
     if op == "=" and _is_short_def(target):
-        return jast.Unsupported("nested function definition", line)
+        return [jast.Unsupported("nested function definition", line)]
     if op.startswith("."):
         raise ctx.refuse(op_node, f"broadcast assignment {op}")
     if op != "=" and op not in _UPDATE_OPS:
         raise ctx.refuse(op_node, f"update operator {op}")
     if value.type in ("assignment", "compound_assignment_expression"):
-        raise ctx.refuse(value, f"chained assignment: {_snippet(node)}")
+        return _chained(node, ctx)
+    if op == "=" and value.type == "macrocall_expression" and _macro_name(value) == \
+            "fastmath" and len(_raw_macro_args(value)) == 1:  # x = @fastmath a * b + c
+        return list(jast.mark_fastmath((jast.Assign(
+            _lhs(target, op, ctx), op, _expr(_raw_macro_args(value)[0], ctx), line),)))
+    return [jast.Assign(_lhs(target, op, ctx), op, _expr(value, ctx), line)]
+
+
+def _chained(node: Node, ctx: _Ctx) -> list[jast.Stmt]:
+    """``a = b[i] = e``: only plain ``=`` and single targets (``a = b += 1`` is refused)."""
+    targets: list[jast.Name | jast.Ref] = []
+    while node.type in ("assignment", "compound_assignment_expression"):
+        target, op_node, value = _kids(node)
+        if _text(op_node) != "=" or target.type not in ("identifier", "index_expression"):
+            raise ctx.refuse(node, f"chained assignment other than a = b = value: "
+                             f"{_snippet(node)}")
+        targets.append(cast("jast.Name | jast.Ref", _expr(target, ctx)))
+        node = value
+    ctx.chains += 1  # tells apart two chained assignments on one line
+    return jast.chain(targets, _expr(node, ctx), targets[0].line, ctx.chains)
+
+
+def _lhs(target: Node, op: str, ctx: _Ctx) -> jast.Name | jast.Ref | jast.TupleExpr:
     lhs: jast.Name | jast.Ref | jast.TupleExpr
     if op == "=" and target.type in ("open_tuple", "tuple_expression"):
         bad = [i for i in _kids(target) if i.type != "identifier"]
@@ -309,7 +303,7 @@ def _assign(node: Node, ctx: _Ctx) -> jast.Stmt:
         lhs = cast("jast.Name | jast.Ref", _expr(target, ctx))
     else:
         raise ctx.refuse(target, f"assignment to {_snippet(target)}")
-    return jast.Assign(lhs, op, _expr(value, ctx), line)
+    return lhs
 
 
 def _for(node: Node, ctx: _Ctx) -> jast.Stmt:
@@ -342,9 +336,9 @@ def _if(node: Node, ctx: _Ctx, orelse: tuple[jast.Stmt, ...] = ()) -> jast.If:
 
 
 # named_argument: the assignment in @inbounds(x[i] = e)
-_STMT_KINDS = {"assignment": _assign, "named_argument": _assign,
-               "compound_assignment_expression": _assign, "for_statement": _for,
-               "if_statement": _if}
+_STMT_KINDS: dict[str, Callable[[Node, _Ctx], jast.Stmt | list[jast.Stmt]]] = {
+    "assignment": _assign, "named_argument": _assign,
+    "compound_assignment_expression": _assign, "for_statement": _for, "if_statement": _if}
 
 
 def _macro_name(node: Node) -> str:
@@ -387,16 +381,21 @@ def _macro_stmt(node: Node, ctx: _Ctx, top: bool,
         if name == "simd" and args and _text(_node(args[0])) == "ivdep":
             args = args[1:]
         return list(_stmts(args, ctx, top))
+    if name == "fastmath":
+        return list(jast.mark_fastmath(_stmts(args, ctx, top)))
     if name == "name":
         if len(args) != 2 or _node(args[0]).type != "identifier":
             raise ctx.refuse(node, "@name needs a label and a statement: @name S stmt")
         inner = _stmt(args[1], ctx, top=False)
         if len(inner) == 1 and isinstance(inner[0], jast.Unsupported):
             return inner  # refused anyway, with its own construct
-        if len(inner) != 1 or not isinstance(inner[0], jast.Assign | jast.For | jast.If):
+        chained = len(inner) > 1 and _node(args[1]).type == "assignment"
+        if not inner or (len(inner) > 1 and not chained) or \
+                not isinstance(inner[0], jast.Assign | jast.For | jast.If):
             raise ctx.refuse(node, f"@name on {_snippet(_node(args[1]))}: it must label one "
                              "assignment, for loop or if")
-        return [dataclasses.replace(inner[0], label=_text(_node(args[0])))]
+        label = _text(_node(args[0]))
+        return [dataclasses.replace(x, label=label) for x in inner]  # type: ignore[arg-type]
     if name == "schedule":
         if not top:
             return [jast.Unsupported("@schedule inside a nested block", line)]
@@ -536,7 +535,7 @@ def _call(node: Node, ctx: _Ctx) -> jast.Expr:
             return jast.Call(op, args, line)
         if op in _CMPOPS and len(args) == 2:
             return jast.Compare((_CMPOPS[op],), args, line)
-        if op in _BINOPS and (len(args) == 2 or (op in "+*" and len(args) > 2)):
+        if op in BINOPS and (len(args) == 2 or (op in "+*" and len(args) > 2)):
             return functools.reduce(lambda a, b: jast.Call(op, (a, b), line), args)
     raise ctx.refuse(node, f"call of {_snippet(callee)}: {_snippet(node)}")
 
@@ -575,7 +574,7 @@ def _binary(node: Node, ctx: _Ctx) -> jast.Expr:
         return result
     if op.startswith("."):
         raise ctx.refuse(op_node, f"broadcast operator {op}")
-    if op not in _BINOPS:
+    if op not in BINOPS:
         raise ctx.refuse(op_node, f"operator {op}")
     return jast.Call(op, (_expr(left, ctx), _expr(right, ctx)), line)
 

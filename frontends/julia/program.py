@@ -9,14 +9,19 @@ rewrites keep its meaning when statements become separately scheduled computatio
 - an ``if`` whose condition reads something its body writes first snapshots the condition
   in a Bool temporary, since each statement of the body re-evaluates its guard.
 
-Integer locals assigned once outside every loop from compile-time values (``n =
-size(A, 1)``, ``N, M = size(A)``) become constants; every other local is a scalar.
+Integer locals assigned outside every loop from compile-time values (``n = size(A, 1)``,
+``N, M = size(A)``) become constants; such a name may be bound again, at the top level, to
+the same value (``ni, nk = size(A)`` then ``nk, nj = size(B)``; a different value is
+refused, naming both), and ``_`` binds nothing. An Int local assigned once in a loop from
+loop variables and constants (``j = i + d``) is the expression itself wherever it is read
+afterwards in that loop (so it may bound an inner loop and index affinely). Every other
+local is a scalar.
 """
 
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from frontends.julia import jast as J
 from frontends.julia.errors import UnsupportedJulia
@@ -62,6 +67,54 @@ class Program:
     stmts: list[Stmt] = field(default_factory=list)
     consts: dict[str, int] = field(default_factory=dict)
     scalars: set[str] = field(default_factory=set)
+    # locals replaced by their defining expression (``j = i + d``): name -> line
+    inlined: dict[str, int] = field(default_factory=dict)
+
+
+_INDEX_OPS = frozenset({"+", "-", "*", "÷", "div", "%", "rem", "fld", "mod", "cld", "min",
+                        "max"})
+
+
+def substitute(e: J.Expr, env: dict[str, J.Expr]) -> J.Expr:
+    """``e`` with every name of ``env`` replaced by its expression."""
+    if not env:
+        return e
+    if isinstance(e, J.Name):
+        return env.get(e.id, e)
+    if isinstance(e, J.Ref):
+        return replace(e, indices=tuple(substitute(i, env) for i in e.indices))
+    if isinstance(e, J.Call):
+        return replace(e, args=tuple(substitute(a, env) for a in e.args))
+    if isinstance(e, J.Compare):
+        return replace(e, operands=tuple(substitute(a, env) for a in e.operands))
+    if isinstance(e, J.Logic):
+        return replace(e, a=substitute(e.a, env), b=substitute(e.b, env))
+    if isinstance(e, J.Ternary):
+        return replace(e, cond=substitute(e.cond, env), a=substitute(e.a, env),
+                       b=substitute(e.b, env))
+    if isinstance(e, J.Range):
+        return replace(e, start=substitute(e.start, env), stop=substitute(e.stop, env),
+                       step=None if e.step is None else substitute(e.step, env))
+    if isinstance(e, J.TupleExpr):
+        return replace(e, items=tuple(substitute(a, env) for a in e.items))
+    return e
+
+
+def _substitute_stmt(s: J.Stmt, env: dict[str, J.Expr]) -> J.Stmt:
+    """The statement's own expressions substituted (its nested bodies are substituted as
+    the flattener reaches them, with the scope they see)."""
+    if not env:
+        return s
+    if isinstance(s, J.Assign):
+        t = s.target
+        if isinstance(t, J.Ref):
+            t = replace(t, indices=tuple(substitute(i, env) for i in t.indices))
+        return replace(s, target=t, value=substitute(s.value, env))
+    if isinstance(s, J.For):
+        return replace(s, iter=substitute(s.iter, env))
+    if isinstance(s, J.If):
+        return replace(s, cond=substitute(s.cond, env))
+    return s
 
 
 def assigned_names(body: tuple[J.Stmt, ...]) -> dict[str, int]:
@@ -134,9 +187,16 @@ class Flattener:
         self.fn, self.ex, self.args = fn, ex, arg_names
         self.prog = Program(fn, consts=ex.consts)
         self.counts = assigned_names(fn.body)
+        self.counts.pop("_", None)  # `_, n = size(A)`: `_` binds nothing
+        # names every assignment of which is a plain top-level one: constants if Ints
+        self.top_only = {n for n in self.counts if all(
+            any(x is s for x in fn.body) and s.op == "=" for s in _walk(fn.body)
+            if isinstance(s, J.Assign) and n in _target_names(s.target))}
+        self.bound_at: dict[str, int] = {}  # constant name -> line of its first binding
         self.ids = itertools.count()
         self.tmp = itertools.count(1)
         self.active: set[str] = set()  # loop variables in scope
+        self.env: dict[str, J.Expr] = {}  # inlined locals in scope (`j = i + d`)
 
     def fail(self, line: int, what: str) -> UnsupportedJulia:
         return UnsupportedJulia(line, what, self.fn.name)
@@ -149,6 +209,7 @@ class Flattener:
               conds: tuple[Cond, ...], pos: tuple[int, ...], counter: list[int],
               labels: tuple[str, ...]) -> None:
         for s in body:
+            s = _substitute_stmt(s, self.env)
             if isinstance(s, J.Return):
                 if loops or conds or s is not body[-1] or body is not self.fn.body:
                     raise self.fail(s.line, "return before the end of the function")
@@ -177,11 +238,17 @@ class Flattener:
             self.tuple_assign(s, loops, conds)
             return
         if isinstance(s.target, J.Name) and not loops and not conds and s.op == "=" and \
-                self.counts.get(s.target.id) == 1:
+                s.target.id in self.top_only and s.target.id not in self.prog.scalars:
             v = self.ex.const_int(s.value)
-            if v is not None:
-                self.prog.consts[s.target.id] = v
+            if v is not None or s.target.id in self.prog.consts:
+                self.bind_const(s.target.id, v, s.line)
                 return
+        if isinstance(s.target, J.Name) and loops and not conds and s.op == "=" and \
+                not s.label and self.counts.get(s.target.id) == 1 and \
+                self.index_pure(s.value):
+            self.env[s.target.id] = s.value  # read as its expression from here on
+            self.prog.inlined[s.target.id] = s.line
+            return
         if isinstance(s.value, J.Ternary) and s.op == "=":
             # Julia evaluates one side only: a statement per side, under the condition
             a = J.Assign(s.target, "=", s.value.a, s.line, s.label)
@@ -218,10 +285,37 @@ class Flattener:
         if len(t.items) != len(sizes):
             raise self.fail(s.line, f"{len(t.items)} names for {len(sizes)} values")
         for item, n in zip(t.items, sizes, strict=True):
-            if not isinstance(item, J.Name) or self.counts.get(item.id) != 1:
-                raise self.fail(s.line, "size names must be plain names assigned once")
-            assert n is not None
-            self.prog.consts[item.id] = n
+            if not isinstance(item, J.Name) or (item.id != "_" and (
+                    item.id not in self.top_only or item.id in self.prog.scalars)):
+                raise self.fail(s.line, "size names must be plain names, bound only at "
+                                "the top level of the function")
+            if item.id != "_":
+                self.bind_const(item.id, n, s.line)
+
+    def bind_const(self, name: str, value: int | None, line: int) -> None:
+        """``name`` is the constant ``value``; binding it again must give the same value:
+        the kernel is specialized on one value per name (Julia would just rebind it)."""
+        old = self.prog.consts.get(name)
+        if old is None:
+            assert value is not None
+            self.prog.consts[name] = value
+            self.bound_at[name] = line
+        elif value != old:
+            now = "a value not known at compile time" if value is None else value
+            raise self.fail(line, f"{name!r} bound again to {now}, but it is {old} since "
+                            f"line {self.bound_at[name]} (a size or constant name must keep "
+                            "one value: here the arrays' sizes disagree)")
+
+    def index_pure(self, e: J.Expr) -> bool:
+        """Whether ``e`` is Int arithmetic on loop variables in scope and constants (its
+        value is then fixed for the rest of the iteration that assigns it)."""
+        if self.ex.const_int(e) is not None:
+            return True
+        if isinstance(e, J.Name):
+            return e.id in self.active
+        if isinstance(e, J.Call) and e.fn in _INDEX_OPS:
+            return all(self.index_pure(a) for a in e.args)
+        return False
 
     def loop(self, s: J.For, loops: tuple[Loop, ...], conds: tuple[Cond, ...],
              pos: tuple[int, ...], counter: list[int], labels: tuple[str, ...]) -> None:
@@ -232,11 +326,13 @@ class Flattener:
         self.active.add(s.var)
         inner = [0]
         own = (s.label,) if s.label else ()
+        env = dict(self.env)  # a local assigned in the body lives as long as the body
         try:
             self.block(s.body, loops + (lp,), conds, pos + (counter[0],), inner,
                        own + labels)
         finally:
             self.active.discard(s.var)
+            self.env = env
         counter[0] += 1
 
     def range_of(self, it: J.Expr, line: int) -> tuple[J.Expr, int, J.Expr]:

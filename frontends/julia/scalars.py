@@ -115,7 +115,9 @@ def _defines(s: Stmt, var: str) -> bool:
 
 def _access(dom: isl.Set, name: str, var: str) -> isl.UnionMap:
     d = dom.set_tuple_name(name)
-    m = isl.Map.from_domain_and_range(d, isl.Set.read_from_str(dom.get_ctx(), f"{{ {var}[] }}"))
+    # built, not parsed: a front-end temporary's name (``#chain3_4``) is no ISL token
+    cell = isl.Set.universe(isl.Space.set_alloc(dom.get_ctx(), 0, 0)).set_tuple_name(var)
+    m = isl.Map.from_domain_and_range(d, cell)
     return isl.UnionMap.from_map(m)
 
 

@@ -28,7 +28,14 @@ from frontends.julia import jast as J
 from frontends.julia.errors import UnsupportedJulia
 from frontends.julia.exprs import Array, Exprs, _ex
 from frontends.julia.jtypes import ArgType, promote
-from frontends.julia.program import Flattener, Program, Stmt, reads_of, written_names
+from frontends.julia.program import (
+    Flattener,
+    Program,
+    Stmt,
+    assigned_names,
+    reads_of,
+    written_names,
+)
 from frontends.julia.scalars import ScalarPlan, plan_scalars
 from frontends.names import Namer
 from middleend.ir.affine import AffineContext, try_set
@@ -98,8 +105,9 @@ class Translator:
                     buffer_of_arg[k] = bname
             self.scalar_plan: dict[str, ScalarPlan] = {}
             ex = Exprs({}, consts, arrays, fscalars, self._no_scalar, set(), jf.name)
+            self._module_consts(ex)
             prog = Flattener(jf, ex, {a.name for a in jf.args}).run()
-            ex.scalars = prog.scalars
+            ex.scalars, ex.inlined = prog.scalars, prog.inlined
             self.ex, self.prog = ex, prog
             outputs = [arrays[n].buffer.name for n in arrays if n in written]
             if not outputs:
@@ -111,6 +119,21 @@ class Translator:
             self._analyse(prog)
             self._computations(prog)
         return built
+
+    def _module_consts(self, ex: Exprs) -> None:
+        """The source's module-level ``const``s a function does not shadow (by an
+        argument or a local): Ints join the compile-time constants, other values are
+        translated where they are read."""
+        shadowed = {a.name for a in self.jf.args} | set(assigned_names(self.jf.body))
+        for name, value in self.jf.consts:
+            if name in shadowed:
+                continue
+            v = ex.const_int(value)
+            if v is not None:
+                ex.consts[name] = v
+            else:
+                ex.consts.pop(name, None)  # a later `const` of the name wins
+                ex.globals[name] = value
 
     def _no_scalar(self, name: str, line: int) -> Expr:
         raise self.fail(line, f"local {name!r} read where it cannot be (a loop bound?)")
@@ -319,7 +342,7 @@ class Translator:
         if val.dtype != dt:
             val = Cast(dt, val)
         label = s.labels[0] if s.labels and n.label else None
-        cname = self.names(label or f"S{s.index + 1}")
+        cname = self._fresh(label or f"S{s.index + 1}")
         comp = me.Computation(cname, vs, val, predicate=pred, dtype=dt,
                               order=self._order(cname, s, vs))
         if isinstance(t, J.Ref):
@@ -331,6 +354,17 @@ class Translator:
         self.built.loop_ids[s.index] = [lp.id for lp in s.loops]
         for lab in s.labels:
             self.built.names.setdefault(lab, []).append(comp)
+
+
+    def _fresh(self, want: str) -> str:
+        """A computation name no other one has: one labelled statement may become several
+        computations (each side of ``x = c ? a : b``, each statement of a chained
+        assignment), and a label may equal another statement's default name ``S<k>``."""
+        key, k = want, 1
+        while key in self.names.map:
+            k += 1
+            key = f"{want}_{k}"
+        return self.names(key)
 
 
 def _arith(op: str, a: Expr, b: Expr) -> Expr:

@@ -1,0 +1,227 @@
+"""Julia code as people write it (issue 17: PolyBench.jl kernels by other authors), through
+compile_source against numpy, scheduled and not: a labelled ternary, conditions and powers
+tree-sitter-julia misreads, size names bound twice, ``_``, ``@fastmath``, chained
+assignments, ``&``/``|`` on Bools, module-level ``const``s, a local used as a loop bound."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from frontends.julia import UnsupportedJulia, compile_source
+from frontends.julia.parse import parse_function
+
+
+def F(rng: np.random.Generator, *shape: int) -> np.ndarray:
+    return np.asfortranarray(rng.random(shape))
+
+
+@pytest.mark.parametrize("schedule", ["", "split(S, i, 4)", "vectorize(S, i, 4)"])
+def test_labelled_ternary_is_two_computations(schedule: str) -> None:
+    src = f"""
+function clip!(x::Vector{{Float64}})
+    @schedule begin
+        {schedule}
+    end
+    for i in 1:length(x)
+        @name S x[i] = x[i] < 0.5 ? 0.0 : x[i]
+    end
+end"""
+    x = np.random.default_rng(0).random(23)
+    want = np.where(x < 0.5, 0.0, x)
+    compile_source(src, "clip!")(x)
+    np.testing.assert_array_equal(x, want)
+
+
+def test_conditions_and_powers_tree_sitter_misreads() -> None:
+    src = """
+function f!(s::Vector{Float64}, a::Vector{Int64}, b::Vector{Int64}, x::Vector{Float64})
+    for j in 1:length(s)
+        if a[j] + b[j] == 3
+            s[j] = 2.0^(x[j]) + 1
+        elseif a[j] - b[j] > 0
+            s[j] = 2.0-(x[j])*3
+        else
+            s[j] = 3^(2)*1.0
+        end
+    end
+end"""
+    rng = np.random.default_rng(1)
+    a, b = rng.integers(0, 4, 40), rng.integers(0, 4, 40)
+    x, s = rng.random(40), np.zeros(40)
+    compile_source(src, "f!")(s, a, b, x)
+    want = np.where(a + b == 3, 2.0 ** x + 1, np.where(a - b > 0, 2.0 - x * 3, 9.0))
+    np.testing.assert_allclose(s, want, rtol=1e-15)
+
+
+def test_misread_shapes_parse_as_julia_does() -> None:
+    fn = parse_function("function f(a, b)\n    if a + b == 3\n        y = 2.0^(a) * 3\n"
+                        "    end\nend", "f")
+    (branch,) = fn.body
+    assert branch.cond.ops == ("==",) and branch.cond.operands[0].fn == "+"
+    (assign,) = branch.then
+    assert assign.value.fn == "*" and assign.value.args[0].fn == "^"
+    assert [branch.line, assign.line] == [2, 3]
+
+
+def test_size_names_bound_again_to_the_same_value() -> None:
+    src = """
+function gemm!(C::Matrix{Float64}, A::Matrix{Float64}, B::Matrix{Float64})
+    ni, nk = size(A)
+    nk, nj = size(B)
+    _, nj = size(C)
+    ni, _ = size(C)
+    for i in 1:ni, j in 1:nj
+        for k in 1:nk
+            C[i, j] += A[i, k] * B[k, j]
+        end
+    end
+end"""
+    rng = np.random.default_rng(2)
+    A, B, C = F(rng, 5, 7), F(rng, 7, 3), F(rng, 5, 3)
+    want = C + A @ B
+    k = compile_source(src, "gemm!")
+    k(C, A, B)
+    np.testing.assert_allclose(C, want)
+    with pytest.raises(UnsupportedJulia, match=r"line 4: .*'nk' bound again to 6, but it is "
+                       r"7 since line 3"):
+        k(np.zeros((5, 3), order="F"), F(rng, 5, 7), F(rng, 6, 3))
+
+
+def test_fastmath_is_fp_contract_when_it_covers_every_assignment() -> None:
+    body = """
+    for i in 1:length(y)
+        y[i] = a[i] * x[i] + y[i]
+    end"""
+    sig = "function axpy!(y::Vector{Float64}, a::Vector{Float64}, x::Vector{Float64})"
+    whole = compile_source(f"{sig}\n    @fastmath {body.strip()}\nend", "axpy!")
+    part = compile_source(f"{sig}\n    n = length(y)\n    @fastmath y[1] = 0.0\n{body}\nend",
+                          "axpy!")
+    plain = compile_source(f"{sig}\n{body}\nend", "axpy!")
+    value = compile_source(f"{sig}\n    for i in 1:length(y)\n        y[i] = @fastmath "
+                           "a[i] * x[i] + y[i]\n    end\nend", "axpy!")
+    assert (whole.fp_contract, part.fp_contract, plain.fp_contract) == (True, False, False)
+    assert value.fp_contract
+    rng = np.random.default_rng(3)
+    a, x, y = rng.random(33), rng.random(33), rng.random(33)
+    for k in (whole, value):
+        out = y.copy()
+        k(out, a, x)
+        np.testing.assert_allclose(out, a * x + y, rtol=1e-15)
+
+
+def test_chained_assignment_assigns_the_value_not_the_first_target() -> None:
+    src = """
+function f!(y32::Vector{Float32}, z64::Vector{Float64}, w64::Vector{Float64},
+            x::Vector{Float64})
+    n = m = length(x)
+    for i in 1:m
+        @name S w64[i] = y32[i] = z64[i] = x[i] * 0.1
+    end
+    for i in 1:n
+        q = r = x[i] + 1.0
+        z64[i] += q + r
+    end
+end"""
+    x = np.random.default_rng(4).random(17)
+    y32, z64, w64 = np.zeros(17, np.float32), np.zeros(17), np.zeros(17)
+    compile_source(src, "f!")(y32, z64, w64, x)
+    np.testing.assert_array_equal(y32, (x * 0.1).astype(np.float32))
+    np.testing.assert_array_equal(w64, x * 0.1)  # Julia: not y32's rounded value
+    np.testing.assert_array_equal(z64, x * 0.1 + 2 * (x + 1.0))
+
+
+def test_bool_and_or_xor() -> None:
+    src = """
+function f!(y::Vector{Float64}, x::Vector{Float64})
+    n = length(x)
+    for i in 1:n
+        if (i > 2) & (i < n) | (i == 1)
+            y[i] = (x[i] > 0.5) & (x[i] < 0.9) ? 1.0 : 0.0
+        elseif (x[i] > 0.5) ⊻ (i % 2 == 0)
+            y[i] = 2.0
+        end
+    end
+end"""
+    x = np.random.default_rng(5).random(12)
+    y = np.full(12, -1.0)
+    compile_source(src, "f!")(y, x)
+    i = np.arange(1, 13)
+    want = np.where(((i > 2) & (i < 12)) | (i == 1),
+                    ((x > 0.5) & (x < 0.9)).astype(float),
+                    np.where((x > 0.5) ^ (i % 2 == 0), 2.0, -1.0))
+    np.testing.assert_array_equal(y, want)
+
+
+def test_module_level_consts() -> None:
+    src = """
+const HALO = 2
+const SCALE = 0.5
+const W::Float64 = 3
+const LO, HI = 1, HALO + 1
+
+function f!(y::Vector{Float64}, x::Vector{Float64})
+    for i in 1 + HALO:length(x) - HALO
+        y[i] = SCALE * (x[i - HALO] + x[i + HALO]) + W / 2
+    end
+    for i in LO:HI
+        y[i] = 0.0
+    end
+end"""
+    x = np.random.default_rng(6).random(15)
+    y = np.full(15, -1.0)
+    compile_source(src, "f!")(y, x)
+    want = np.full(15, -1.0)
+    want[2:13] = 0.5 * (x[:11] + x[4:]) + 1.5
+    want[:3] = 0.0
+    np.testing.assert_array_equal(y, want)
+
+
+@pytest.mark.parametrize("schedule", [False, True])
+def test_local_index_as_loop_bound(schedule: bool) -> None:
+    src = """
+function band!(B::Matrix{Float64}, A::Matrix{Float64}, d::Int)
+    n = size(A, 1)
+    @schedule interchange(S, i, j)
+    for i in 1:n
+        lo = max(i - d, 1)
+        hi = min(i + d, n)
+        for j in lo:hi
+            @name S B[i, j] = A[i, j] + lo
+        end
+    end
+end"""
+    rng = np.random.default_rng(7)
+    A, B = F(rng, 9, 9), np.zeros((9, 9), order="F")
+    if schedule:
+        src = src.replace("@schedule interchange(S, i, j)", "@schedule split(S, j, 2)")
+    compile_source(src, "band!")(B, A, 2)
+    ii, jj = np.meshgrid(np.arange(1, 10), np.arange(1, 10), indexing="ij")
+    band = np.abs(ii - jj) <= 2
+    np.testing.assert_allclose(B, np.where(band, A + np.maximum(ii - 2, 1), 0.0))
+
+
+def test_local_index_read_outside_its_loop_is_refused() -> None:
+    src = """
+function f!(y::Vector{Float64})
+    for i in 1:length(y)
+        j = i + 1
+        y[i] = j
+    end
+    y[1] = j
+end"""
+    k = compile_source(src, "f!")
+    with pytest.raises(UnsupportedJulia, match="line 7: .*'j' read where its assignment "
+                       r"\(line 4\) does not reach"):
+        k(np.zeros(4))
+
+
+@pytest.mark.parametrize("text,construct", [
+    ("n = 1\n    n = 2\n    y[n] = 1.0", "'n' bound again to 2, but it is 1"),
+    ("a = b += 1", "chained assignment other than a = b = value"),
+])
+def test_rebinding_refusals(text: str, construct: str) -> None:
+    src = f"function f!(y::Vector{{Float64}})\n    {text}\nend"
+    with pytest.raises(UnsupportedJulia, match=construct):
+        compile_source(src, "f!")(np.zeros(3))
+
