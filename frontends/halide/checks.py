@@ -19,7 +19,7 @@ hands back, each expression turned into our own form through a small serialized 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import halide as hl
@@ -31,7 +31,7 @@ from frontends.halide.evaluate import (
     Image,
     expr_text,
     message_text,
-    scalar_value,
+    np_type,
     unsupported_node,
     value_text,
 )
@@ -64,10 +64,15 @@ class Checks:
     """Every check of one pipeline, in the order Halide makes them (requirements first)."""
 
     label: str  # the pipeline, for messages (its outputs)
-    params: Mapping[str, HParameter]
+    params: Mapping[str, HParameter] = field(repr=False)
     requirements: tuple[HRequirement, ...] = ()
     dims: tuple[DimConstraint, ...] = ()
     ranges: tuple[ParamRange, ...] = ()
+    image_types: dict[str, np.dtype] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "image_types", {n: np_type(p.type) for n, p in
+                                                 self.params.items() if p.is_buffer})
 
     def run(self, images: Mapping[str, np.ndarray], scalars: Mapping[str, np.generic]) -> None:
         """Raise :class:`HalideCheckError` for the first check the inputs violate.
@@ -75,6 +80,8 @@ class Checks:
         values (already of their types, see :func:`scalar_value`)."""
         for name, arr in images.items():
             self._check_image(name, arr)
+        if not (self.requirements or self.ranges or self.dims):
+            return
         env = Env({n: Image.of(a) for n, a in images.items()}, dict(scalars))
         for r in self.requirements:
             if not bool(ev(r.condition, env)):
@@ -107,7 +114,7 @@ class Checks:
 
     def _check_image(self, name: str, arr: np.ndarray) -> None:
         p = self.params[name]
-        want = scalar_dtype(p)
+        want = self.image_types[name]
         if arr.ndim != p.dimensions:
             raise HalideCheckError(
                 f"Halide pipeline {self.label}: ImageParam {name!r} has {p.dimensions} "
@@ -116,13 +123,6 @@ class Checks:
             raise HalideCheckError(
                 f"Halide pipeline {self.label}: ImageParam {name!r} has type {p.type}, got "
                 f"an array of {arr.dtype}")
-
-
-def scalar_dtype(p: HParameter) -> np.dtype:
-    """The numpy dtype of a Param or ImageParam's elements."""
-    from frontends.halide.exprs import dtype_of
-
-    return dtype_of(p.type, None, None).numpy
 
 
 def build_checks(hp: HPipeline, live: Mapping[str, Any], label: str) -> Checks:
@@ -198,4 +198,4 @@ def _read_exprs(exprs: list[Any]) -> list[HExpr]:
     return out
 
 
-__all__ = ["Checks", "build_checks", "scalar_value", "scalar_dtype"]
+__all__ = ["Checks", "build_checks"]

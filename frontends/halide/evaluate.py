@@ -275,26 +275,45 @@ def expr_text(e: HExpr, top: bool = True) -> str:
     return f"{name}({', '.join(expr_text(a) for a in e.args)})"
 
 
-def scalar_value(p: HParameter, v: Any, label: str) -> np.generic:
-    """The value given for Param ``p`` as a numpy scalar of its type, or an error naming
-    the Param: integers must be ints in the type's range, bools bools (or 0/1), floats any
-    real number (rounded to the type, as ``Param.set`` does)."""
-    dt = np_type(p.type)
-    where = f"Halide pipeline {label}: Param {p.name!r} ({p.type})"
-    is_int = isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_)
-    if dt.kind == "b":
-        if isinstance(v, bool | np.bool_) or (is_int and int(v) in (0, 1)):
+@dataclass(frozen=True)
+class ScalarKind:
+    """What a value given for a Param must be, worked out once per Param (a call only
+    checks and converts): its numpy type and, for an integer type, its range."""
+
+    name: str
+    htype: str
+    dtype: np.dtype
+    lo: int = 0
+    hi: int = 0
+
+    @classmethod
+    def of(cls, p: HParameter) -> ScalarKind:
+        dt = np_type(p.type)
+        if dt.kind in "iu":
+            info = np.iinfo(dt)
+            return cls(p.name, str(p.type), dt, int(info.min), int(info.max))
+        return cls(p.name, str(p.type), dt)
+
+    def value(self, v: Any, label: str) -> np.generic:
+        """``v`` as a numpy scalar of the type, or an error naming the Param: integers must
+        be ints in the type's range, bools bools (or 0/1), floats any real number (rounded
+        to the type, as ``Param.set`` does)."""
+        dt = self.dtype
+        is_int = isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_)
+        if dt.kind in "iu" and is_int and self.lo <= int(v) <= self.hi:
+            return dt.type(int(v))
+        if dt.kind == "f" and (is_int or isinstance(v, float | np.floating)):
+            with np.errstate(all="ignore"):
+                return dt.type(v)
+        if dt.kind == "b" and (isinstance(v, bool | np.bool_) or (is_int and int(v) in (0, 1))):
             return np.bool_(bool(v))
-        raise HalideCheckError(f"{where}: expected a bool, got {type(v).__name__} {v!r}")
-    if dt.kind in "iu":
+        where = f"Halide pipeline {label}: Param {self.name!r} ({self.htype})"
+        got = f"{type(v).__name__} {v!r}"
+        if dt.kind == "b":
+            raise HalideCheckError(f"{where}: expected a bool, got {got}")
+        if dt.kind == "f":
+            raise HalideCheckError(f"{where}: expected a number, got {got}")
         if not is_int:
-            raise HalideCheckError(f"{where}: expected an int, got {type(v).__name__} {v!r}")
-        info = np.iinfo(dt)
-        if not info.min <= int(v) <= info.max:
-            raise HalideCheckError(f"{where}: {v} is outside the type's range "
-                                   f"[{info.min}, {info.max}]")
-        return dt.type(int(v))
-    if is_int or isinstance(v, float | np.floating):
-        with np.errstate(all="ignore"):
-            return dt.type(v)
-    raise HalideCheckError(f"{where}: expected a number, got {type(v).__name__} {v!r}")
+            raise HalideCheckError(f"{where}: expected an int, got {got}")
+        raise HalideCheckError(f"{where}: {v} is outside the type's range "
+                               f"[{self.lo}, {self.hi}]")

@@ -20,7 +20,7 @@ import numpy as np
 
 from frontends.halide.checks import Checks, build_checks
 from frontends.halide.errors import HalideCheckError, UnsupportedHalideFeature
-from frontends.halide.evaluate import scalar_value
+from frontends.halide.evaluate import ScalarKind
 from frontends.halide.exprs import dtype_of
 from frontends.halide.graph import producer_order
 from frontends.halide.hir import HPipeline
@@ -50,6 +50,8 @@ class HalideKernel:
         self.index_params = index_params(hp, order)
         self.params = {p.name: p for p in hp.external_parameters}
         self.checks = checks or Checks(str(outputs), self.params, hp.requirements)
+        self._kinds = {n: ScalarKind.of(p) for n, p in self.params.items() if not p.is_buffer}
+        self._label = str(outputs)
         self._builds: dict[Spec, tuple[Built, Any]] = {}
         self._lock = threading.Lock()
         self.compiles = 0  # how many specializations were built (tests check reuse)
@@ -63,7 +65,7 @@ class HalideKernel:
                    ) -> tuple[dict[str, np.ndarray], dict[str, np.generic]]:
         """The inputs as arrays (ImageParams) and numpy scalars of their types (Params),
         each checked; errors name the input."""
-        label = str(self.outputs)
+        label = self._label
         images: dict[str, np.ndarray] = {}
         scalars: dict[str, np.generic] = {}
         for name, p in sorted(self.params.items()):
@@ -73,7 +75,7 @@ class HalideKernel:
                                           f"{name!r}; it needs {self.input_names}")
             v = inputs[name]
             if not p.is_buffer:
-                scalars[name] = scalar_value(p, v, label)
+                scalars[name] = self._kinds[name].value(v, label)
                 continue
             if isinstance(v, hl.Buffer):
                 mins = [v.dim(d).min() for d in range(v.dimensions())]
