@@ -428,6 +428,47 @@ def test_pipelined_recurrence_needs_its_smallest_ii() -> None:
     assert "#pragma HLS PIPELINE II=6" in k.sources["rsum6_hls.cpp"]
 
 
+def _mutual(ii: int) -> me.Function:
+    """Two statements of one pipelined loop feeding each other: ``p = q / 2 + x[i]`` then
+    ``q = q + p``: ``q``'s own recurrence allows II 6, the cycle through both needs their
+    latencies together (9 + 6)."""
+    with me.Function(f"mutual{ii}") as f:
+        N = me.Param("N", min=1)
+        i, z = me.Var("i", 0, N), me.Var("z", 0, 1)
+        x = me.Input("x", [N], me.float32)
+        P = me.Buffer("P", [1], me.float32)
+        Q = me.Buffer("Q", [1], me.float32)
+        zero = me.cast(me.float32, 0)
+        p0 = me.Computation("p0", [z], zero, order="{ p0[z] -> [0, 0, 0] }")
+        q0 = me.Computation("q0", [z], zero + 1, order="{ q0[z] -> [0, 0, 1] }")
+        up = me.Computation("up", [i], Q[0] * 0.5 + x[i], order="{ up[i] -> [1, i, 0] }")
+        uq = me.Computation("uq", [i], Q[0] + P[0], order="{ uq[i] -> [1, i, 1] }")
+        for c, b in ((p0, P), (q0, Q), (up, P), (uq, Q)):
+            c.store_in(b, [0])
+    uq.after(up, i)
+    up.pipeline(i, ii=ii)
+    uq.pipeline(i, ii=ii)
+    return f
+
+
+def test_a_recurrence_through_two_statements_needs_their_latencies_together() -> None:
+    with pytest.raises(me.ScheduleError) as info:
+        _mutual(6).compile(target="fpga", outputs=["P", "Q"])
+    e = info.value
+    assert str(e).splitlines()[0] == (
+        "illegal schedule: loop 'i' of 'up' is pipelined with II=6, but it carries a "
+        "recurrence 'up' -> 'uq' -> 'up' of distance 1, whose latency is 9 + 6 = 15 cycles: "
+        "the smallest II it allows is 15")
+    assert "uq[i] -> up[i' = 1 + i]" in e.dependence and e.command == "up.pipeline(dim='i', ii=6)"
+    x = np.arange(50, dtype=np.float32) / 7
+    out = _mutual(15).compile(target="fpga", outputs=["P", "Q"])(x=x)
+    p, q = np.float32(0), np.float32(1)
+    for v in x:
+        p = q * np.float32(0.5) + v
+        q = q + p
+    np.testing.assert_array_equal([out["P"][0], out["Q"][0]], [p, q])
+
+
 def test_new_commands_travel_on_the_wire_and_through_the_service(image: np.ndarray) -> None:
     f = _two_stages("same")
     f.computation("bw").pipeline("y", ii=3)

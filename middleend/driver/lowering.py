@@ -52,11 +52,12 @@ from ..passes.layer4 import Layer4, build_layer4
 from ..passes.legality import check_barriers, check_dataflow, check_parallel
 from ..passes.linebuffer import apply_line_buffers
 from ..passes.linebuffer import plans as line_plans
-from ..passes.onchip import check_pipelines, check_streams, layout
+from ..passes.onchip import check_streams, layout
 from ..passes.partition import partition_loops
 from ..passes.physical import Physical, build_physical
 from ..passes.placement import TimeSpace, finalize
 from ..passes.program import build_program
+from ..passes.recurrence import check_pipelines
 from ..passes.schedule import apply_command, check_index_range, initial
 from .layers import layers_text
 
@@ -79,7 +80,7 @@ class Analysis:
     def check(self) -> None:
         check_dataflow(self.l1, self.l3, self.ts, self.exp, self.ph, self.l4)
         check_parallel(self.l1, self.l3, self.ts, self.ph)
-        check_pipelines(self.l1, self.ts, self.ph)
+        check_pipelines(self.l1, self.ts, self.ph, self.exp)
         check_streams(self.l1, self.l3, self.l4, self.exp, self.ph, self.commands, self.ts)
         if self.dev.on_device:
             check_barriers(self.l1, self.ts, self.ph, self.l4, self.dev.on_device)

@@ -1,13 +1,13 @@
-"""Legality of the on-chip commands: streams (a FIFO instead of a buffer), array
-partitions and pipelined loops' initiation intervals.
+"""Legality of the on-chip commands: streams (a FIFO instead of a buffer) and array
+partitions.
 
 A stream is only a FIFO if the consumer takes the values out in exactly the order the
-producer put them in, each once; a partition only exists for a buffer on the chip whose
-size along the partitioned dimension is a constant; a pipelined loop that carries a
-dependence of distance ``d`` through a statement of latency ``L`` cannot start an
-iteration more often than every ``ceil(L / d)`` cycles. All three are decided here, with
-ISL on the scheduled program's accesses (:mod:`middleend.passes.physical`), and refused
-with one line that names the command's object and the reason.
+producer put them in, each once (through a line buffer's fill when the consumer has one);
+a partition only exists for a buffer on the chip whose size along the partitioned
+dimension is a constant. Both are decided here, with ISL on the scheduled program's
+accesses (:mod:`middleend.passes.physical`), and refused with one line that names the
+command's object and the reason. Pipelined loops' initiation intervals are checked in
+:mod:`middleend.passes.recurrence`, FIFO depths sized in :mod:`middleend.passes.fifo`.
 """
 
 from __future__ import annotations
@@ -16,14 +16,12 @@ import islpy as isl
 
 from ..ir import commands as cmd
 from ..ir.errors import DefinitionError, ScheduleError
-from ..ir.islutil import maps_of
-from ..ir.latency import statement_latency
 from ..ir.loopast import BufferDecl, IInt
 from .data import Layer3
 from .dataflow import Expected
 from .layer1 import Layer1
 from .layer4 import Layer4
-from .legality import _accesses, _fmt
+from .legality import _fmt
 from .linebuffer import commands_of as line_commands
 from .linebuffer import plan as line_plan
 from .physical import Physical
@@ -178,67 +176,3 @@ def _check_order(l1: Layer1, ph: Physical, what: str, comp: str, consumer: str,
         raise ScheduleError(f"{what}: {consumer!r} reads its elements in another order "
                             "than it writes them (a FIFO keeps the producer's order)",
                             computations=(comp, consumer), dependence=_fmt(names, pair))
-
-
-def check_pipelines(l1: Layer1, ts: TimeSpace, ph: Physical) -> None:
-    """A pipelined loop whose statement reads, ``d`` iterations later, a value it wrote
-    (a recurrence carried by the loop) needs ``II * d >= L``, ``L`` the statement's latency
-    from its loads to its store (:mod:`middleend.ir.latency`): refused below that, naming
-    the dependence, its distance and the smallest II it allows."""
-    acc_w, acc_r = _accesses(l1, ph)
-    flow = None
-    ntd = 2 * ts.depth + 1
-    for n in ts.order:
-        s = ts.comps[n]
-        if n not in l1.comps:
-            continue
-        for name, tag in s.tags.items():
-            if tag != "pipeline" or name not in s.dims:
-                continue
-            if flow is None:
-                flow = acc_w.apply_range(acc_r.reverse())
-            dyn = s.n_outer + s.dims.index(name)
-            d = 2 * dyn + 1
-            mine = isl.UnionSet.from_set(s.full.range())
-            t = [f"t{k}" for k in range(ntd)]
-            u = [f"u{k}" for k in range(ntd)]
-            cons = [f"t{k} = u{k}" for k in range(d)] + [f"t{d} < u{d}"]
-            loop = isl.UnionMap.read_from_str(
-                l1.ctx, f"{{ [{', '.join(t)}] -> [{', '.join(u)}] : {' and '.join(cons)} }}")
-            carried = flow.intersect_domain(mine).intersect_range(mine).intersect(loop)
-            if carried.is_empty():
-                continue
-            dist = _min_distance(carried, d)
-            ii = s.widths.get(name, 1)
-            lat = statement_latency(l1.comps[n].expr)
-            need = -(-lat // dist)
-            if ii < need:
-                names = {c: x.vars for c, x in l1.comps.items()}
-                at = [f"t{k} = u{k}" for k in range(d)] + [f"u{d} = t{d} + {dist}"]
-                closest = isl.UnionMap.read_from_str(
-                    l1.ctx, f"{{ [{', '.join(t)}] -> [{', '.join(u)}] : {' and '.join(at)} }}")
-                dep = (carried.intersect(closest) if not carried.intersect(closest).is_empty()
-                       else carried).apply_domain(ph.tinv).apply_range(ph.tinv)
-                raise ScheduleError(
-                    f"illegal schedule: loop {name!r} of {n!r} is pipelined with II={ii}, but "
-                    f"it carries a dependence of distance {dist} through {n!r}, whose latency "
-                    f"is {lat} cycles: the smallest II it allows is {need}",
-                    computations=(n,), dependence=_fmt(names, dep), level=name)
-
-
-def _min_distance(carried: isl.UnionMap, d: int) -> int:
-    """The smallest distance along time-space dim ``d`` of a loop-carried relation (for
-    every parameter value)."""
-    best: int | None = None
-    for m in maps_of(carried):
-        delta = m.deltas()
-        n = delta.dim(isl.dim_type.set)
-        one = delta.project_out(isl.dim_type.set, d + 1, n - d - 1).project_out(
-            isl.dim_type.set, 0, d)
-        one = one.project_out(isl.dim_type.param, 0, one.dim(isl.dim_type.param))
-        lo = one.lexmin()
-        if lo.is_empty():
-            continue
-        v = lo.sample_point().get_coordinate_val(isl.dim_type.set, 0).to_python()
-        best = v if best is None else min(best, v)
-    return max(int(best or 1), 1)
