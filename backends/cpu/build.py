@@ -61,6 +61,14 @@ def host_isa(cc: list[str]) -> tuple[str, str]:
     return f"{arch} {' '.join(isa) or 'baseline'}", digest
 
 
+def float_lanes(cc: list[str]) -> int:
+    """float32 lanes of the widest vectors ``-march=native`` gives (16 with AVX-512, 8
+    with AVX/AVX2, 4 otherwise): schedules that size register tiles by the machine's
+    vectors (``benchmarks/sgemm.py``) ask here instead of assuming one ISA."""
+    isa = host_isa(cc)[0].split()
+    return 16 if "avx512f" in isa else 8 if "avx" in isa or "avx2" in isa else 4
+
+
 def cpu_fingerprint(cc: list[str]) -> str:
     """A digest of what this machine's CPU offers, for keys that must differ between an
     AVX2 and an AVX-512 host: the processor's flags from ``/proc/cpuinfo`` (no subprocess),

@@ -128,10 +128,12 @@ def _blas_schedule(acc: Computation, upd: Computation, c: Computation, tj: int, 
     acc.allocate_at(c, "j1_vo")
 
 
-def _sgemm(name: str, n: int | None, helper: bool) -> tuple[Function, Computation,
-                                                           Computation, Computation]:
+def _sgemm(name: str, n: int | None, helper: bool, pack_a: bool = False
+           ) -> tuple[Function, Computation, Computation, Computation]:
     """C = A @ B through an accumulator (``acc``, then ``upd`` in acc, then ``C``); with
-    ``helper``, ``upd`` reads B through a Layer I copy ``Bp``."""
+    ``helper``, ``upd`` reads B through a Layer I copy ``Bp``, and with ``pack_a`` reads A
+    through ``Ap``, a copy stored transposed (``Ap[i, k]`` at ``ApB[k, i]``) in a buffer
+    of its own."""
     with Function(name) as f:
         size = Param("N") if n is None else n
         i, j, k = Var("i", 0, size), Var("j", 0, size), Var("k", 0, size)
@@ -139,25 +141,42 @@ def _sgemm(name: str, n: int | None, helper: bool) -> tuple[Function, Computatio
         b = Input("B", [size, size], float32)
         kk, jj = Var("kk", 0, size), Var("jj", 0, size)
         bp = Computation("Bp", [kk, jj], b[kk, jj]) if helper else None
+        ap = None
+        if pack_a:
+            ia, ka = Var("ia", 0, size), Var("ka", 0, size)
+            ap = Computation("Ap", [ia, ka], a[ia, ka])
+            ap.store_in(Buffer("ApB", [size, size], float32), [ka, ia])
         acc = Computation("acc", [i, j], 0.0)
         upd = Computation("upd", [i, j, k], dtype=float32)
-        upd.set_expression(upd[i, j, k - 1] + a[i, k] * (bp if bp is not None else b)[k, j])
+        upd.set_expression(upd[i, j, k - 1] + (ap if ap is not None else a)[i, k]
+                           * (bp if bp is not None else b)[k, j])
         upd.store_in(acc, [i, j])
         c = Computation("C", [i, j], upd[i, j, size - 1])
     return f, acc, upd, c
 
 
-def sgemm_packed(n: int | None = None, tj: int = 64, mr: int = 6, nr: int = 16) -> Function:
+def sgemm_packed(n: int | None = None, tj: int = 64, mr: int = 6, nr: int = 16,
+                 pack_a: bool = True) -> Function:
     """C = A @ B the way a BLAS does it, in the scheduling language: ``Bp`` a copy of B
     packed per column panel, written as a Layer I helper computation (``compute_at`` +
     ``allocate_at`` at the parallel ``j0``), and the micro-kernel of
-    :func:`_blas_schedule`. ``n`` None gives a Param N."""
-    f, acc, upd, c = _sgemm("sgemm_packed", n, helper=True)
+    :func:`_blas_schedule`. ``n`` None gives a Param N.
+
+    With ``pack_a`` (the default), the ``mr`` rows of A a micro-tile row reads are copied
+    at ``i_uo`` into ``ApB``, an ``N x mr`` buffer in k-major order (``store_in`` with
+    swapped indices, ``allocate_at``), as a BLAS packs A: the micro-kernel then reads A
+    contiguously, where the ``mr`` rows of A itself lie ``4N`` bytes apart, all in the
+    same L1 set when N is a multiple of 1024 (``benchmarks/sgemm.py`` times both)."""
+    f, acc, upd, c = _sgemm("sgemm_packed", n, helper=True, pack_a=pack_a)
     _blas_schedule(acc, upd, c, tj, mr, nr)
     bp = f.computation("Bp")
     bp.vectorize("jj", nr)
     bp.compute_at(upd, "j0")
     bp.allocate_at(upd, "j0")
+    if pack_a:
+        ap = f.computation("Ap")
+        ap.compute_at(upd, "i_uo")
+        ap.allocate_at(upd, "i_uo")
     return f
 
 
