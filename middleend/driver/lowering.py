@@ -50,8 +50,8 @@ from ..passes.fifo import fifo_depths
 from ..passes.layer1 import Layer1, build_layer1
 from ..passes.layer4 import Layer4, build_layer4
 from ..passes.legality import check_barriers, check_dataflow, check_parallel
-from ..passes.linebuffer import apply_line_buffers
 from ..passes.linebuffer import plans as line_plans
+from ..passes.linebuffer_ast import apply_line_buffers
 from ..passes.onchip import check_streams, layout
 from ..passes.partition import partition_loops
 from ..passes.physical import Physical, build_physical
