@@ -125,7 +125,23 @@ def indirect_inlined(schedule: str,
     return c, [20, 12], inputs
 
 
-_CASES = [pure_only, update_only, both_stages, at_an_rvar, indirect, indirect_inlined]
+def tuple_element(schedule: str,
+                  rng: np.random.Generator) -> tuple[hl.Func, list[int], Inputs]:
+    """Only the second element of a Tuple consumer reads the producer (through an inlined
+    Func): it is placed for that element."""
+    x, = _vars("x")
+    p, q, c = hl.Func("p"), hl.Func("q"), hl.Func("c")
+    p[x] = x * 3
+    q[x] = p[x] + p[x + 1]
+    c[x] = (x * 2, q[x] + 1)
+    if schedule == "store_root":
+        p.store_root()
+    p.compute_at(c, x)
+    return c, [10], []
+
+
+_CASES = [pure_only, update_only, both_stages, at_an_rvar, indirect, indirect_inlined,
+          tuple_element]
 
 
 @pytest.mark.parametrize("schedule", ["compute_at", "store_root"])

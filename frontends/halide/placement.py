@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 from frontends.halide.errors import UnsupportedHalideFeature
 from frontends.halide.graph import definitions, exprs_of, walk
 from middleend import barrier_at
+from middleend.ir.expr import Access
+from middleend.ir.expr import walk as expr_walk
 
 if TYPE_CHECKING:
     from frontends.halide.translate import FuncInfo, Translator
@@ -217,17 +219,28 @@ def place(tr: Translator, fi: FuncInfo) -> None:
 
 
 def _reading(tr: Translator, g: str, j: int, comps: list[Any]) -> Any:
-    """The computation of stage ``j`` of ``g`` (a Tuple element) that reads ``comps``."""
-    from middleend.ir.expr import Access
-    from middleend.ir.expr import walk as expr_walk
-
+    """The computation of stage ``j`` of ``g`` (a Tuple element) that reads ``comps``,
+    directly or through inlined computations (the first element when none can be told)."""
     names = {c.name for c in comps}
-    gi = tr.info[g]
-    for c in gi.comps[j]:
-        if c.expr is not None and any(isinstance(n, Access) and getattr(n.target, "name", "")
-                                      in names for n in expr_walk(c.expr)):
+    inlined = {c.name: c for fi in tr.info.values() if fi.inline for c in fi.comps[0]}
+
+    def reads(e: Any, seen: frozenset[str]) -> bool:
+        for n in expr_walk(e):
+            if not isinstance(n, Access):
+                continue
+            t = getattr(n.target, "name", "")
+            if t in names:
+                return True
+            c = inlined.get(t)
+            if c is not None and t not in seen and c.expr is not None and \
+                    reads(c.expr, seen | {t}):
+                return True
+        return False
+
+    for c in tr.info[g].comps[j]:
+        if c.expr is not None and reads(c.expr, frozenset()):
             return c
-    return gi.comps[j][0]
+    return tr.info[g].comps[j][0]
 
 
 def _loop(tr: Translator, producer: str, func: str, stage: int, var: str) -> tuple[str, Any]:
