@@ -148,3 +148,70 @@ def test_a_buffer_with_a_nonzero_min_is_refused() -> None:
     b.set_min([3])
     with pytest.raises(HalideCheckError, match=r"'a'.*mins are \[3\]"):
         compile_pipeline(f).realize([4], a=b)
+
+
+def _bilateral_grid(inp: hl.ImageParam, r_sigma: hl.Param, schedule: str) -> hl.Func:
+    """The bilateral grid (Chen, Paris and Durand), as Halide's app describes it: a
+    histogram of the image over (x/8, y/8, value/r_sigma), blurred along z, x and y, then
+    sliced with trilinear interpolation. ``r_sigma`` is a float Param that decides the
+    grid's z index (the pipeline of the report: "Param 'r_sigma' must be an int")."""
+    x, y, z, c, xo, xi = _vars("x y z c xo xi")
+    s = 8
+    clamped = hl.BoundaryConditions.repeat_edge(inp)
+    r = hl.RDom([(0, s), (0, s)], "r")
+    val = hl.clamp(clamped[x * s + r.x - s // 2, y * s + r.y - s // 2], 0.0, 1.0)
+    hist = hl.Func("histogram")
+    hist[x, y, z, c] = hl.f32(0)
+    hist[x, y, hl.i32(val * (1.0 / r_sigma) + 0.5), c] += hl.select(c == 0, val, 1.0)
+    blurs: list[hl.Func] = []
+    src = hist
+    for axis in range(3):  # z, then x, then y: taps 1 4 6 4 1
+        b = hl.Func(f"blur{'zxy'[axis]}")
+        b[x, y, z, c] = sum(w * src[_shift(axis, d, x, y, z, c)]
+                            for d, w in ((-2, 1), (-1, 4), (0, 6), (1, 4), (2, 1)))
+        blurs.append(b)
+        src = b
+    v = hl.clamp(clamped[x, y], 0.0, 1.0) * (1.0 / r_sigma)
+    zi = hl.i32(v)
+    zf = v - hl.f32(zi)
+    xf, yf = hl.f32(x % s) / s, hl.f32(y % s) / s
+    gx, gy = x // s, y // s
+    g = blurs[-1]
+
+    def bil(zz: hl.Expr) -> hl.Expr:
+        return hl.lerp(hl.lerp(g[gx, gy, zz, c], g[gx + 1, gy, zz, c], xf),
+                       hl.lerp(g[gx, gy + 1, zz, c], g[gx + 1, gy + 1, zz, c], xf), yf)
+
+    interp = hl.Func("interpolated")
+    interp[x, y, c] = hl.lerp(bil(zi), bil(zi + 1), zf)
+    out = hl.Func("bilateral_grid")
+    out[x, y] = interp[x, y, 0] / interp[x, y, 1]
+    for f in (hist, *blurs):
+        f.compute_root()
+    if schedule == "parallel":
+        hist.parallel(z)
+        for b in blurs:
+            b.parallel(y).vectorize(x, 4)
+        out.split(x, xo, xi, 8).parallel(y).vectorize(xi)
+    return out
+
+
+def _shift(axis: int, d: int, x: hl.Var, y: hl.Var, z: hl.Var, c: hl.Var) -> list[hl.Expr]:
+    """(x, y, z, c) with ``d`` added along ``axis`` (0: z, 1: x, 2: y)."""
+    at: list[hl.Expr] = [hl.Expr(x), hl.Expr(y), hl.Expr(z), hl.Expr(c)]
+    k = [2, 0, 1][axis]
+    at[k] = at[k] + d
+    return at
+
+
+@pytest.mark.parametrize("schedule", ["root", "parallel"])
+def test_bilateral_grid(schedule: str, rng: np.random.Generator) -> None:
+    inp = hl.ImageParam(hl.Float(32), 2, "inp")
+    r_sigma = hl.Param(hl.Float(32), "r_sigma")
+    out = _bilateral_grid(inp, r_sigma, schedule)
+    img = rng.random((16, 24), dtype=np.float32)
+    k = compile_pipeline(out)
+    assert k.index_params == {"r_sigma"}
+    rs = 0.1 if schedule == "root" else 0.25
+    assert_same(k.realize([24, 16], inp=img, r_sigma=rs),
+                halide_realize([out], [24, 16], [(inp, img), (r_sigma, rs)]), atol=1e-4)
