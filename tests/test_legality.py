@@ -359,6 +359,33 @@ def test_unproduced_read_prints_the_set() -> None:
     assert got.is_equal(want)
 
 
+def test_unproduced_read_names_every_read_its_index_and_the_elements() -> None:
+    """bx two rows short: both by reads bx[i + 1, ...] and bx[i + 2, ...] see rows nothing
+    computes; the error names each read, where it happens and the missing elements."""
+    f = blur(lambda bx, by: None, bx_rows_short=2)  # bx has rows [0, N - 2) only
+    with pytest.raises(me.UnproducedReadError) as ei:
+        f.compile()
+    msg = str(ei.value)
+    assert "\n" not in msg
+    parts = msg.split("; ")[1:]
+    assert [p.split(" at ")[0] for p in parts] == ["by reads bx[i + 1, j, c]",
+                                                  "by reads bx[i + 2, j, c]"]
+    want = {"bx[i + 1, j, c]": "[N, M] -> { bx[i0, i1, i2] : i0 = N - 2 and N >= 3 and "
+                               "0 <= i1 <= M - 3 and 0 <= i2 <= 2 }",
+            "bx[i + 2, j, c]": "[N, M] -> { bx[i0, i1, i2] : N - 2 <= i0 <= N - 1 and "
+                               "i0 >= 2 and 0 <= i1 <= M - 3 and 0 <= i2 <= 2 }"}
+    for p in parts:
+        elems = p.split("elements nothing produces: ")[1]
+        read = p.split(" at ")[0].removeprefix("by reads ")
+        got = isl.Set.read_from_str(isl.DEFAULT_CONTEXT, elems)
+        assert got.is_equal(isl.Set.read_from_str(isl.DEFAULT_CONTEXT, want[read])), p
+    # the instances: the union of both reads' (rows N - 4 and N - 3 of by)
+    got = isl.Set.read_from_str(isl.DEFAULT_CONTEXT, ei.value.unproduced)
+    assert got.is_equal(isl.Set.read_from_str(
+        isl.DEFAULT_CONTEXT, "[N, M] -> { by[i, j, c] : N - 4 <= i <= N - 3 and i >= 0 and "
+        "0 <= j <= M - 3 and 0 <= c <= 2 }"))
+
+
 def test_unproduced_read_of_own_values() -> None:
     with me.Function("selfread") as f:
         N = me.Param("N")

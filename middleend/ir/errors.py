@@ -30,16 +30,21 @@ class InvalidProgramError(DefinitionError):
 
 
 class UnproducedReadError(DefinitionError):
-    """A computation reads values that no computation or input produces."""
+    """A computation reads values that no computation or input produces. ``computation``
+    reads ``target`` at the instances ``unproduced`` (ISL text) of its first such read;
+    ``reads`` says, for every such read of the program, which computation reads what at
+    which index, where, and the elements nobody produces (the message includes it; a
+    message from afar is kept as it came, in ``message``)."""
 
-    def __init__(self, computation: str, target: str, unproduced: str) -> None:
+    def __init__(self, computation: str, target: str, unproduced: str, reads: str = "",
+                 message: str | None = None) -> None:
         self.computation = computation
         self.target = target
         self.unproduced = unproduced
-        super().__init__(
+        self.reads = reads
+        super().__init__(message or (
             f"computation {computation!r} reads {target!r} where nothing produces a value: "
-            f"unproduced reads {unproduced}"
-        )
+            f"unproduced reads {unproduced}" + (f"; {reads}" if reads else "")))
 
 
 class ScheduleError(MiddleEndError):

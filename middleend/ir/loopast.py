@@ -311,6 +311,20 @@ class BufferDecl:
 
 
 @dataclass(frozen=True)
+class Requirement:
+    """A condition on the parameters the kernel checks before it runs: for the parameter
+    values where ``violated`` (a 0/1 index expression over ``p_<param>``) holds, what
+    ``message`` says happens (a write or a read outside ``buffer``), so the call is
+    refused, naming the buffer, the index and its shape then. Halide checks its buffers'
+    bounds at call time the same way: the program compiles for the values where it is
+    valid."""
+
+    buffer: str
+    message: str
+    violated: IExpr
+
+
+@dataclass(frozen=True)
 class Program:
     """A lowered function, ready for a backend."""
 
@@ -323,6 +337,7 @@ class Program:
     param_bounds: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)
     # for a distributed target: windows, exchanges and tags for its number of ranks
     distribution: Distribution | None = None
+    requirements: tuple[Requirement, ...] = ()  # checked per call (target/kernel.py)
 
     @property
     def arguments(self) -> tuple[BufferDecl, ...]:
@@ -341,11 +356,13 @@ class Signature:
     params: tuple[str, ...]
     arguments: tuple[BufferDecl, ...]
     param_bounds: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)
+    requirements: tuple[Requirement, ...] = ()
 
     @staticmethod
     def of(program: Program) -> Signature:
         return Signature(program.name, f"me_{program.name}", program.params,
-                         program.arguments, dict(program.param_bounds))
+                         program.arguments, dict(program.param_bounds),
+                         program.requirements)
 
 
 def walk_loops(node: Node, loops: tuple[For, ...] = ()

@@ -48,6 +48,17 @@ class BufferInfo:
 
 
 @dataclass
+class OutOfBounds:
+    """Writes outside a declared buffer for some parameter values only (``acc[0]`` of an
+    ``N``-element buffer when ``N <= 0``): the program compiles, and the kernel refuses
+    the values in ``violated`` (a params-only set) at call time, as Halide does."""
+
+    buffer: str
+    message: str
+    violated: isl.Set
+
+
+@dataclass
 class Layer3:
     buffers: dict[str, BufferInfo]
     store: dict[str, str]  # computation -> buffer
@@ -56,6 +67,7 @@ class Layer3:
     outputs: list[str]
     # computations stored at data-dependent indices -> those index positions (may writers)
     may: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    requirements: list[OutOfBounds] = field(default_factory=list)
 
     def phys_index(self, buf: str, idx: Sequence[Expr]) -> tuple[Expr, ...]:
         f = self.buffers[buf].fold
@@ -130,9 +142,10 @@ def build_layer3(fn: Function, l1: Layer1, outputs: Sequence[Any] | None,
             may[name] = free
     _refuse_value_reads(l1, may)
     _fold_and_alloc(commands, l1, store, buffers, may)
-    _size_default_buffers(l1, store, logical, buffers, may)
+    reqs: list[OutOfBounds] = []
+    _size_default_buffers(l1, store, logical, buffers, may, reqs)
     _bound_may_writes(l1, store, logical, buffers, may)
-    l3 = Layer3(buffers, store, index, logical, [], may)
+    l3 = Layer3(buffers, store, index, logical, [], may, reqs)
     l3.outputs = _outputs(l1, l3, outputs, comp_objs)
     for b in buffers.values():
         if b.role in (OUTPUT, INOUT) and b.name not in l3.outputs:
@@ -232,20 +245,22 @@ def _fold_and_alloc(commands: list[cmd.Command], l1: Layer1, store: dict[str, st
 
 
 def _size_default_buffers(l1: Layer1, store: dict[str, str], logical: dict[str, isl.Map],
-                          buffers: dict[str, BufferInfo], may: dict[str, tuple[int, ...]]
-                          ) -> None:
+                          buffers: dict[str, BufferInfo], may: dict[str, tuple[int, ...]],
+                          reqs: list[OutOfBounds]) -> None:
     """Size each buffer without a declaration by what its affine writers write (writers
-    at data-dependent indices say nothing about the size; they are checked against it)."""
+    at data-dependent indices say nothing about the size; they are checked against it).
+    A declared buffer's writes are checked against its sizes (``reqs`` gets those out of
+    bounds for some parameter values only)."""
     for b in buffers.values():
         written: isl.Set | None = None
         for w in b.writers:
             if w in may:
                 continue
             s = logical[w].intersect_domain(l1.comps[w].domain).range()
+            if b.declared is not None:
+                _check_inside(l1, b, w, s, reqs)
             written = s if written is None else written.union(s)
         if b.declared is not None:
-            if written is not None:
-                _check_inside(b, written, "writes")
             continue
         if written is None:
             raise DefinitionError(
@@ -297,13 +312,25 @@ def buffer_space(l1: Layer1, b: BufferInfo) -> isl.Space:
     return comp_space(l1.param_space, b.name, [f"e{k}" for k in range(b.ndim)])
 
 
-def _check_inside(b: BufferInfo, elems: isl.Set, what: str) -> None:
-    """Logical elements against the declared sizes (a storage fold shrinks only the
-    physical buffer)."""
+def _check_inside(l1: Layer1, b: BufferInfo, writer: str, elems: isl.Set,
+                  reqs: list[OutOfBounds]) -> None:
+    """The logical elements ``writer`` writes against the declared sizes (a storage fold
+    shrinks only the physical buffer). Out of bounds for every parameter value the
+    context admits and for which it writes at all: refused; for some only: a
+    requirement checked at call time."""
     bx = box(b, elems.get_space(), folded=False)
-    out = elems.subtract(bx)
-    if not out.is_empty():
-        raise DefinitionError(f"buffer {b.name!r}: {what} outside its bounds: {out}")
+    out = elems.subtract(bx).coalesce()
+    if out.is_empty():
+        return
+    bad = out.params().align_params(l1.context.get_space())
+    admitted = l1.context.align_params(bad.get_space())
+    writing = elems.params().align_params(bad.get_space()).intersect(admitted)
+    if writing.is_subset(bad):
+        raise DefinitionError(f"buffer {b.name!r}: {writer!r} writes outside its bounds "
+                              f"for every parameter value: {out}")
+    sizes = ", ".join(str(x) for x in b.declared.sizes) if b.declared is not None else "?"
+    reqs.append(OutOfBounds(b.name, f"computation {writer!r} writes {out}, outside buffer "
+                            f"{b.name!r} of sizes [{sizes}]", bad.intersect(admitted).coalesce()))
 
 
 def _outputs(l1: Layer1, l3: Layer3, outputs: Sequence[Any] | None,

@@ -135,6 +135,34 @@ def _given_order(l1: Layer1, given: dict[str, str]) -> dict[str, isl.Map]:
     return out
 
 
+def _refuse_unproduced(found: list[tuple[Read, isl.Set, isl.Set]]) -> None:
+    """Every read that some instance makes of a value nothing produces: which computation
+    reads what at which index, the instances that do, and the elements nobody writes."""
+    r0, inst0, _ = found[0]
+    first = [inst for r, inst, _ in found if (r.comp, r.target) == (r0.comp, r0.target)]
+    union = first[0]
+    for inst in first[1:]:
+        union = union.union(inst)
+    parts = []
+    for r, inst, elems in found:
+        index = ", ".join(_bare(str(x)) for x in r.node.indices)
+        parts.append(f"{r.comp} reads {r.target}[{index}] at {inst}, elements nothing "
+                     f"produces: {elems}")
+    raise UnproducedReadError(r0.comp, r0.target, str(union.coalesce()), "; ".join(parts))
+
+
+def _bare(text: str) -> str:
+    """``(i + 1)`` as ``i + 1``: the outer parentheses of a printed index say nothing."""
+    if text.startswith("(") and text.endswith(")"):
+        depth = 0
+        for k, ch in enumerate(text):
+            depth += {"(": 1, ")": -1}.get(ch, 0)
+            if depth == 0 and k < len(text) - 1:
+                return text
+        return text[1:-1]
+    return text
+
+
 def expected_dataflow(l1: Layer1, l3: Layer3) -> Expected:
     reads: list[Read] = []
     for n in l1.declared:
@@ -212,18 +240,22 @@ def expected_dataflow(l1: Layer1, l3: Layer3) -> Expected:
     flow = info.set_schedule_map(full_sched).compute_flow()
     deps = flow.get_may_dependence()  # source -> sink
     nosrc = flow.get_may_no_source()
+    unproduced: list[tuple[Read, isl.Set, isl.Set]] = []
     for r in reads:
         name = f"R{r.ref}"
         miss = _part(nosrc, name)
         if read_role(l3, r) == INOUT:
             miss = None  # the caller's initial content: what an in-place array held
         if miss is not None and not miss.is_empty():
-            miss_src = miss.domain().set_tuple_name(r.comp)
-            raise UnproducedReadError(r.comp, r.target, str(miss_src.coalesce()))
+            unproduced.append((r, miss.domain().set_tuple_name(r.comp).coalesce(),
+                               miss.range().coalesce()))
+            continue
         d = _part_range(deps, name)
         if d is not None:
             d = _rename_domain(d.reverse(), r.comp)
             exp.sources[r.ref] = exp.sources[r.ref].union(d) if r.ref in exp.sources else d
+    if unproduced:
+        _refuse_unproduced(unproduced)
     for bname in exp.written:
         d = _part_range(deps, f"END_{bname}")
         if d is not None:

@@ -16,7 +16,17 @@ import islpy as isl
 from ..ir.errors import DefinitionError
 from ..ir.expr import Access, Cast, Expr, rebuild
 from ..ir.function import Buffer, Computation, Function, Param, Var, _BufferOf
-from ..ir.loopast import BufAccess, BufferDecl, IInt, IterRef, Node, ParamRef, Program, StmtInfo
+from ..ir.loopast import (
+    BufAccess,
+    BufferDecl,
+    IInt,
+    IterRef,
+    Node,
+    ParamRef,
+    Program,
+    Requirement,
+    StmtInfo,
+)
 from .astgen import GpuFacts, generate, iexpr
 from .data import Layer3, box, buffer_space
 from .dataflow import Expected
@@ -84,7 +94,10 @@ def build_program(fn: Function, l1: Layer1, l3: Layer3, l4: Layer4, ts: TimeSpac
         gpu = GpuFacts(kinds, boxes)
     body: Node = generate(ts, ph, l1.params, l1.context, iters, store_buf, read_bufs, gpu)
     bounds = {p.name: (p.min, p.max) for p in fn.params if (p.min, p.max) != (None, None)}
-    return Program(fn.name, tuple(l1.params), tuple(decls), body, stmts, bounds)
+    reqs = tuple(Requirement(r.buffer, r.message, iexpr(cb.expr_from_set(r.violated), pmap))
+                 for r in l3.requirements)
+    return Program(fn.name, tuple(l1.params), tuple(decls), body, stmts, bounds,
+                   requirements=reqs)
 
 
 def _offsets(ph: Physical, buf: str) -> tuple[str, ...] | None:

@@ -20,7 +20,7 @@ import grpc
 from ..driver.lowering import lower
 from ..driver.targets import TargetRegistry
 from ..ir.errors import DefinitionError, ResourceLimitError
-from ..ir.loopast import BufferDecl, IExpr, IInt, IOp, IVar, Signature
+from ..ir.loopast import BufferDecl, IExpr, IInt, IOp, IVar, Requirement, Signature
 from ..target import Artifact, ArtifactFile, Kernel
 from ..wire.decode import KINDS, TYPES
 from ..wire.encode import FILE_ROLE, encode_request
@@ -161,7 +161,9 @@ def signature_of(ep: pb.EntryPoint, name: str) -> Signature:
         args.append(BufferDecl(b.name, TYPES[b.type],
                                tuple(_iexpr(s) for s in b.sizes), KINDS[b.kind],
                                fully_written=b.fully_written))
-    return Signature(name, ep.symbol, params, tuple(args), bounds)
+    reqs = tuple(Requirement(r.buffer, r.message, _iexpr(r.violated))
+                 for r in ep.requirements)
+    return Signature(name, ep.symbol, params, tuple(args), bounds, reqs)
 
 
 def _iexpr(m: pb.IndexExpr) -> IExpr:

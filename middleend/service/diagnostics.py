@@ -89,7 +89,8 @@ def error_of(d: pb.Diagnostic) -> MiddleEndError:
     """The exception a Diagnostic stands for (the inverse of :func:`diagnostic_of`)."""
     k = d.kind
     if k == pb.UNPRODUCED_READ and len(d.computations) == 2:
-        return UnproducedReadError(d.computations[0], d.computations[1], d.dependence)
+        return UnproducedReadError(d.computations[0], d.computations[1], d.dependence,
+                                   message=d.message)
     if k == pb.INVALID_PROGRAM:
         if d.field_path:
             return InvalidProgramError(d.message, d.field_path)

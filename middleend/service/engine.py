@@ -140,6 +140,9 @@ def entry_point(sig: Signature, declaration: str, out: Any) -> Any:
                             fully_written=b.fully_written)
         for s in b.sizes:
             index_expr(s, m.sizes.add())
+    for r in sig.requirements:
+        q = out.requirements.add(buffer=r.buffer, message=r.message)
+        index_expr(r.violated, q.violated)
     return out
 
 

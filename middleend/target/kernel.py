@@ -157,7 +157,22 @@ class Kernel(abc.ABC):
                 raise KernelArgumentError(
                     f"kernel {name}: parameter {p}={v} is outside the range the kernel was "
                     f"compiled for (min={lo}, max={hi})")
+        self._check_requirements(values)
         return values
+
+    def _check_requirements(self, values: dict[str, int]) -> None:
+        """Refuse parameter values for which the program writes outside a buffer (the
+        compiler proved it happens exactly for those): nothing runs."""
+        env = {f"p_{p}": v for p, v in values.items()}
+        for r in self.signature.requirements:
+            if not ieval(r.violated, env):
+                continue
+            given = ", ".join(f"{p}={v}" for p, v in values.items())
+            decl = next((b for b in self._arguments if b.name == r.buffer), None)
+            shape = f"; buffer {r.buffer} then has shape {self._shape(decl, env)}" \
+                if decl is not None else ""
+            raise KernelArgumentError(f"kernel {self.signature.name}: {r.message} when "
+                                      f"{given}{shape}")
 
     def _shape(self, b: BufferDecl, env: dict[str, int]) -> tuple[int, ...]:
         try:

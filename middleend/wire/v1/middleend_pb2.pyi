@@ -871,17 +871,29 @@ class EntryBuffer(_message.Message):
     fully_written: bool
     def __init__(self, name: _Optional[str] = ..., type: _Optional[_Union[ElemType, str]] = ..., sizes: _Optional[_Iterable[_Union[IndexExpr, _Mapping]]] = ..., kind: _Optional[_Union[BufferKind, str]] = ..., fully_written: _Optional[bool] = ...) -> None: ...
 
+class EntryRequirement(_message.Message):
+    __slots__ = ("buffer", "message", "violated")
+    BUFFER_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    VIOLATED_FIELD_NUMBER: _ClassVar[int]
+    buffer: str
+    message: str
+    violated: IndexExpr
+    def __init__(self, buffer: _Optional[str] = ..., message: _Optional[str] = ..., violated: _Optional[_Union[IndexExpr, _Mapping]] = ...) -> None: ...
+
 class EntryPoint(_message.Message):
-    __slots__ = ("symbol", "c_declaration", "params", "buffers")
+    __slots__ = ("symbol", "c_declaration", "params", "buffers", "requirements")
     SYMBOL_FIELD_NUMBER: _ClassVar[int]
     C_DECLARATION_FIELD_NUMBER: _ClassVar[int]
     PARAMS_FIELD_NUMBER: _ClassVar[int]
     BUFFERS_FIELD_NUMBER: _ClassVar[int]
+    REQUIREMENTS_FIELD_NUMBER: _ClassVar[int]
     symbol: str
     c_declaration: str
     params: _containers.RepeatedCompositeFieldContainer[EntryParam]
     buffers: _containers.RepeatedCompositeFieldContainer[EntryBuffer]
-    def __init__(self, symbol: _Optional[str] = ..., c_declaration: _Optional[str] = ..., params: _Optional[_Iterable[_Union[EntryParam, _Mapping]]] = ..., buffers: _Optional[_Iterable[_Union[EntryBuffer, _Mapping]]] = ...) -> None: ...
+    requirements: _containers.RepeatedCompositeFieldContainer[EntryRequirement]
+    def __init__(self, symbol: _Optional[str] = ..., c_declaration: _Optional[str] = ..., params: _Optional[_Iterable[_Union[EntryParam, _Mapping]]] = ..., buffers: _Optional[_Iterable[_Union[EntryBuffer, _Mapping]]] = ..., requirements: _Optional[_Iterable[_Union[EntryRequirement, _Mapping]]] = ...) -> None: ...
 
 class ArtifactFile(_message.Message):
     __slots__ = ("name", "role", "content", "sha256")
