@@ -307,8 +307,12 @@ def build_cached(source: str, compiler: Sequence[str], flags: Sequence[str], ide
         if digest is not None:
             log_text = log_path.read_text(errors="replace") if log_path.exists() else ""
             return BuiltLibrary(so, key, source, log_text, True, digest)
-        log.warning("build cache: %s does not match its digest (corrupted, truncated or "
-                    "replaced); rebuilding it", so)
+        if digest_path(so).exists():
+            log.warning("build cache: %s does not match its digest (corrupted, truncated "
+                        "or replaced); rebuilding it", so)
+        else:
+            log.warning("build cache: %s has no digest (built before the cache kept "
+                        "digests, or its sidecar was removed); rebuilding it", so)
     clean_stale_temps(out_dir)
     src = out_dir / f"{key}{suffix}"
     write_atomic(src, source)
