@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from halide_util import check
 
+import middleend as me
 from frontends.halide import UnsupportedHalideFeature, compile_pipeline
 
 Inputs = list[tuple[hl.ImageParam, np.ndarray]]
@@ -190,3 +191,71 @@ def test_producer_read_by_the_consumer_and_a_sibling(rng: np.random.Generator) -
     q.compute_at(c2, y)
     p.compute_at(c2, y)
     check(c2, [20, 12], inputs)
+
+
+def test_a_use_outside_the_realization_is_refused_as_halide_does(
+        rng: np.random.Generator) -> None:
+    """``p.compute_at(c, y)`` while a compute_root Func also reads ``p``: Halide refuses it
+    ("invalid location"); so do we, naming both, before anything is lowered."""
+    p, q, c, inputs = _chain(rng)
+    x, y = c.args()
+    c2 = hl.Func("c2")
+    c2[x, y] = c[x, y] + p[x, y]
+    c.compute_root()
+    p.compute_at(c, y)
+    for ip, v in inputs:
+        ip.set(hl.Buffer(v))
+    with pytest.raises(hl.HalideError, match="invalid location"):
+        c2.realize([20, 12])
+    with pytest.raises(me.ScheduleError, match=re.escape(
+            f"Func {p.name()!r} is computed at {c.name()}.y, but {c2.name()!r} read it "
+            "outside that loop")):
+        compile_pipeline(c2).realize([20, 12], a=inputs[0][1])
+
+
+def _interpolate(inp: hl.ImageParam, levels: int, schedule: str) -> hl.Func:
+    """Halide's interpolate app as its description has it: premultiplied-alpha pyramids
+    down (separable 1 2 1), then back up, each level filling the holes of the one below
+    with the coarser one; normalized by alpha. ``schedule``: every level compute_root, or
+    the downsampling's x pass and the upsampling's x pass computed at their consumers'
+    rows (reached through an inlined Func)."""
+    x, y, c = _vars("x y c")
+    cl = hl.BoundaryConditions.repeat_edge(inp)
+    ds, dx, it, ux, us = ([hl.Func(f"{n}{k}") for k in range(levels)]
+                          for n in ("down", "downx", "interp", "upx", "up"))
+    ds[0][x, y, c] = hl.select(c < 3, cl[x, y, c] * cl[x, y, 3], cl[x, y, 3])
+    for k in range(1, levels):
+        dx[k][x, y, c] = (ds[k - 1][x * 2 - 1, y, c] + 2.0 * ds[k - 1][x * 2, y, c]
+                          + ds[k - 1][x * 2 + 1, y, c]) * 0.25
+        ds[k][x, y, c] = (dx[k][x, y * 2 - 1, c] + 2.0 * dx[k][x, y * 2, c]
+                          + dx[k][x, y * 2 + 1, c]) * 0.25
+    it[levels - 1][x, y, c] = ds[levels - 1][x, y, c]
+    for k in range(levels - 2, -1, -1):
+        ux[k][x, y, c] = (it[k + 1][x // 2, y, c] + it[k + 1][(x + 1) // 2, y, c]) / 2
+        us[k][x, y, c] = (ux[k][x, y // 2, c] + ux[k][x, (y + 1) // 2, c]) / 2
+        it[k][x, y, c] = ds[k][x, y, c] + (1.0 - ds[k][x, y, 3]) * us[k][x, y, c]
+    out = hl.Func("interpolate")
+    out[x, y, c] = it[0][x, y, c] / it[0][x, y, 3]
+    out.reorder(c, x, y).bound(c, 0, 3)
+    for k in range(levels):
+        ds[k].compute_root()
+        if k:
+            it[k].compute_root()
+        if schedule == "at" and k:
+            dx[k].compute_at(ds[k], y)
+            if k < levels - 1:
+                ux[k].compute_at(it[k], y)
+    if schedule == "at":
+        out.parallel(y)
+    return out
+
+
+@pytest.mark.parametrize("schedule", ["root", "at"])
+def test_interpolate(schedule: str, rng: np.random.Generator) -> None:
+    """The interpolate app: Halide's values, and its 4-channel input constraint enforced."""
+    inp = hl.ImageParam(hl.Float(32), 3, "inp")
+    inp.dim(2).set_bounds(0, 4)
+    out = _interpolate(inp, 3, schedule)
+    k = check(out, [24, 16, 3], [(inp, rng.random((4, 16, 24), dtype=np.float32))])
+    with pytest.raises(me.KernelArgumentError, match=r"'inp' dimension 2 .* extent 5"):
+        k.realize([24, 16, 3], inp=rng.random((5, 16, 24), dtype=np.float32))

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from frontends.halide.errors import UnsupportedHalideFeature
 from frontends.halide.graph import definitions, exprs_of, walk
-from middleend import barrier_at
+from middleend import ScheduleError, barrier_at
 from middleend.ir.expr import Access
 from middleend.ir.expr import walk as expr_walk
 
@@ -133,6 +133,22 @@ class Placement:
                     out.append((g, j))
         return out
 
+    def outside(self, p: str) -> list[str]:
+        """The Funcs that read ``p`` (inlining done) outside every loop where it is
+        realized: Halide refuses such a schedule ("computed at an invalid location")."""
+        f = self.info[p].f.schedule.compute_level.func_name
+        sites = self.stages(p)
+        out = []
+        for g, gi in self.info.items():
+            if gi.inline:
+                continue
+            for j in range(len(definitions(gi.f))):
+                if self.reads(g, j, p) and not (
+                        (g == f and j in sites) or any(self.inside(g, f, k) for k in sites)):
+                    out.append(g)
+                    break
+        return out
+
     def copy_for(self, p: str, reader: str, stage: int) -> int:
         """Which realization of ``p`` a read in stage ``stage`` of ``reader`` reads."""
         sites = self.sites.get(p)
@@ -188,6 +204,13 @@ def place(tr: Translator, fi: FuncInfo) -> None:
         raise UnsupportedHalideFeature(f.name, None, "compute_at of a Func with update "
                                        "definitions (use compute_root)")
     pl = tr.placement
+    outside = pl.outside(f.name)
+    if outside:
+        raise ScheduleError(
+            f"Func {f.name!r} is computed at {cl.func_name}.{cl.var_name}, but "
+            f"{', '.join(map(repr, outside))} read it outside that loop; Halide refuses this "
+            "schedule too (\"computed at an invalid location\"): compute it at a loop "
+            "around every use, or compute_root", computations=(f.name, *outside))
     sl = s.store_level
     if not sl.is_inlined and not sl.is_root and sl.func_name != cl.func_name:
         raise UnsupportedHalideFeature(f.name, None, "store_at and compute_at in different "
