@@ -56,8 +56,20 @@ end
                     x::Vector{Float64})
     m, n = size(A)
     @schedule begin
-        interchange(T, i, j)
-        vectorize(T, i, 8)
+        # T: axpy form (columns of A, i contiguous and vectorized), the rows in two halves
+        # over the cores; shift to 0-based so that the vectors align with the columns
+        shift(T, i, -1)
+        split(T, i, 952)
+        interchange(T, i1, j)
+        vectorize(T, i1, 8)
+        parallelize(T, i0)
+        # Y: dot products down the columns (i contiguous), 8 columns at a time for 8
+        # independent sums (gcc keeps a reduction scalar), the columns over the cores
+        shift(Y, j, -1)
+        interchange(Y, i, j)
+        unroll(Y, j, 8)
+        interchange(Y, j_ui, i)
+        parallelize(Y, j_uo)
     end
     for j in 1:n
         y[j] = 0.0
