@@ -237,6 +237,10 @@ class MpiPrinter(CPrinter):
         transfers = self.dist.exchanges.get(op, ())
         k0 = EXCHANGE_TAG + sorted(self.dist.exchanges).index(op)
         self.emit(depth, f"{{ /* exchange {comment(op)}: {len(transfers)} message(s) */")
+        for var, e in self.dist.loop_values.get(op, ()):
+            if var not in self.loop_vars:  # a loop of one iteration: ISL printed none
+                self.emit(depth + 1, f"const int64_t {ident(var, 'loop iterator')} = "
+                                     f"{iexpr_c(e)};")
         for t in transfers:
             self._transfer(t, k0, depth + 1, send=True)
         for t in transfers:

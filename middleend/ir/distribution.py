@@ -56,6 +56,10 @@ class Distribution:
     # statements whose distributed loop has a single iteration, which ISL prints as no
     # loop at all: (the loop's iterator, the rank that runs them)
     fixed_rank: dict[str, tuple[str, int]] = field(default_factory=dict)
+    # each exchange: the value of every loop iterator around it that a Transfer may use
+    # and that has one value there (ISL prints no loop for it, so a printer declares it
+    # when it is not in scope), as an index expression over the params and outer ones
+    loop_values: dict[str, tuple[tuple[str, IExpr], ...]] = field(default_factory=dict)
 
 
 ELEMENT = "me_elem"  # the statement name of a Transfer's element

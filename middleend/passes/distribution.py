@@ -182,7 +182,39 @@ def plan_distribution(l1: Layer1, l3: Layer3, l4: Layer4, ts: TimeSpace, ph: Phy
     tags = _match(rk, commands)
     _check_remote_reads(rk, blocks, exchanges)
     check_exchange_order(rk, blocks, commands)
-    return Distribution(ranks, windows, exchanges, tags, _fixed_ranks(rk))
+    values = {o.name: _loop_values(rk, o.name) for o in l4.ops.values()
+              if o.kind == "exchange"}
+    return Distribution(ranks, windows, exchanges, tags, _fixed_ranks(rk), values)
+
+
+def _loop_values(rk: _Ranks, name: str) -> tuple[tuple[str, IExpr], ...]:
+    """The loop iterators ``t<k>`` around the exchange ``name`` that take one value for
+    each value of the outer ones (a loop of one iteration: ISL prints none), with it."""
+    o = rk.l4.ops[name]
+    s = rk.ts.comps[o.consumer or name]
+    lv = -1 if o.level in (None, cmd.ROOT) else s.ext_dims.index(o.level)
+    full = rk.ts.comps[name].full
+    assert full is not None
+    pts = full.range()
+    for k in range(rk.ntd):
+        pts = pts.set_dim_name(isl.dim_type.set, k, f"t{k}")
+    out: list[tuple[str, IExpr]] = []
+    build = isl.AstBuild.from_context(isl.Set.universe(pts.get_space().params()))
+    for q in range(lv + 1):
+        d = 2 * q + 1
+        # { [t1, t3, .., t<d-2>] -> [t<d>] } with the other dims projected out
+        m = isl.Map.from_range(pts.project_out(isl.dim_type.set, d + 1, rk.ntd - d - 1))
+        for k in range(d - 1, -1, -1):
+            if k % 2 == 0:
+                m = m.project_out(isl.dim_type.out, k, 1)
+        n_outer = m.dim(isl.dim_type.out) - 1
+        m = m.move_dims(isl.dim_type.param, m.dim(isl.dim_type.param), isl.dim_type.out, 0,
+                        n_outer)
+        if not m.is_single_valued():
+            continue
+        pa = isl.PwMultiAff.from_map(m).get_pw_aff(0)
+        out.append((f"t{d}", iexpr(build.expr_from_pw_aff(pa), program_params(rk))))
+    return tuple(out)
 
 
 def _fixed_ranks(rk: _Ranks) -> dict[str, tuple[str, int]]:

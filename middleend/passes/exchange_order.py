@@ -46,8 +46,9 @@ def check_exchange_order(rk: _Ranks, blocks: dict[str, _Blocks],
         for q in range(lv + 1):
             serve = serve.equate(isl.dim_type.in_, 2 * q + 1, isl.dim_type.out, 2 * q + 1)
         serve_u = isl.UnionMap.from_map(serve.intersect_range(xs.range()))
+        # the owners' computations (a receive only writes a copy in another rank's halo)
         writes = isl.UnionMap.empty(tsp.params())
-        for _, m, _ in rk.accesses(buf, reads=False):
+        for _, m, _ in rk.accesses(buf, reads=False, ops=False):
             writes = writes.union(isl.UnionMap.from_map(m))
         for r in range(rk.R):
             remote = isl.UnionMap.empty(tsp.params())  # { read on r -> element not r's }
