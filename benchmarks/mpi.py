@@ -7,9 +7,12 @@ and 2 ranks, interleaved, same data:
 * weak scaling: N x N on 1 rank, 2N x N (twice the rows) on 2 ranks (ideal ratio 1.0);
 * bytes each call sent in exchanges, against the exact halo counted here independently
   (per step, one row of N-2 interior floats each way across each block boundary): equal
-  means no over-approximation.
+  means no over-approximation;
+* where a call's time goes, at 1 and 2 ranks: the slowest rank's MPI start, input,
+  compute and output phases (the kernel's ``last_phases``) and the rest (mpiexec's launch,
+  MPI_Finalize, the exit, the Python side), beside a 4 x 4 call (the fixed cost).
 
-Times are whole calls (mpiexec start, scatter, compute, gather), the same work on both
+Times are whole calls (mpiexec start, input, compute, output), the same work on both
 sides; on a 2-core shared machine only the ratios mean anything.
 
     .venv/bin/python benchmarks/mpi.py [--n 512] [--steps 10] [--reps 5]
@@ -64,6 +67,31 @@ def main() -> None:
         exact = 2 * (c2 - 2) * 4  # one boundary between the two blocks: a row each way
         print(f"{name:8} {m1 * 1e3:11.1f} ms {m2 * 1e3:11.1f} ms {m1 / m2:7.2f} "
               f"{sent:11.0f} {exact:11d} {str(sent == exact):>6}")
+    overhead(n, T, args.reps, rng)
+
+
+def overhead(n: int, T: int, reps: int, rng: np.random.Generator) -> None:
+    """Median whole call and phases of heat-2D n x n and 4 x 4, interleaved."""
+    cases = {}
+    for R in (1, 2):
+        for size in (n, 4):
+            k = heat2d(size, size, T, R).compile(target="mpi", ranks=R)
+            cases[f"{size}x{size}, {R} rank{'s' if R > 1 else ''}"] = (
+                k, rng.random((size, size), dtype=np.float32))
+    calls: dict[str, list[float]] = {c: [] for c in cases}
+    phases: dict[str, list[dict[str, float]]] = {c: [] for c in cases}
+    for _ in range(reps):
+        for c, (k, a) in cases.items():
+            calls[c].append(timed(k, a))
+            phases[c].append(dict(k.last_phases))
+    names = ("start", "input", "compute", "output")
+    print(f"\nwhere a call goes (median ms; phases: the slowest rank's), {T} steps")
+    print(f"{'case':18} {'call':>8} " + " ".join(f"{p:>8}" for p in names) + f" {'rest':>8}")
+    for c in cases:
+        med = {p: statistics.median(x[p] for x in phases[c]) for p in names}
+        call = statistics.median(calls[c])
+        print(f"{c:18} {call * 1e3:8.1f} " + " ".join(f"{med[p] * 1e3:8.1f}" for p in names)
+              + f" {(call - sum(med.values())) * 1e3:8.1f}")
 
 
 def heat_ref(a: np.ndarray, steps: int) -> np.ndarray:

@@ -170,6 +170,27 @@ def test_heat2d_exchanges_the_halo_every_time_step(R: int) -> None:
     for t, ref in enumerate(heat_planes(a, T)):
         np.testing.assert_allclose(got[t], ref, rtol=1e-5)
     assert sum(k.last_bytes_sent) == _heat_halo_bytes(N, R, T)
+    assert set(k.last_phases) == {"start", "input", "compute", "output"}
+
+
+@pytest.mark.parametrize("R", [2, 3])
+def test_heat2d_of_one_step_declares_the_loop_isl_leaves_out(R: int) -> None:
+    """One time step: ISL prints no t loop, so the exchange binds t itself."""
+    k = heat2d(7, 7, 1, R).compile(target="mpi", ranks=R)
+    a = np.random.default_rng(80 + R).random((7, 7), dtype=np.float32)
+    np.testing.assert_allclose(k(u0=a)["u"], np.stack(heat_planes(a, 1)), rtol=1e-5)
+    assert sum(k.last_bytes_sent) == _heat_halo_bytes(7, R, 1)
+
+
+def test_a_transport_that_does_not_start_falls_back_to_mpichs_default(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("MPIR_CVAR_CH4_NETMOD", "FI_PROVIDER"):
+        monkeypatch.delenv(var, raising=False)  # the caller's choice would win
+    k = heat2d(6, 6, 2, 2).compile(target="mpi", ranks=2)
+    k.env = {"MPIR_CVAR_CH4_NETMOD": "ofi", "FI_PROVIDER": "no_such_provider"}
+    a = np.random.default_rng(90).random((6, 6), dtype=np.float32)
+    np.testing.assert_allclose(k(u0=a)["u"], np.stack(heat_planes(a, 2)), rtol=1e-5)
+    assert k.env == {}
 
 
 @pytest.mark.parametrize("R,planes,by_value", [(2, 2, False), (3, 2, True), (4, 3, False)])

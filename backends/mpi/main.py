@@ -1,12 +1,17 @@
 """The MPI program around one rank's kernel: its runtime helpers and ``main``.
 
-``main`` runs on every rank: it reads the params from the command line, rank 0 reads the
-whole input arrays from the run directory and scatters them (the block of a distributed
-buffer to its owner, the whole of any other to every rank), each rank runs the kernel on
-its windows, and rank 0 gathers the outputs and writes them back. Any failure on any rank
-prints ``middleend rank <r>: <what>`` and aborts the job, so the caller can say which rank
-failed and why. The bytes each rank sent in sends and exchanges (not in the scatter and
-the gather) are written to ``stats`` for the benchmarks.
+``main`` runs on every rank: it reads the params from the command line, each rank reads
+its part of the input arrays from the run directory's files (the block of a distributed
+buffer it owns, the whole of any other), runs the kernel on its windows, and writes its
+part of the outputs into the output files (its block of a distributed one; rank 0 the
+whole of any other), in place: nothing is scattered or gathered through rank 0, which
+used to cost more than the computation (benchmarks/mpi.py). The ranks must see the run
+directory: on this machine (the kernel's loopback launch) or a shared file system. Any
+failure on any rank prints ``middleend rank <r>: <what>`` and aborts the job, so the
+caller can say which rank failed and why. The bytes each rank sent in sends and exchanges
+(``stats_0``) and the longest time a rank spent in each phase (``stats_1``: MPI start,
+input, compute, output) are written for the kernel's ``last_bytes_sent`` and
+``last_phases``.
 """
 
 from __future__ import annotations
@@ -25,6 +30,9 @@ RUNTIME = r"""
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
 static int me_rank_id = 0;
 static int64_t me_bytes_sent = 0;
 static MPI_Request *me_reqs = NULL;
@@ -105,68 +113,57 @@ static int64_t me_arg(const char *s) {
     if (*s == 0 || *end != 0) me_fail("a parameter on the command line is not an integer");
     return (int64_t)v;
 }
-static void me_file(const char *dir, const char *kind, int k, void *p, int64_t bytes, int w) {
-    char path[4096], m[4200];
-    snprintf(path, sizeof path, "%s/%s_%d.bin", dir, kind, k);
-    FILE *f = fopen(path, w ? "wb" : "rb");
-    if (!f) { snprintf(m, sizeof m, "cannot open %s", path); me_fail(m); }
-    size_t n = bytes ? (w ? fwrite(p, 1, (size_t)bytes, f) : fread(p, 1, (size_t)bytes, f)) : 0;
-    if (fclose(f) != 0 || (int64_t)n != bytes) {
-        snprintf(m, sizeof m, "short %s on %s", w ? "write" : "read", path);
-        me_fail(m);
-    }
+/* The run directory's files: in_<k>.bin / out_<k>.bin hold argument k whole, row-major.
+   Every rank reads and writes its own part there (the ranks share this machine, or a
+   file system), so nothing is scattered or gathered through rank 0. */
+static int me_open(const char *dir, const char *kind, int k, int w, char *path, size_t n) {
+    char m[4200];
+    snprintf(path, n, "%s/%s_%d.bin", dir, kind, k);
+    int fd = open(path, w ? O_WRONLY | O_CREAT : O_RDONLY, 0600);
+    if (fd < 0) { snprintf(m, sizeof m, "cannot open %s", path); me_fail(m); }
+    return fd;
 }
-/* Blocks of a buffer seen as [outer][n][inner] elements of es bytes: rank q owns rows
-   q*blk .. q*blk+blk-1, stored on q at local row `at(q)` of a local [outer][w][inner]. */
-static void me_blocks(int scatter, char *g, char *l, int64_t es, int64_t outer, int64_t n,
-                      int64_t inner, int64_t blk, int64_t w, int64_t lo_halo, int whole) {
-    int nr;
-    MPI_Comm_size(MPI_COMM_WORLD, &nr);
-    for (int q = 0; q < nr; q++) {
-        int64_t a = (int64_t)q * blk, b = a + blk < n ? a + blk : n;
-        if (a >= b) continue;
-        int64_t row = (b - a) * inner * es, at = whole ? a : lo_halo;
-        if (me_rank_id != 0 && me_rank_id != q) continue;
-        char *msg = (char *)malloc(outer * row > 0 ? (size_t)(outer * row) : 1);
-        if (!msg) me_fail("out of memory scattering or gathering a buffer");
-        if (scatter) {
-            if (me_rank_id == 0)
-                for (int64_t o = 0; o < outer; o++)
-                    memcpy(msg + o * row, g + ((o * n + a) * inner) * es, (size_t)row);
-            if (q != 0) {
-                if (me_rank_id == 0) MPI_Send(msg, me_count(outer * row), MPI_BYTE, q, 1,
-                                              MPI_COMM_WORLD);
-                else MPI_Recv(msg, me_count(outer * row), MPI_BYTE, 0, 1, MPI_COMM_WORLD,
-                              MPI_STATUS_IGNORE);
-            }
-            if (me_rank_id == q)
-                for (int64_t o = 0; o < outer; o++)
-                    memcpy(l + ((o * w + at) * inner) * es, msg + o * row, (size_t)row);
-        } else {
-            if (me_rank_id == q)
-                for (int64_t o = 0; o < outer; o++)
-                    memcpy(msg + o * row, l + ((o * w + at) * inner) * es, (size_t)row);
-            if (q != 0) {
-                if (me_rank_id == q) MPI_Send(msg, me_count(outer * row), MPI_BYTE, 0, 2,
-                                              MPI_COMM_WORLD);
-                else MPI_Recv(msg, me_count(outer * row), MPI_BYTE, q, 2, MPI_COMM_WORLD,
-                              MPI_STATUS_IGNORE);
-            }
-            if (me_rank_id == 0)
-                for (int64_t o = 0; o < outer; o++)
-                    memcpy(g + ((o * n + a) * inner) * es, msg + o * row, (size_t)row);
-        }
-        free(msg);
-    }
-}
-static void me_bcast(void *p, int64_t bytes) {
-    char *c = (char *)p;
+static void me_rw(int fd, char *p, int64_t bytes, int64_t at, int w, const char *path) {
+    char m[4200];
     while (bytes > 0) {
-        int64_t n = bytes < (1LL << 30) ? bytes : (1LL << 30);
-        MPI_Bcast(c, (int)n, MPI_BYTE, 0, MPI_COMM_WORLD);
-        c += n;
-        bytes -= n;
+        size_t n = bytes < (1LL << 30) ? (size_t)bytes : (size_t)1 << 30;
+        ssize_t got = w ? pwrite(fd, p, n, (off_t)at) : pread(fd, p, n, (off_t)at);
+        if (got <= 0) {
+            snprintf(m, sizeof m, "short %s on %s", w ? "write" : "read", path);
+            me_fail(m);
+        }
+        p += got; at += got; bytes -= got;
     }
+}
+static void me_close(int fd, const char *path) {
+    char m[4200];
+    if (close(fd) != 0) { snprintf(m, sizeof m, "cannot close %s", path); me_fail(m); }
+}
+/* the whole of argument k (bytes bytes) from / to its file */
+static void me_whole(const char *dir, const char *kind, int k, void *p, int64_t bytes, int w) {
+    char path[4096];
+    int fd = me_open(dir, kind, k, w, path, sizeof path);
+    me_rw(fd, (char *)p, bytes, 0, w, path);
+    me_close(fd, path);
+}
+/* This rank's block of a distributed argument seen as [outer][n][inner] elements of es
+   bytes: rows r*blk .. r*blk+blk-1 of the file, at local row `at` of [outer][lw][inner]. */
+static void me_block(const char *dir, const char *kind, int k, char *l, int64_t es,
+                     int64_t outer, int64_t n, int64_t inner, int64_t blk, int64_t lw,
+                     int64_t lo_halo, int whole, int w) {
+    int64_t a = (int64_t)me_rank_id * blk, b = a + blk < n ? a + blk : n;
+    if (a >= b) return;
+    int64_t row = (b - a) * inner * es, at = whole ? a : lo_halo;
+    char path[4096];
+    int fd = me_open(dir, kind, k, w, path, sizeof path);
+    for (int64_t o = 0; o < outer; o++)
+        me_rw(fd, l + ((o * lw + at) * inner) * es, row, ((o * n + a) * inner) * es, w, path);
+    me_close(fd, path);
+}
+static double me_clock(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 """
 
@@ -214,7 +211,8 @@ def generate_main(program: Program, local: Program, dist: Distribution,
     init = ["    int me_thr;",
             "    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &me_thr);"] if threads \
         else ["    MPI_Init(&argc, &argv);"]
-    lines = ["int main(int argc, char **argv) {", *init,
+    lines = ["int main(int argc, char **argv) {", "    double me_t[5];",
+             "    me_t[0] = me_clock();", *init,
              "    int me_r, me_size;", "    MPI_Comm_rank(MPI_COMM_WORLD, &me_r);",
              "    MPI_Comm_size(MPI_COMM_WORLD, &me_size);", "    me_rank_id = me_r;",
              f"    if (me_size != {R}) me_fail(\"this program was built for {R} ranks; run it "
@@ -226,6 +224,7 @@ def generate_main(program: Program, local: Program, dist: Distribution,
         lines += ["    if (me_thr < MPI_THREAD_FUNNELED) me_fail(\"this MPI does not allow "
                   "threads (MPI_THREAD_FUNNELED), which parallel loops need\");",
                   "    me_default_threads();"]
+    lines.append("    me_t[1] = me_clock();")
     for k, q in enumerate(program.params):
         lines.append(f"    const int64_t {ident('p_' + q, 'parameter')} = me_arg(argv[{2 + k}]);")
     lines.append(f"    const int64_t p_{RANK} = me_r;")
@@ -247,55 +246,50 @@ def generate_main(program: Program, local: Program, dist: Distribution,
         lines += ["    " + x for x in _local_dims(lb)]
         lines += [f"    {c} *l_{b.name} = ({c} *)calloc((size_t)({_count(lb, 'ld')}) + 1, "
                   f"sizeof({c}));",
-                  f"    {c} *g_{b.name} = NULL;",
-                  f"    if (l_{b.name} == NULL) me_fail(\"out of memory for {b.name}\");",
-                  "    if (me_r == 0) {",
-                  f"        g_{b.name} = ({c} *)calloc((size_t)({_count(b, 'd')}) + 1, "
-                  f"sizeof({c}));",
-                  f"        if (g_{b.name} == NULL) me_fail(\"out of memory for {b.name}\");"]
+                  f"    if (l_{b.name} == NULL) me_fail(\"out of memory for {b.name}\");"]
         if b.role in ("input", "inout"):
-            lines.append(f"        me_file(me_dir, \"in\", {k}, g_{b.name}, "
-                         f"({_count(b, 'd')}) * (int64_t)sizeof({c}), 0);")
-        lines.append("    }")
-        if b.role in ("input", "inout"):
-            lines += _move(b, dist, scatter=True)
+            lines += _io(b, k, dist, write=False)
+    lines.append("    me_t[2] = me_clock();")
     call += [f"l_{b.name}" for b in args]
     lines.append(f"    int me_rc = me_{local.name}({', '.join(call)});")
     lines += ["    me_wait_sends();",
               "    if (me_rc == 1) me_fail(\"a data-dependent index was out of bounds\");",
-              "    if (me_rc != 0) me_fail(\"out of memory in the kernel\");"]
+              "    if (me_rc != 0) me_fail(\"out of memory in the kernel\");",
+              "    me_t[3] = me_clock();"]
     for k, b in enumerate(args):
         if b.role in ("output", "inout"):
-            lines += _move(b, dist, scatter=False)
-            c = b.dtype.c_name
-            lines.append(f"    if (me_r == 0) me_file(me_dir, \"out\", {k}, g_{b.name}, "
-                         f"({_count(b, 'd')}) * (int64_t)sizeof({c}), 1);")
-    lines += [f"    int64_t me_sent[{R}];",
+            lines += _io(b, k, dist, write=True)
+    lines += ["    me_t[4] = me_clock();",
+              # each phase's longest time over the ranks, for the kernel's last_phases
+              "    double me_ph[4] = {me_t[1] - me_t[0], me_t[2] - me_t[1], me_t[3] - me_t[2], "
+              "me_t[4] - me_t[3]}, me_phmax[4];",
+              "    MPI_Reduce(me_ph, me_phmax, 4, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);",
+              f"    int64_t me_sent[{R}];",
               "    MPI_Gather(&me_bytes_sent, 1, MPI_INT64_T, me_sent, 1, MPI_INT64_T, 0, "
               "MPI_COMM_WORLD);",
               "    if (me_r == 0) {",
-              "        me_file(me_dir, \"stats\", 0, me_sent, (int64_t)sizeof(me_sent), 1);",
+              "        me_whole(me_dir, \"stats\", 0, me_sent, (int64_t)sizeof(me_sent), 1);",
+              "        me_whole(me_dir, \"stats\", 1, me_phmax, (int64_t)sizeof(me_phmax), 1);",
               "    }"]
-    for b in args:
-        lines += [f"    free(l_{b.name});", f"    free(g_{b.name});"]
+    lines += [f"    free(l_{b.name});" for b in args]
     lines += ["    MPI_Finalize();", "    return 0;", "}", ""]
     return ("\n".join([THREADS, *lines]) if threads else "\n".join(lines))
 
 
-def _move(b: BufferDecl, dist: Distribution, scatter: bool) -> list[str]:
-    """Scatter (rank 0 -> owners / everyone) or gather (owners / rank 0 -> rank 0)."""
+def _io(b: BufferDecl, k: int, dist: Distribution, write: bool) -> list[str]:
+    """Argument ``k`` between the run directory and this rank: a distributed one, the
+    rank's block (every rank its own); any other, whole (read by every rank, written by
+    rank 0, whose copy is the result)."""
     c = b.dtype.c_name
+    kind = "out" if write else "in"
     w = dist.windows.get(b.name)
     if w is None:
-        if scatter:
-            return [f"    if (me_r == 0) memcpy(l_{b.name}, g_{b.name}, (size_t)("
-                    f"{_count(b, 'd')}) * sizeof({c}));",
-                    f"    me_bcast(l_{b.name}, ({_count(b, 'd')}) * (int64_t)sizeof({c}));"]
-        return [f"    if (me_r == 0) memcpy(g_{b.name}, l_{b.name}, (size_t)("
-                f"{_count(b, 'd')}) * sizeof({c}));"]
-    outer = " * ".join(["1LL"] + [f"d_{b.name}_{k}" for k in range(w.dim)])
-    inner = " * ".join(["1LL"] + [f"d_{b.name}_{k}" for k in range(w.dim + 1, len(b.sizes))])
+        guard = "if (me_r == 0) " if write else ""
+        return [f"    {guard}me_whole(me_dir, \"{kind}\", {k}, l_{b.name}, "
+                f"({_count(b, 'd')}) * (int64_t)sizeof({c}), {int(write)});"]
+    outer = " * ".join(["1LL"] + [f"d_{b.name}_{q}" for q in range(w.dim)])
+    inner = " * ".join(["1LL"] + [f"d_{b.name}_{q}" for q in range(w.dim + 1, len(b.sizes))])
     blk = f"me_blk_{b.name}" if not w.whole else iexpr_c(w.block)
-    return [f"    me_blocks({1 if scatter else 0}, (char *)g_{b.name}, (char *)l_{b.name}, "
-            f"(int64_t)sizeof({c}), {outer}, d_{b.name}_{w.dim}, {inner}, {blk}, "
-            f"ld_{b.name}_{w.dim}, {w.lo_halo}, {1 if w.whole else 0});"]
+    return [f"    me_block(me_dir, \"{kind}\", {k}, (char *)l_{b.name}, (int64_t)sizeof({c}), "
+            f"{outer}, d_{b.name}_{w.dim}, {inner}, {blk}, ld_{b.name}_{w.dim}, {w.lo_halo}, "
+            f"{int(w.whole)}, {int(write)});"]

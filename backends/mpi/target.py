@@ -28,7 +28,7 @@ from middleend.target import (
 )
 
 from .cprint import MpiPrinter
-from .kernel import MpiKernel
+from .kernel import MpiKernel, local_env
 from .local import local_program
 from .main import RUNTIME, generate_main
 
@@ -59,6 +59,7 @@ class MpiTarget(Target):
 
     def __init__(self) -> None:
         self._ident: str | None = None
+        self._env: dict[str, str] | None = None  # the launch environment, asked once
 
     def availability(self) -> Availability:
         cc, run = _tool("mpicc"), _tool("mpiexec")
@@ -130,5 +131,8 @@ class MpiTarget(Target):
         path = materialize(artifact.file("executable"))
         path.chmod(0o755)
         ranks = int(artifact.launch.get("ranks", artifact.options.get("ranks", 2)))
-        return MpiKernel(artifact.signature, path, str(_tool("mpiexec")), ranks,
+        mpiexec = str(_tool("mpiexec"))
+        if self._env is None:
+            self._env = local_env(mpiexec)
+        return MpiKernel(artifact.signature, path, mpiexec, ranks, env=self._env,
                          artifact=artifact, **kernel_args)
