@@ -132,7 +132,16 @@ end
                           data::Matrix{Float64})
     n, m = size(data)
     @schedule begin
-        parallelize(C, i)
+        # C is data' * data: both operands run along k, the contiguous index, so no loop
+        # but the k reduction reads contiguously; a 16 x 16 tile of cov stays in L1 while k
+        # runs outside it, i vectorized (a strided gather of data[k, i:i+15]), j unrolled
+        shift(C, i, -1)
+        shift(C, j, -1)
+        tile(C, i, j, 16, 16)
+        interchange(C, i1, k)
+        unroll(C, j1)
+        vectorize(C, i1, 16)
+        parallelize(C, i0)
     end
     for j in 1:m
         mean[j] = 0.0
