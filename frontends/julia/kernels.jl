@@ -114,11 +114,18 @@ end
     ni, nj = size(A)
     nk, nl = size(B, 2), size(B, 3)
     @schedule begin
-        interchange(M, i, j)
-        interchange(M, i, k)
-        interchange(M, i, l)
-        vectorize(M, i, 8)
-        parallelize(M, j)
+        # i innermost and vectorized (B and A contiguous), in blocks of 40 so that the
+        # block of A (40 x nj) stays in L1 while k and l run outside j: each B[i0, k, l]
+        # is loaded once into registers and used for all j; the blocks over the cores
+        shift(M, i, -1)
+        split(M, i, 40)
+        interchange(M, i1, j)
+        interchange(M, i1, k)
+        interchange(M, i1, l)
+        interchange(M, j, k)
+        interchange(M, j, l)
+        vectorize(M, i1, 8)
+        parallelize(M, i0)
     end
     for j in 1:nj, i in 1:ni
         A[i, j] = 0.0
