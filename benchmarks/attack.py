@@ -9,9 +9,12 @@ says so per class. The classes follow issue 14: requests without or with huge de
 user errors (empty or unbounded domains, no computation, a computation reading itself,
 duplicate outputs, 64-bit shifts), oversized diagnostics, deep expression nesting,
 unknown fields, schedules with many dimensions, large messages sent concurrently,
-expressions that are slow to build, and a worker killed in the middle of a compile.
+expressions that are slow to build, heavy requests that try to take every worker (a small
+compile is sent meanwhile: the column "small meanwhile" says how it fared), and a worker
+killed in the middle of a compile.
 
     python benchmarks/attack.py [--workers 2] [--only CLASS ...] [--big-rounds 3]
+                                [--serve-args "--heavy-queue 64"]
 
 This is a measurement, not a test (tests/test_service_attack.py and friends assert the
 codes); it takes a few minutes.
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -76,14 +80,14 @@ class Server:
         return total / 1024
 
 
-def start(workers: int, root: Path) -> Server:
+def start(workers: int, root: Path, extra: list[str]) -> Server:
     env = dict(os.environ, MIDDLEEND_CACHE_DIR=str(root / "cache"))
     env.pop("MIDDLEEND_TOKEN", None)
     out = root / "stdout.txt"
     with open(out, "wb") as o, open(root / "stderr.txt", "wb") as e:
         proc = subprocess.Popen([sys.executable, "-m", "middleend", "serve", "--port", "0",
                                  "--workers", str(workers), "--cache-dir",
-                                 str(root / "artifacts")], stdout=o, stderr=e,
+                                 str(root / "artifacts"), *extra], stdout=o, stderr=e,
                                 stdin=subprocess.DEVNULL, env=env)
     for _ in range(3000):
         line = out.read_text(errors="replace").partition("\n")
@@ -93,6 +97,10 @@ def start(workers: int, root: Path) -> Server:
             raise RuntimeError((root / "stderr.txt").read_text(errors="replace"))
         time.sleep(0.02)
     raise RuntimeError("the server did not start")
+
+
+COMPILERS = frozenset({"cc1", "cc1plus", "cc", "gcc", "g++", "as", "ld", "collect2", "nvcc",
+                       "cicc", "ptxas", "cudafe++", "fatbinary", "nvlink"})
 
 
 def orphans() -> list[str]:
@@ -105,8 +113,7 @@ def orphans() -> list[str]:
             name = (d / "comm").read_text().strip()
         except OSError:
             continue
-        if name in ("cc1", "cc", "gcc", "as", "ld", "collect2", "nvcc") and fields[1] == "1" \
-                and fields[0] != "Z":
+        if name in COMPILERS and fields[1] == "1" and fields[0] != "Z":
             found.append(f"{name}:{d.name}")
     return found
 
@@ -217,6 +224,7 @@ class Attack:
     timeout: float | None = 30.0
     concurrency: int = 1
     kill_worker: bool = False
+    probe: bool = False  # send a small compile 2 s in, while these requests run
     notes: list[str] = field(default_factory=list)
 
 
@@ -277,6 +285,9 @@ def attacks(big_rounds: int) -> dict[str, Callable[[], Attack]]:
         "dimensions": _dimensions,
         "large messages": lambda: Attack("large messages", [
             (f"14 MiB #{k}", _big(14)) for k in range(32 * big_rounds)], concurrency=32),
+        "heavy saturation": lambda: Attack("heavy saturation", [
+            (f"{n} sin leaves", _slow_build(n)) for n in range(4000, 4006)],
+            timeout=20.0, concurrency=6, probe=True),
         "slow build": lambda: Attack("slow build", [
             ("8000 sin leaves", _slow_build(8000))], timeout=60.0),
         "worker killed": lambda: Attack("worker killed", [
@@ -302,6 +313,14 @@ def healthy(channel: grpc.Channel) -> bool:
     return code == "OK"
 
 
+def probe(channel: grpc.Channel, results: list[str]) -> None:
+    """A small compile nobody sent before (so it is built, not a cache hit)."""
+    time.sleep(2.0)
+    code, seconds = call(channel, _base(f"probe{time.monotonic_ns()}").SerializeToString(),
+                         60.0)
+    results.append(f"{code} {seconds:.2f} s")
+
+
 def run_attack(server: Server, atk: Attack) -> list[object]:
     limit = 64 << 20
     opts = [("grpc.max_send_message_length", limit), ("grpc.max_receive_message_length", limit)]
@@ -322,18 +341,23 @@ def run_attack(server: Server, atk: Attack) -> list[object]:
                     except OSError:
                         pass
             threading.Thread(target=killer, daemon=True).start()
-        with ThreadPoolExecutor(atk.concurrency) as pool:
+        meanwhile: list[str] = []
+        with ThreadPoolExecutor(atk.concurrency + 1) as pool:
+            side = pool.submit(probe, ch, meanwhile) if atk.probe else None
             for code, seconds in pool.map(lambda r: call(ch, r[1], atk.timeout), atk.requests):
                 codes[code] += 1
                 worst = max(worst, seconds)
+            if side is not None:
+                side.result()
         time.sleep(1.0)  # let killed builds and workers go
         ok = healthy(ch)
+        time.sleep(1.0)  # the server trims its heap after 0.5 s without requests
         rss1 = server.rss_mib()
     labels = ", ".join(label for label, _ in atk.requests[:3]) + \
         (" ..." if len(atk.requests) > 3 else "")
     return [atk.name, len(atk.requests), " ".join(f"{c}:{n}" for c, n in sorted(codes.items())),
-            f"{worst:.2f}", f"{rss0:.0f}", f"{rss1:.0f}", " ".join(orphans()) or "0",
-            "yes" if ok else "NO", labels]
+            f"{worst:.2f}", " ".join(meanwhile) or "-", f"{rss0:.0f}", f"{rss1:.0f}",
+            " ".join(orphans()) or "0", "yes" if ok else "NO", labels]
 
 
 def main() -> None:
@@ -341,10 +365,11 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--only", nargs="*", default=None)
     ap.add_argument("--big-rounds", type=int, default=3)
+    ap.add_argument("--serve-args", default="", help="more `middleend serve` flags")
     a = ap.parse_args()
     np.random.seed(0)
     with tempfile.TemporaryDirectory() as tmp:
-        server = start(a.workers, Path(tmp))
+        server = start(a.workers, Path(tmp), shlex.split(a.serve_args))
         try:
             rows = [run_attack(server, make()) for name, make in attacks(a.big_rounds).items()
                     if not a.only or name in a.only]
@@ -355,8 +380,8 @@ def main() -> None:
             except subprocess.TimeoutExpired:
                 server.proc.kill()
     print_table("middleend serve under attack (codes: gRPC status: count)",
-                ["class", "sent", "codes", "max s", "RSS MiB before", "after", "orphans",
-                 "healthy after", "requests"], rows)
+                ["class", "sent", "codes", "max s", "small meanwhile", "RSS MiB before",
+                 "after", "orphans", "healthy after", "requests"], rows)
 
 
 if __name__ == "__main__":

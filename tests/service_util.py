@@ -87,6 +87,18 @@ class ServerProcess:
                 out.append(pid)
         return out
 
+    def rss_mib(self) -> float:
+        """The resident memory of the server and its children (workers included), MiB."""
+        total = 0
+        for pid in (self.pid, *self.children()):
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+            total += sum(int(line.split()[1]) for line in status.splitlines()
+                         if line.startswith("VmRSS:"))
+        return total / 1024
+
     def stop(self, timeout: float = 20.0) -> int:
         """SIGTERM (a graceful stop), then SIGKILL after ``timeout``; the exit status."""
         if self.proc.poll() is None:
@@ -183,6 +195,20 @@ def small_fn(name: str = "twice", scale: float = 2.0) -> me.Function:
 
 
 SMALL = encode_request(small_fn())
+
+
+def slow_request(leaves: int) -> bytes:
+    """A program gcc takes long to build (~30 s for 3,000 leaves on 2 cores): a balanced
+    sum of ``leaves`` sines, serialized."""
+    with me.Function(f"slow{leaves}") as f:
+        i = me.Var("i", 0, 8)
+        a = me.Input("a", [8], me.float32)
+        terms = [me.sin(a[i] + float(k)) for k in range(leaves)]
+        while len(terms) > 1:
+            terms = [terms[k] + terms[k + 1] if k + 1 < len(terms) else terms[k]
+                     for k in range(0, len(terms), 2)]
+        me.Computation("s", [i], terms[0])
+    return encode_request(f).SerializeToString()
 
 
 def illegal_request() -> pb.Request:

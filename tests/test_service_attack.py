@@ -22,6 +22,7 @@ from service_util import (
     rename_everywhere,
     serve_command,
     server_env,
+    slow_request,
     small_fn,
     so_file,
     start_server,
@@ -352,19 +353,6 @@ def test_bytes_in_flight_are_bounded() -> None:
 
 # ---------------------------------------------------------------------------- cancellation
 
-def _slow_request(leaves: int) -> bytes:
-    """A program gcc takes long to build: a balanced sum of ``leaves`` sines."""
-    with me.Function(f"slow{leaves}") as f:
-        i = me.Var("i", 0, 8)
-        a = me.Input("a", [8], me.float32)
-        terms = [me.sin(a[i] + float(k)) for k in range(leaves)]
-        while len(terms) > 1:
-            terms = [terms[k] + terms[k + 1] if k + 1 < len(terms) else terms[k]
-                     for k in range(0, len(terms), 2)]
-        me.Computation("s", [i], terms[0])
-    return encode_request(f).SerializeToString()
-
-
 def test_a_cancelled_request_frees_its_worker(server: ServerProcess, client: RemoteClient,
                                               channel: grpc.Channel) -> None:
     """The client gives up: its worker (and the compiler under it) is stopped within a
@@ -374,7 +362,7 @@ def test_a_cancelled_request_frees_its_worker(server: ServerProcess, client: Rem
     before = set(server.worker_pids())
     rpc = channel.unary_unary("/middleend.v1.MiddleEnd/Compile",
                               request_serializer=lambda b: b, response_deserializer=lambda b: b)
-    call = rpc.future(_slow_request(3000), timeout=300)
+    call = rpc.future(slow_request(3000), timeout=300)
     time.sleep(2.0)  # in a worker by now, lowering or compiling
     assert not call.done()
     call.cancel()
@@ -386,8 +374,9 @@ def test_a_cancelled_request_frees_its_worker(server: ServerProcess, client: Rem
 
 
 def test_health_says_not_serving_while_every_worker_is_busy(tmp_path: Path) -> None:
-    """With its only worker busy and a request waiting, the server says NOT_SERVING (a
-    balancer then sends work elsewhere); SERVING again once the worker is free."""
+    """With its only worker busy for a second (a second request waiting), the server says
+    NOT_SERVING (a balancer then sends work elsewhere); SERVING again once the worker is
+    free."""
     import time
 
     srv = start_server(tmp_path / "log", tmp_path / "cache", workers=1)
@@ -397,7 +386,7 @@ def test_health_says_not_serving_while_every_worker_is_busy(tmp_path: Path) -> N
             rpc = c.channel.unary_unary("/middleend.v1.MiddleEnd/Compile",
                                         request_serializer=lambda b: b,
                                         response_deserializer=lambda b: b)
-            calls = [rpc.future(_slow_request(3000 + k), timeout=300) for k in range(2)]
+            calls = [rpc.future(slow_request(3000 + k), timeout=300) for k in range(2)]
 
             def wait_for(status: str) -> bool:
                 end = time.monotonic() + 10

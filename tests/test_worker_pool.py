@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from middleend.service.workers import (
+    WorkerCancelled,
     WorkerCrashed,
     WorkerError,
     WorkerPool,
@@ -95,6 +96,34 @@ def test_waiting_for_a_free_worker_counts_against_the_timeout() -> None:
         with pytest.raises(WorkerTimeout, match=r"no worker became free within the 0.3 s"):
             pool.run("echo", b"x", timeout=0.3)
         assert busy.result() == b"done"
+
+
+def test_busy_for_counts_from_when_the_last_worker_was_taken() -> None:
+    with WorkerPool(HANDLER, size=1) as pool, ThreadPoolExecutor(max_workers=1) as ex:
+        assert pool.busy_for() == 0.0
+        busy = ex.submit(pool.run, "sleep", b"1.0", 10)
+        time.sleep(0.5)
+        assert pool.busy_for() > 0.0
+        assert busy.result() == b"done"
+        assert pool.busy_for() == 0.0
+
+
+def test_a_request_cancelled_while_it_waits_leaves_the_worker_alone() -> None:
+    """Its client gave up before a worker took it: refused without killing the worker
+    (which never saw it), unlike a request cancelled while it runs."""
+    with WorkerPool(HANDLER, size=1) as pool:
+        before = pool.pids()
+        with pytest.raises(WorkerCancelled, match="while it waited"):
+            pool.run("echo", b"x", timeout=10, cancelled=lambda: True, label="check")
+        assert pool.pids() == before
+        assert pool.run("echo", b"y", timeout=10) == b"y"
+
+
+def test_label_names_the_request_in_errors_instead_of_the_task() -> None:
+    with WorkerPool(HANDLER, size=1) as pool:
+        with pytest.raises(WorkerCrashed) as info:
+            pool.run("crash", b"", timeout=10, label="compile")
+        assert "compile request" in str(info.value) and "crash" not in str(info.value)
 
 
 def test_worker_is_recycled_after_max_tasks() -> None:

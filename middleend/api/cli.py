@@ -207,6 +207,7 @@ def _token(token_file: str | None) -> str | None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from ..service.admission import AdmissionConfig
     from ..service.core import ServiceConfig
     from ..service.server import ServerConfig, serve
     from ..wire import Limits
@@ -220,7 +221,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     sc = ServiceConfig(cache_dir=Path(args.cache_dir) if args.cache_dir else None,
                        cache_max_bytes=args.cache_max_bytes, workers=args.workers,
                        max_isl_ops=args.max_isl_ops, limits=limits,
-                       default_timeout=args.default_timeout, max_timeout=args.max_timeout)
+                       default_timeout=args.default_timeout, max_timeout=args.max_timeout,
+                       admission=AdmissionConfig(args.reserved_workers, args.heavy_queue,
+                                                 args.heavy_wait))
     if not 0 < sc.default_timeout <= sc.max_timeout:
         raise SystemExit("middleend serve: need 0 < --default-timeout <= --max-timeout, got "
                          f"{sc.default_timeout:g} and {sc.max_timeout:g}")
@@ -292,6 +295,13 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--max-expr-nodes", type=int, default=caps.max_expr_nodes)
     s.add_argument("--max-schedule-dims", type=int, default=caps.max_schedule_dims,
                    help="time dimensions of a set_schedule or order map")
+    s.add_argument("--reserved-workers", type=int, default=None,
+                   help="workers heavy requests never take (default: a quarter, at least 1 "
+                        "with 2+ workers)")
+    s.add_argument("--heavy-queue", type=int, default=4,
+                   help="heavy requests that may wait for a worker at once; more are refused")
+    s.add_argument("--heavy-wait", type=float, default=30.0,
+                   help="seconds a heavy request waits for a worker before it is refused")
     s.add_argument("--default-timeout", type=float, default=600.0,
                    help="seconds a request may take when its client sets no deadline")
     s.add_argument("--max-timeout", type=float, default=3600.0,

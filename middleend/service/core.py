@@ -23,6 +23,7 @@ from ..target.paths import cache_root
 from ..wire import Limits
 from ..wire.decode import decode_target, parse_request
 from ..wire.v1 import middleend_pb2 as pb
+from .admission import Admission, AdmissionConfig, AdmissionRefused, heavy_reason
 from .cache import ArtifactCache
 from .diagnostics import diagnostic_of
 from .engine import KINDS, handle_request, task_kind
@@ -62,6 +63,7 @@ class ServiceConfig:
     default_timeout: float = 600.0  # seconds, for a request that sets no deadline
     max_timeout: float = 3600.0  # a longer deadline is cut to this
     limits: Limits = field(default_factory=Limits)
+    admission: AdmissionConfig = field(default_factory=AdmissionConfig)  # with workers
 
 
 def build_id() -> str:
@@ -91,7 +93,9 @@ class Service:
         self.registry = registry or TargetRegistry.discover()
         self._identities: dict[str, str] = {}  # target name -> its toolchain's identity
         self.pool: WorkerPool | None = None
+        self.admission: Admission | None = None
         if self.config.workers > 0:
+            self.admission = Admission(self.config.workers, self.config.admission)
             self.pool = WorkerPool("middleend.service.engine:handle", self.config.workers,
                                    warmup="middleend.service.engine:warmup")
 
@@ -128,22 +132,26 @@ class Service:
         if kind not in KINDS:
             raise RequestFailed(pb.Diagnostic(kind=pb.INTERNAL,
                                               message=f"unknown request kind {kind!r}"))
-        key = None
-        if kind == "compile":
+        key, heavy = None, None
+        if kind == "compile" or self.admission is not None:
             t0 = time.perf_counter()
             try:
                 req = parse_request(payload, self.config.limits)  # known fields only
             except InvalidProgramError as e:
                 raise RequestFailed(diagnostic_of(e)) from None
-            key = self.cache_key(req)
-            hit = self.cache.get(key) if key is not None else None
-            if hit is not None:
-                resp = pb.CompileResponse.FromString(hit)
-                resp.cache_hit = True
-                del resp.timings[:]
-                resp.timings.add(phase="cache", seconds=time.perf_counter() - t0)
-                return resp.SerializeToString()
-        reply = self._run(kind, payload, timeout, cancelled)
+            if kind == "compile":
+                key = self.cache_key(req)
+                hit = self.cache.get(key) if key is not None else None
+                if hit is not None:
+                    resp = pb.CompileResponse.FromString(hit)
+                    resp.cache_hit = True
+                    del resp.timings[:]
+                    resp.timings.add(phase="cache", seconds=time.perf_counter() - t0)
+                    return resp.SerializeToString()
+            if self.admission is not None:
+                heavy = heavy_reason(req, len(payload), self.config.admission.thresholds)
+            del req
+        reply = self._run(kind, payload, timeout, cancelled, heavy)
         if reply[:1] == b"E":
             raise RequestFailed(pb.Diagnostic.FromString(reply[1:]))
         body = reply[1:]
@@ -162,14 +170,20 @@ class Service:
         return min(max(timeout, 0.0), self.config.max_timeout)
 
     def _run(self, kind: str, payload: bytes, timeout: float | None,
-             cancelled: Callable[[], bool] | None = None) -> bytes:
+             cancelled: Callable[[], bool] | None = None, heavy: str | None = None) -> bytes:
+        """Run on a worker (in-process without a pool). ``heavy``: why the request is
+        heavy, which makes it wait for the heavy share of the workers (admission.py)."""
         ops = self.config.max_isl_ops
-        if self.pool is None:
+        if self.pool is None or self.admission is None:
             return handle_request(kind, payload, self.config.limits, ops, self.registry)
         limit = self.time_limit(timeout)
+        end = time.monotonic() + limit
         try:
-            return self.pool.run(task_kind(kind, ops, self.config.limits), payload, limit,
-                                 cancelled)
+            with self.admission.enter(heavy, limit, cancelled):
+                return self.pool.run(task_kind(kind, ops, self.config.limits), payload,
+                                     max(0.0, end - time.monotonic()), cancelled, label=kind)
+        except AdmissionRefused as e:
+            raise RequestFailed(pb.Diagnostic(kind=pb.RESOURCE_LIMIT, message=str(e))) from None
         except WorkerCancelled as e:
             raise RequestFailed(pb.Diagnostic(kind=pb.DEADLINE, message=str(e))) from None
         except WorkerTimeout:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -28,9 +29,11 @@ from ..version import __version__
 from ..wire import Limits, decode_request, parse_request
 from ..wire.encode import ELEM, FILE_ROLE, KIND
 from ..wire.v1 import middleend_pb2 as pb
+from . import heap
 from .diagnostics import diagnostic_of
 
 KINDS = ("compile", "check", "lower")
+_log = logging.getLogger("middleend.service")
 
 
 class _Timer:
@@ -39,11 +42,13 @@ class _Timer:
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:
+        """Time a phase for the response; also logged as it ends (``middleend -v``)."""
         t0 = time.perf_counter()
         try:
             yield
         finally:
             self.phases.append((name, time.perf_counter() - t0))
+            _log.info("phase %s: %.1f ms", name, self.phases[-1][1] * 1e3)
 
     def fill(self, timings: Any) -> None:
         for name, s in self.phases:
@@ -240,15 +245,23 @@ def task_kind(kind: str, max_ops: int, limits: Limits) -> str:
 
 def handle(kind: str, payload: bytes) -> bytes:
     """Worker entry point (``middleend.service.engine:handle``); ``kind`` comes from
-    :func:`task_kind`."""
+    :func:`task_kind`. After a large request the worker gives its free heap back (see
+    heap.py), so that a burst of them does not leave every worker at its peak."""
     task = json.loads(kind)
-    return handle_request(task["kind"], payload, Limits(**task["limits"]), task["max_ops"])
+    try:
+        return handle_request(task["kind"], payload, Limits(**task["limits"]),
+                              task["max_ops"])
+    finally:
+        if len(payload) >= heap.MMAP_THRESHOLD:
+            heap.trim()
 
 
 def warmup() -> None:
-    """Import what requests need before the first one arrives (worker start): ISL and
-    every registered target's module."""
+    """Prepare a worker before the first request arrives: request-sized buffers mapped on
+    their own (heap.py), ISL and every registered target's module imported."""
     import islpy  # noqa: F401
+
+    heap.fix_mmap_threshold()
 
     registry = TargetRegistry.discover()
     for name in registry.names():

@@ -3,37 +3,27 @@ a burst of large ones.
 
 Why: 32 concurrent 14 MiB requests, six rounds, grew a server from 1.0 to 1.5 GB that it
 never gave back (issue 14): each request is copied while it is parsed, hashed and sent to
-a worker, and glibc keeps freed memory in its arenas. Here a request waits while the
-bytes in flight would pass the cap (it always runs when nothing else is in flight, so a
-request under the message size cap is never refused for size alone), is refused with
-RESOURCE_EXHAUSTED when its wait runs out, and when the last large request leaves, the
-allocator is asked to return free memory to the system (``malloc_trim``, glibc only).
+a worker. Here a request waits while the bytes in flight would pass the cap (it always
+runs when nothing else is in flight, so a request under the message size cap is never
+refused for size alone), and is refused with RESOURCE_EXHAUSTED when its wait runs out.
+What the allocator keeps after a burst is given back by :meth:`InFlight.trim_when_quiet`,
+which the server calls from its watcher thread: trimming from the handler itself came too
+early, since gRPC still holds the request's buffers until the handler has returned (see
+heap.py for the allocator side).
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
-import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 from ..wire.v1 import middleend_pb2 as pb
+from . import heap
 from .core import RequestFailed
 
-LARGE = 1 << 20  # a request this big makes the server trim its heap once idle
-
-
-def _malloc_trim() -> Callable[[int], int] | None:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        return libc.malloc_trim  # type: ignore[no-any-return]
-    except (OSError, AttributeError):  # not glibc
-        return None
+LARGE = 1 << 20  # a request this big makes the server trim its heap once quiet
 
 
 class InFlight:
@@ -43,9 +33,9 @@ class InFlight:
         self.cap = cap
         self.max_wait = max_wait
         self.used = 0
-        self.large = False
+        self.large = False  # a large request has been handled since the last trim
+        self._left = 0.0  # when the last request left (time.monotonic())
         self._cond = threading.Condition()
-        self._trim = _malloc_trim()
 
     @contextlib.contextmanager
     def hold(self, size: int, wait: float | None) -> Iterator[None]:
@@ -70,12 +60,18 @@ class InFlight:
         finally:
             with self._cond:
                 self.used -= size
+                self._left = time.monotonic()
                 self._cond.notify_all()
-                trim = self.used == 0 and self.large
-                if trim:
-                    self.large = False
-            if trim and self._trim is not None:
-                self._trim(0)
+
+    def trim_when_quiet(self, quiet: float = 0.5) -> bool:
+        """Give free heap memory back to the system once large requests have been handled
+        and nothing has been in flight for ``quiet`` seconds; True when it trimmed."""
+        with self._cond:
+            if not self.large or self.used or time.monotonic() - self._left < quiet:
+                return False
+            self.large = False
+        heap.trim()
+        return True
 
 
 __all__ = ["InFlight", "LARGE"]

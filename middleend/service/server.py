@@ -26,6 +26,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from ..wire.v1 import middleend_pb2 as pb
+from . import heap
 from .core import RequestFailed, Service, ServiceConfig
 from .diagnostics import (
     DIAGNOSTIC_KEY,
@@ -51,6 +52,7 @@ class ServerConfig:
     threads: int = 32
     max_message_bytes: int = 16 << 20
     max_inflight_bytes: int = 256 << 20  # request bytes handled at once (0: no cap)
+    busy_health_after: float = 1.0  # seconds every worker must stay busy: NOT_SERVING
 
 
 def is_loopback(host: str) -> bool:
@@ -107,6 +109,7 @@ class Server:
         if (config.tls_cert is None) != (config.tls_key is None):
             raise ValueError("TLS needs both a certificate and a key")
         self.config = config
+        heap.fix_mmap_threshold()  # before gRPC allocates: request buffers get returned
         self.service = Service(service_config)
         self.inflight = InFlight(config.max_inflight_bytes)
         self._stopping = threading.Event()
@@ -158,8 +161,7 @@ class Server:
     def start(self) -> Server:
         self.grpc.start()
         self._set_health(serving=True)
-        if self.service.pool is not None:
-            threading.Thread(target=self._watch, name="middleend-health", daemon=True).start()
+        threading.Thread(target=self._watch, name="middleend-watch", daemon=True).start()
         return self
 
     def _set_health(self, serving: bool) -> None:
@@ -169,11 +171,18 @@ class Server:
             self.health.set(name, status)
 
     def _watch(self) -> None:
-        """Health follows the workers: NOT_SERVING while every worker is busy and requests
-        wait for one (long requests must not hide behind SERVING), SERVING again after."""
+        """Four times a second: health follows the workers, NOT_SERVING once every worker
+        has been busy for ``busy_health_after`` seconds (long requests must not hide behind
+        SERVING; a short burst does not flap it), SERVING again as soon as one is free; and
+        after a burst of large requests, free heap memory goes back to the system once the
+        server is quiet (inflight.py)."""
         serving = True
+        pool = self.service.pool
         while not self._stopping.wait(0.25):
-            now = not self.service.pool.saturated()  # type: ignore[union-attr]
+            self.inflight.trim_when_quiet()
+            if pool is None:
+                continue
+            now = pool.busy_for() < self.config.busy_health_after
             if now != serving:
                 serving = now
                 self._set_health(serving)

@@ -139,7 +139,7 @@ class WorkerPool:
         self._idle: deque[_Worker] = deque()
         self._workers: set[_Worker] = set()  # idle and busy
         self._missing = 0  # workers whose replacement failed to start; retried on demand
-        self._waiting = 0  # requests waiting for a free worker
+        self._busy_since: float | None = None  # since when no worker has been idle
         self._closed = False
         try:
             for _ in range(size):
@@ -158,11 +158,13 @@ class WorkerPool:
             return sorted(w.process.pid for w in self._workers if w.process.pid is not None)
 
     def run(self, kind: str, payload: bytes, timeout: float | None,
-            cancelled: Callable[[], bool] | None = None) -> bytes:
+            cancelled: Callable[[], bool] | None = None, label: str | None = None) -> bytes:
         """Run one request on a free worker; ``timeout`` (seconds, ``None``: no limit) also
         covers the wait for a free worker and the warmup of a freshly started one.
         ``cancelled`` is asked a few times a second while the worker runs; once it says
-        yes, the worker is killed and WorkerCancelled raised."""
+        yes, the worker is killed and WorkerCancelled raised. ``label`` names the request
+        in error messages (default ``kind``, which may carry what callers should not see)."""
+        task, kind = kind, label or kind
         payload = bytes(payload)
         if timeout is not None and not timeout < _MAX_WAIT:  # also NaN, inf
             timeout = None  # more than any timer takes: no limit
@@ -170,8 +172,12 @@ class WorkerPool:
         for _ in range(self._size + 1):
             worker = self._acquire(kind, deadline, timeout)
             pid = worker.process.pid
+            if cancelled is not None and cancelled():  # gave up while it waited: the
+                self._release(worker)  # worker never saw it, so it need not be replaced
+                raise WorkerCancelled(f"{kind} request cancelled by its caller while it "
+                                      "waited for a worker")
             try:
-                worker.conn.send((kind, payload))
+                worker.conn.send((task, payload))
                 ack = self._recv(worker, deadline)
             except (EOFError, OSError):  # died before taking the request: try another
                 self._retire(worker, polite=False, grace=1.0)
@@ -280,22 +286,27 @@ class WorkerPool:
                     raise WorkerTimeout(f"no worker became free within the {timeout:g} s "
                                         f"timeout of a {kind} request")
                 if self._idle:
-                    return self._idle.popleft()
+                    worker = self._idle.popleft()
+                    self._idle_changed()
+                    return worker
                 if self._missing:
                     self._missing -= 1
                     break
-                self._waiting += 1
-                try:
-                    self._cond.wait(remaining)
-                finally:
-                    self._waiting -= 1
+                self._cond.wait(remaining)
         return self._replace()
 
-    def saturated(self) -> bool:
-        """Whether every worker is busy and some request waits for one (a server then says
-        NOT_SERVING, so that a balancer sends new work elsewhere)."""
+    def busy_for(self) -> float:
+        """Seconds since every worker became busy (0 while one is idle): a server says
+        NOT_SERVING once this passes a threshold, so that a balancer sends work elsewhere."""
         with self._cond:
-            return not self._idle and self._waiting > 0
+            return 0.0 if self._busy_since is None else time.monotonic() - self._busy_since
+
+    def _idle_changed(self) -> None:
+        """Note when the last idle worker was taken (call with the lock held)."""
+        if self._idle:
+            self._busy_since = None
+        elif self._busy_since is None:
+            self._busy_since = time.monotonic()
 
     def _release(self, worker: _Worker) -> None:
         """Back to the idle queue, unless it is due for recycling or the pool is closed."""
@@ -303,6 +314,7 @@ class WorkerPool:
         with self._cond:
             if not due and not self._closed:
                 self._idle.append(worker)
+                self._idle_changed()
                 self._cond.notify()
                 return
         self._retire(worker, polite=True, grace=2.0)
