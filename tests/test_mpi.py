@@ -377,3 +377,22 @@ def test_a_parallel_loop_around_mpi_calls_is_refused() -> None:
     with pytest.raises(me.TargetError, match="cannot run loop j in parallel: it holds the "
                                              "distributed loop i0"):
         f.compile(target="mpi", ranks=2)
+
+
+def test_halide_pipeline_on_the_mpi_target() -> None:
+    """The Halide front-end passes fp_contract to every target (Halide fuses
+    multiply-adds); the mpi target takes it over the wire like the cpu one, and the
+    pipeline's result equals Halide's own."""
+    hl = pytest.importorskip("halide")
+    from frontends.halide import compile_pipeline
+
+    x, y = hl.Var("x"), hl.Var("y")
+    inp = hl.ImageParam(hl.Float(32), 2, "inp")
+    f = hl.Func("twice_plus")
+    f[x, y] = inp[x, y] * 2.0 + inp[x, y] * inp[x, y]
+    a = np.random.default_rng(5).random((6, 7), dtype=np.float32)
+    inp.set(hl.Buffer(a))
+    want = np.asarray(f.realize([7, 6]))
+    got = compile_pipeline([f], target="mpi", ranks=2).realize(
+        [7, 6], inp=a)
+    np.testing.assert_allclose(got, want, rtol=1e-6)

@@ -767,10 +767,12 @@ class GpuOptions(_message.Message):
     def __init__(self, arch: _Optional[str] = ..., dialect: _Optional[str] = ..., fp_contract: _Optional[bool] = ..., max_threads_per_block: _Optional[int] = ..., shared_memory_kib: _Optional[int] = ...) -> None: ...
 
 class MpiOptions(_message.Message):
-    __slots__ = ("ranks",)
+    __slots__ = ("ranks", "fp_contract")
     RANKS_FIELD_NUMBER: _ClassVar[int]
+    FP_CONTRACT_FIELD_NUMBER: _ClassVar[int]
     ranks: int
-    def __init__(self, ranks: _Optional[int] = ...) -> None: ...
+    fp_contract: bool
+    def __init__(self, ranks: _Optional[int] = ..., fp_contract: _Optional[bool] = ...) -> None: ...
 
 class FpgaOptions(_message.Message):
     __slots__ = ("part", "clock_mhz", "fp_contract")
