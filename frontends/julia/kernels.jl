@@ -182,14 +182,28 @@ end
     nj = size(B, 2)
     nl = size(C, 2)
     @schedule begin
-        interchange(T, i, j)
-        interchange(T, i, k)
-        vectorize(T, i, 8)
-        interchange(E, i, j)
-        interchange(E, i, k)
-        vectorize(E, i, 8)
-        parallelize(T, j)
-        parallelize(E, j)
+        # both products as a BLAS micro-kernel: an 8 x 6 tile of the result, i and j both
+        # unrolled, so that gcc keeps its 48 sums in 12 vector registers (SLP) across the
+        # k1 loop and stores them once per k block; k in blocks of 64 (a block of A's
+        # columns stays in L2 while j0 sweeps), the column tiles over the cores
+        shift(T, i, -1)
+        shift(T, j, -1)
+        shift(T, k, -1)
+        tile(T, i, j, k, 8, 6, 64)
+        interchange(T, i0, k0)
+        interchange(T, i1, k1)
+        unroll(T, j1)
+        unroll(T, i1)
+        parallelize(T, j0)
+        shift(E, i, -1)
+        shift(E, j, -1)
+        shift(E, k, -1)
+        tile(E, i, j, k, 8, 6, 64)
+        interchange(E, i0, k0)
+        interchange(E, i1, k1)
+        unroll(E, j1)
+        unroll(E, i1)
+        parallelize(E, j0)
     end
     for j in 1:nj, i in 1:ni
         tmp[i, j] = 0.0
