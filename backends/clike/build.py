@@ -52,10 +52,18 @@ DIGEST_SUFFIX = ".sha256"
 
 _SIZE_RE = re.compile(r"\s*(\d+)\s*([kmgt]?)(i?b)?\s*", re.IGNORECASE)
 _HEX64 = re.compile(r"[0-9a-f]{64}")
+# how compilers say they ran out of memory: gcc ("out of memory allocating"), the dynamic
+# loader ("failed to map segment"), and nvcc's stages: cudafe++ and cicc ("out of memory",
+# "LLVM ERROR: out of memory"), ptxas, fatbinary and nvlink ("Memory allocation failure",
+# "insufficient memory")
 _OOM_RE = re.compile(r"out of memory|memory exhausted|cannot allocate memory|bad_alloc|"
-                     r"failed to map segment|"
+                     r"failed to map segment|memory allocation failure|insufficient memory|"
                      r"memoryerror", re.IGNORECASE)
 _CPU_RE = re.compile(r"cpu time limit exceeded|signal 24|sigxcpu", re.IGNORECASE)
+# a compiler (or one of nvcc's stages) that crashes under an address-space cap has most
+# likely failed to get memory it did not check for (ptxas segfaults under ~40 MiB)
+_CRASH_RE = re.compile(r"segmentation fault|died due to signal (?:6|11)\b", re.IGNORECASE)
+CPU_GRACE_S = 5  # the hard CPU limit's margin over the soft one (SIGKILL after SIGXCPU)
 
 
 def parse_size(text: str) -> int:
@@ -159,8 +167,9 @@ def _wrapped(cmd: Sequence[str], memory_bytes: int, cpu_seconds: int) -> list[st
     limits = []
     if memory_bytes > 0:
         limits.append(f"ulimit -v {max(1, memory_bytes // 1024)} 2>/dev/null")
-    if cpu_seconds > 0:
-        limits.append(f"ulimit -t {int(cpu_seconds)} 2>/dev/null")
+    if cpu_seconds > 0:  # soft below hard: SIGXCPU, which says why, before SIGKILL
+        limits.append(f"ulimit -S -t {int(cpu_seconds)} 2>/dev/null")
+        limits.append(f"ulimit -H -t {int(cpu_seconds) + CPU_GRACE_S} 2>/dev/null")
     # a limit above the current hard one fails and is skipped: never raised
     setpriv = shutil.which("setpriv") if sys.platform.startswith("linux") else None
     if setpriv is None:
@@ -272,20 +281,34 @@ def clean_stale_temps(directory: Path, max_age: float = STALE_TMP_SECONDS) -> in
     return removed
 
 
+def _signal_of(returncode: int) -> int | None:
+    """The signal that ended the compiler: Popen's negative status, or the shell
+    supervisor's 128 + N."""
+    if returncode < 0:
+        return -returncode
+    return returncode - 128 if 128 < returncode <= 128 + 64 else None
+
+
 def _limit_error(what: str, limits: BuildLimits, proc: subprocess.CompletedProcess[str],
                  log_text: str) -> ResourceLimitError | None:
     """A ResourceLimitError when a failed compile looks like it hit a cap."""
-    rc = proc.returncode
-    if limits.timeout_s and (rc in (-signal.SIGXCPU, -signal.SIGKILL)
+    sig = _signal_of(proc.returncode)
+    if limits.timeout_s and (sig in (signal.SIGXCPU, signal.SIGKILL)
                              or _CPU_RE.search(log_text)):
         return ResourceLimitError(
             f"the {what} exceeded the build's time limit of {limits.timeout_s:g} s "
             f"(CPU time; ${TIMEOUT_ENV})")
+    memory = format_size(limits.memory_bytes)
+    tail = "\n".join(log_text.splitlines()[-5:])
     if limits.memory_bytes and _OOM_RE.search(log_text):
         return ResourceLimitError(
-            f"the {what} ran out of memory under the build's limit of "
-            f"{format_size(limits.memory_bytes)} of address space (${MEMORY_ENV})\n"
-            + "\n".join(log_text.splitlines()[-5:]))
+            f"the {what} ran out of memory under the build's limit of {memory} of address "
+            f"space (${MEMORY_ENV})\n{tail}")
+    if limits.memory_bytes and (sig in (signal.SIGSEGV, signal.SIGABRT)
+                                or _CRASH_RE.search(log_text)):
+        return ResourceLimitError(
+            f"the {what} crashed under the build's limit of {memory} of address space, "
+            f"most likely out of memory (${MEMORY_ENV})\n{tail}")
     return None
 
 

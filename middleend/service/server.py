@@ -87,6 +87,20 @@ class _TokenAuth(grpc.ServerInterceptor):
         return self._deny
 
 
+class _LiveHealth(health.HealthServicer):
+    """The standard health service, whose Check first brings the status up to date (the
+    watcher's last look may be 0.25 s old: a client that has just got its answer from the
+    only worker would otherwise be told NOT_SERVING)."""
+
+    def __init__(self, refresh: Callable[[], None]) -> None:
+        super().__init__()
+        self._refresh = refresh
+
+    def Check(self, request: Any, context: grpc.ServicerContext) -> Any:  # noqa: N802
+        self._refresh()
+        return super().Check(request, context)
+
+
 NO_DEADLINE = 1e12  # seconds: gRPC reports "no deadline" as ~9.2e18 s remaining
 
 
@@ -124,7 +138,9 @@ class Server:
                                        ("Lower", "lower"))}
         self.grpc.add_generic_rpc_handlers(
             (grpc.method_handlers_generic_handler(SERVICE_NAME, handlers),))
-        self.health = health.HealthServicer()
+        self._serving = True
+        self._health_lock = threading.Lock()
+        self.health = _LiveHealth(self._refresh_health)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.grpc)
         reflection.enable_server_reflection(
             (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), self.grpc)
@@ -176,16 +192,19 @@ class Server:
         SERVING; a short burst does not flap it), SERVING again as soon as one is free; and
         after a burst of large requests, free heap memory goes back to the system once the
         server is quiet (inflight.py)."""
-        serving = True
-        pool = self.service.pool
         while not self._stopping.wait(0.25):
             self.inflight.trim_when_quiet()
-            if pool is None:
-                continue
+            self._refresh_health()
+
+    def _refresh_health(self) -> None:
+        pool = self.service.pool
+        if pool is None:
+            return
+        with self._health_lock:
             now = pool.busy_for() < self.config.busy_health_after
-            if now != serving:
-                serving = now
-                self._set_health(serving)
+            if now != self._serving:
+                self._serving = now
+                self._set_health(now)
 
     def stop(self, grace: float = 2.0) -> None:
         self._stopping.set()
