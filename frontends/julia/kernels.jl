@@ -182,10 +182,12 @@ end
     nj = size(B, 2)
     nl = size(C, 2)
     @schedule begin
-        # both products as a BLAS micro-kernel: an 8 x 6 tile of the result, i and j both
-        # unrolled, so that gcc keeps its 48 sums in 12 vector registers (SLP) across the
-        # k1 loop and stores them once per k block; k in blocks of 64 (a block of A's
-        # columns stays in L2 while j0 sweeps), the column tiles over the cores
+        # both products as a BLAS micro-kernel: an 8 x 6 tile of the result, j unrolled
+        # and i a plain loop of 8 that gcc unrolls itself, so that it keeps the 48 sums in
+        # 12 vector registers (SLP) across the k1 loop and stores them once per k block
+        # (an omp-simd i loop would store them every k; unrolling i here costs seconds of
+        # ISL time); k in blocks of 64 (A's block of columns stays in L2 while j0 sweeps),
+        # the column tiles over the cores
         shift(T, i, -1)
         shift(T, j, -1)
         shift(T, k, -1)
@@ -193,7 +195,6 @@ end
         interchange(T, i0, k0)
         interchange(T, i1, k1)
         unroll(T, j1)
-        unroll(T, i1)
         parallelize(T, j0)
         shift(E, i, -1)
         shift(E, j, -1)
@@ -202,7 +203,6 @@ end
         interchange(E, i0, k0)
         interchange(E, i1, k1)
         unroll(E, j1)
-        unroll(E, i1)
         parallelize(E, j0)
     end
     for j in 1:nj, i in 1:ni
