@@ -92,7 +92,12 @@ end
 @acc function doitgen!(A::Array{Float64, 3}, C4::Matrix{Float64}, sum::Vector{Float64})
     np, nq, nr = size(A)
     @schedule begin
-        split(U, p, 4, p0, p1)
+        # sum[p] is a dot product down two columns (A[:, q, r] and C4[:, p], s contiguous
+        # in both): 8 of them at a time, 8 independent sums in registers over one load of
+        # A[s, q, r]; shift to 0-based so that the blocks of 8 need no guards. The (q, r)
+        # iterations share the vector sum, so none of the loops can run in parallel
+        shift(U, p, -1)
+        split(U, p, 8, p0, p1)
         interchange(U, p1, s)
         unroll(U, p1)
     end
