@@ -58,6 +58,19 @@ def test_packed_sgemm_allocations_are_private_to_the_parallel_loop() -> None:
     assert _assert_thread_private(kernel.program, users) >= 4
 
 
+def test_packed_a_sgemm_allocations_are_private_and_match_numpy() -> None:
+    """A packed too (``Ap`` stored k-major in ``ApB`` at ``i_uo``): the copy is private
+    to the parallel loop and the product is still A @ B, also with partial tiles."""
+    kernel = sgemm_packed(None, tj=16, mr=2, nr=8, pack_a=True).compile()
+    users = {"Bp": {"Bp", "upd"}, "acc": {"acc", "upd", "C"}, "ApB": {"Ap", "upd"}}
+    assert _assert_thread_private(kernel.program, users) >= 6
+    for n in (1, 7, 37):
+        rng = np.random.default_rng(n)
+        a = rng.random((n, n), dtype=np.float32)
+        b = rng.random((n, n), dtype=np.float32)
+        np.testing.assert_allclose(kernel(A=a, B=b)["C"], a @ b, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("n", [1, 7, 16, 37, 64, 80])
 def test_packed_sgemm_matches_numpy(n: int) -> None:
     kernel = _packed_sgemm().compile()

@@ -156,17 +156,20 @@ def _sgemm(name: str, n: int | None, helper: bool, pack_a: bool = False
 
 
 def sgemm_packed(n: int | None = None, tj: int = 64, mr: int = 6, nr: int = 16,
-                 pack_a: bool = True) -> Function:
+                 pack_a: bool = False) -> Function:
     """C = A @ B the way a BLAS does it, in the scheduling language: ``Bp`` a copy of B
     packed per column panel, written as a Layer I helper computation (``compute_at`` +
     ``allocate_at`` at the parallel ``j0``), and the micro-kernel of
     :func:`_blas_schedule`. ``n`` None gives a Param N.
 
-    With ``pack_a`` (the default), the ``mr`` rows of A a micro-tile row reads are copied
-    at ``i_uo`` into ``ApB``, an ``N x mr`` buffer in k-major order (``store_in`` with
-    swapped indices, ``allocate_at``), as a BLAS packs A: the micro-kernel then reads A
-    contiguously, where the ``mr`` rows of A itself lie ``4N`` bytes apart, all in the
-    same L1 set when N is a multiple of 1024 (``benchmarks/sgemm.py`` times both)."""
+    With ``pack_a``, the ``mr`` rows of A a micro-tile row reads are also copied at
+    ``i_uo`` into ``ApB``, an ``N x mr`` buffer in k-major order (``store_in`` with swapped
+    indices, ``allocate_at``), as a BLAS packs A: the micro-kernel then reads A
+    contiguously, where the ``mr`` rows of A itself lie ``4N`` bytes apart. It is not the
+    default: repacked for every ``tj``-column panel, the copy costs ``N^3 / tj`` strided
+    moves, more than it saves at ``tj = 64`` in ``benchmarks/sgemm.py`` (its ``A packed``
+    row); a BLAS packs A once per cache block of A and reuses it for every panel.
+    """
     f, acc, upd, c = _sgemm("sgemm_packed", n, helper=True, pack_a=pack_a)
     _blas_schedule(acc, upd, c, tj, mr, nr)
     bp = f.computation("Bp")
