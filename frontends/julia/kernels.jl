@@ -8,10 +8,18 @@ using Acc
                     p::Vector{Float64}, r::Vector{Float64})
     n, m = size(A)
     @schedule begin
+        # one pass over A, column by column (i contiguous), 8 columns at a time: 8
+        # independent dot products for s (gcc keeps a reduction scalar) and q updated 8
+        # times per row; faster here than two parallel passes (S over columns, Q over rows)
+        shift(S, j, -1)
+        shift(Q, j, -1)
         interchange(S, i, j)
         interchange(Q, i, j)
-        vectorize(Q, i, 8)
-        after(Q, S, j)
+        unroll(S, j, 8)
+        unroll(Q, j, 8)
+        interchange(S, j_ui, i)
+        interchange(Q, j_ui, i)
+        after(Q, S, j_ui)
     end
     for j in 1:m
         s[j] = 0.0
