@@ -8,18 +8,22 @@ using Acc
                     p::Vector{Float64}, r::Vector{Float64})
     n, m = size(A)
     @schedule begin
-        # one pass over A, column by column (i contiguous), 8 columns at a time: 8
-        # independent dot products for s (gcc keeps a reduction scalar) and q updated 8
-        # times per row; faster here than two parallel passes (S over columns, Q over rows)
-        shift(S, j, -1)
+        # two passes over A, column by column (i contiguous), each over the cores:
+        # Q in axpy form, the rows in two halves, 4 columns per sweep (gcc vectorizes i);
+        # S as dot products down the columns, 8 at a time for 8 independent sums (gcc
+        # keeps a reduction scalar), the blocks of columns over the cores
+        shift(Q, i, -1)
         shift(Q, j, -1)
+        split(Q, i, 1000)
+        interchange(Q, i1, j)
+        unroll(Q, j, 4)
+        interchange(Q, j_ui, i1)
+        parallelize(Q, i0)
+        shift(S, j, -1)
         interchange(S, i, j)
-        interchange(Q, i, j)
         unroll(S, j, 8)
-        unroll(Q, j, 8)
         interchange(S, j_ui, i)
-        interchange(Q, j_ui, i)
-        after(Q, S, j_ui)
+        parallelize(S, j_uo)
     end
     for j in 1:m
         s[j] = 0.0
@@ -39,11 +43,23 @@ end
                        B::Matrix{Float64}, x::Vector{Float64}, alpha::Float64, beta::Float64)
     n = size(A, 1)
     @schedule begin
-        interchange(T, i, j)
-        interchange(Y, i, j)
-        vectorize(T, i, 8)
-        vectorize(Y, i, 8)
-        after(Y, T, j)
+        # axpy form (columns of A and B, i contiguous), the rows in two halves over the
+        # cores, 4 columns per sweep of tmp/y; A's pass, then B's (one stream each)
+        shift(T, i, -1)
+        shift(Y, i, -1)
+        shift(T, j, -1)
+        shift(Y, j, -1)
+        split(T, i, 1000)
+        split(Y, i, 1000)
+        interchange(T, i1, j)
+        interchange(Y, i1, j)
+        unroll(T, j, 4)
+        unroll(Y, j, 4)
+        interchange(T, j_ui, i1)
+        interchange(Y, j_ui, i1)
+        after(Y, T, root)
+        parallelize(T, i0)
+        parallelize(Y, i0)
     end
     for i in 1:n
         tmp[i] = 0.0
@@ -64,18 +80,22 @@ end
                     x::Vector{Float64})
     m, n = size(A)
     @schedule begin
-        # T: axpy form (columns of A, i contiguous and vectorized), the rows in two halves
-        # over the cores; shift to 0-based so that the vectors align with the columns
+        # T: axpy form (columns of A, i contiguous, gcc vectorizes i), the rows in two
+        # halves over the cores, 4 columns per sweep of tmp; shift to 0-based so that
+        # the blocks align with the columns and need no guards
         shift(T, i, -1)
+        shift(T, j, -1)
         split(T, i, 952)
         interchange(T, i1, j)
-        vectorize(T, i1, 8)
+        unroll(T, j, 4)
+        interchange(T, j_ui, i1)
         parallelize(T, i0)
-        # Y: dot products down the columns (i contiguous), 8 columns at a time for 8
-        # independent sums (gcc keeps a reduction scalar), the columns over the cores
+        # Y: dot products down the columns (i contiguous), 7 columns at a time (7 divides
+        # n = 2100: no partial block, no guards) for 7 independent sums (gcc keeps a
+        # reduction scalar), the blocks of columns over the cores
         shift(Y, j, -1)
         interchange(Y, i, j)
-        unroll(Y, j, 8)
+        unroll(Y, j, 7)
         interchange(Y, j_ui, i)
         parallelize(Y, j_uo)
     end
