@@ -23,6 +23,7 @@ codes); it takes a few minutes.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shlex
 import signal
@@ -291,7 +292,7 @@ def attacks(big_rounds: int) -> dict[str, Callable[[], Attack]]:
         "slow build": lambda: Attack("slow build", [
             ("8000 sin leaves", _slow_build(8000))], timeout=60.0),
         "worker killed": lambda: Attack("worker killed", [
-            ("kill -9 mid-compile", _slow_build(400))], kill_worker=True),
+            ("kill -9 mid-compile", _slow_build(2000))], kill_worker=True),
     }
 
 
@@ -321,6 +322,19 @@ def probe(channel: grpc.Channel, results: list[str]) -> None:
     results.append(f"{code} {seconds:.2f} s")
 
 
+def _read(path: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError:
+        return b""
+
+
+def _cpu(pid: int) -> int:
+    """utime + stime of a process, in clock ticks (0 when it is gone)."""
+    fields = _read(f"/proc/{pid}/stat").rsplit(b")", 1)[-1].split()
+    return int(fields[11]) + int(fields[12]) if len(fields) > 12 else 0
+
+
 def run_attack(server: Server, atk: Attack) -> list[object]:
     limit = 64 << 20
     opts = [("grpc.max_send_message_length", limit), ("grpc.max_receive_message_length", limit)]
@@ -331,15 +345,14 @@ def run_attack(server: Server, atk: Attack) -> list[object]:
         if atk.kill_worker:
             import threading
 
-            def killer() -> None:
-                time.sleep(1.0)
-                for pid in server.pids()[1:]:
-                    try:
-                        if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes():
-                            os.kill(pid, signal.SIGKILL)
-                            return
-                    except OSError:
-                        pass
+            def killer() -> None:  # the busy worker: the one that used most CPU since
+                workers = [pid for pid in server.pids()[1:]
+                           if b"spawn_main" in _read(f"/proc/{pid}/cmdline")]
+                before = {pid: _cpu(pid) for pid in workers}
+                time.sleep(2.0)
+                busy = max(workers, key=lambda pid: _cpu(pid) - before[pid])
+                with contextlib.suppress(OSError):
+                    os.kill(busy, signal.SIGKILL)
             threading.Thread(target=killer, daemon=True).start()
         meanwhile: list[str] = []
         with ThreadPoolExecutor(atk.concurrency + 1) as pool:

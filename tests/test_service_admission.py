@@ -176,6 +176,28 @@ def test_a_full_queue_refuses_at_once_and_a_waiter_gets_the_freed_place() -> Non
     assert inside.is_set() and adm.heavy_running() == 0
 
 
+def test_waiting_heavy_requests_enter_in_arrival_order() -> None:
+    adm = Admission(2, AdmissionConfig(queue=3, wait=30.0))
+    order: list[str] = []
+    go = threading.Event()
+
+    def waiter(name: str) -> None:
+        with adm.enter(name, 30.0):
+            order.append(name)
+            go.wait(0.05)
+
+    with adm.enter("first", 10.0):
+        threads = []
+        for k, name in enumerate(("a", "b", "c")):
+            threads.append(threading.Thread(target=waiter, args=(name,)))
+            threads[-1].start()
+            while adm.waiting < k + 1:
+                go.wait(0.01)
+    for t in threads:
+        t.join(10)
+    assert order == ["a", "b", "c"]
+
+
 def test_a_waiting_heavy_request_leaves_when_its_client_cancels() -> None:
     adm = Admission(2, AdmissionConfig(queue=1, wait=30.0))
     gone = threading.Event()

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -163,9 +164,14 @@ class Admission:
         self.workers = workers
         self.reserved = self.config.reserved_of(workers)
         self.share = workers - self.reserved
-        self.waiting = 0
+        self._queue: deque[_Ticket] = deque()  # heavy requests waiting, first come first
         self._running: set[_Ticket] = set()
         self._cond = threading.Condition()
+
+    @property
+    def waiting(self) -> int:
+        """Heavy requests waiting for the share."""
+        return len(self._queue)
 
     def heavy_running(self) -> int:
         """Requests holding the heavy share: the heavy ones, and small ones that have run
@@ -195,14 +201,15 @@ class Admission:
         now = time.monotonic()
         ticket = _Ticket(now, heavy is not None)
         with self._cond:
-            if heavy is not None and self._heavy_running(now) >= self.share:
-                if self.waiting >= self.config.queue:
-                    raise self._refusal(f"{self.waiting} heavy requests already wait for "
-                                        "one (--heavy-queue)", heavy)
+            if heavy is not None and (self._queue or self._heavy_running(now) >= self.share):
+                if len(self._queue) >= self.config.queue:
+                    raise self._refusal(f"{len(self._queue)} heavy requests already wait "
+                                        "for one (--heavy-queue)", heavy)
                 end = now + min(max(timeout, 0.0), self.config.wait)
-                self.waiting += 1
+                self._queue.append(ticket)
                 try:
-                    while self._heavy_running(time.monotonic()) >= self.share:
+                    while self._queue[0] is not ticket or \
+                            self._heavy_running(time.monotonic()) >= self.share:
                         remaining = end - time.monotonic()
                         if remaining <= 0:
                             raise self._refusal(
@@ -213,7 +220,8 @@ class Admission:
                             raise WorkerCancelled(f"a heavy request ({heavy}) cancelled by "
                                                   "its caller while it waited for a worker")
                 finally:
-                    self.waiting -= 1
+                    self._queue.remove(ticket)
+                    self._cond.notify_all()  # the next in line may go
             ticket.start = time.monotonic()
             self._running.add(ticket)
         try:
