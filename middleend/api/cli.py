@@ -3,16 +3,24 @@
 ``PROGRAM`` is a serialized ``middleend.v1.Request`` (binary, or the proto's JSON form),
 so tools that are not written in Python can compile remotely: write the request, run
 ``middleend compile PROGRAM --service host:port -o DIR``, load ``DIR/lib<name>.so``.
+
+Every mistake a user can make (a missing file, a malformed program, an illegal schedule,
+an address in use, a cap) ends in one line on stderr and a non-zero exit, never a
+traceback; ``-v`` logs the phases of a compile with their times as they run.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import json
+import logging
 import os
+import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError
@@ -20,6 +28,8 @@ from google.protobuf.message import DecodeError
 from ..ir.errors import MiddleEndError
 from ..ir.function import Function
 from ..wire.v1 import middleend_pb2 as pb
+
+_log = logging.getLogger("middleend.cli")
 
 
 def read_program(path: str) -> pb.Request:
@@ -85,6 +95,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
     _set_target(req, args.target, args.option or [])
     with _client(args) as client:
         resp = client.compile(req)
+    if args.service:  # the phases ran there: log the times the response brought back
+        for t in resp.timings:
+            _log.info("phase %s (at %s): %.1f ms", t.phase, args.service, t.seconds * 1e3)
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
     for f in resp.artifact.files:
@@ -227,16 +240,85 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not 0 < sc.default_timeout <= sc.max_timeout:
         raise SystemExit("middleend serve: need 0 < --default-timeout <= --max-timeout, got "
                          f"{sc.default_timeout:g} and {sc.max_timeout:g}")
+    _check_address(args.host, args.port)
     try:
         server = serve(ServerConfig(args.host, args.port, token, cert, key,
                                     max_message_bytes=args.max_message_bytes,
                                     max_inflight_bytes=args.max_inflight_bytes), sc)
     except (ValueError, OSError) as e:
         raise SystemExit(f"middleend serve: {e}") from None
+    except RuntimeError as e:  # gRPC could not bind after all (a race with another server)
+        raise SystemExit(f"middleend serve: cannot listen on {args.host}:{args.port}: "
+                         f"{str(e).split(';')[0]}") from None
     print(f"middleend serving on {args.host}:{server.port} ({args.workers} workers)",
           flush=True)
     server.wait()
     return 0
+
+
+_DESCRIPTION = """\
+The polyhedral middle-end's command line: compile a program, check its schedule, print
+its layers, write the papers' programs as requests, list the targets, serve the gRPC
+middle-end. A PROGRAM is a serialized middleend.v1.Request (binary, or the proto's JSON
+form, as 'middleend example blur' writes it)."""
+
+
+def _count(text: str) -> int:
+    """A non-negative int option (a cap, a size, a number of workers)."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {v}")
+    return v
+
+
+def _port(text: str) -> int:
+    v = _count(text)
+    if v > 65535:
+        raise argparse.ArgumentTypeError(f"a TCP port is at most 65535, got {v}")
+    return v
+
+
+def _seconds(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not v > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {v:g}")
+    return v
+
+
+def _check_address(host: str, port: int) -> None:
+    """Refuse an address that cannot be listened on (in use, not this machine's) before
+    gRPC tries, which reports it with a traceback-sized message."""
+    if port == 0:
+        return
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                   flags=socket.AI_PASSIVE)
+    except socket.gaierror as e:
+        raise SystemExit(f"middleend serve: cannot resolve --host {host!r}: {e.strerror}"
+                         ) from None
+    family, kind, proto, _, addr = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(addr)
+        except OSError as e:
+            hint = (" (is another server running? choose another --port, or 0 for a free "
+                    "one)" if e.errno == errno.EADDRINUSE else "")
+            raise SystemExit(f"middleend serve: cannot listen on {host}:{port}: "
+                             f"{e.strerror or e}{hint}") from None
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage mistake said in one line (the usage is one --help away)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -244,21 +326,27 @@ def parser() -> argparse.ArgumentParser:
     from ..version import __version__
     from ..wire import Limits
 
-    p = argparse.ArgumentParser(prog="middleend", description=__doc__.split("\n")[0])
+    p = _Parser(prog="middleend", description=_DESCRIPTION)
     p.add_argument("--version", action="version", version=f"middleend {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     def remote(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("program", help="a serialized middleend.v1.Request (binary or JSON)")
-        sp.add_argument("--service", help="host:port of `middleend serve` (default: "
-                                          "the embedded middle-end)")
-        sp.add_argument("--tls-ca", help="PEM file of the CA to trust (enables TLS)")
+        sp.add_argument("program", help="a serialized middleend.v1.Request (binary or "
+                                        "JSON; - reads stdin)")
+        sp.add_argument("--service", metavar="HOST:PORT",
+                        help="a running 'middleend serve' (default: the embedded "
+                             "middle-end, in this process)")
+        sp.add_argument("--tls-ca", metavar="PEM", help="CA certificate to trust (enables "
+                                                        "TLS to --service)")
+        sp.add_argument("-v", "--verbose", action="store_true",
+                        help="log each phase of the compile with its time, as it runs "
+                             "(passes run in this process only without --service)")
 
     c = sub.add_parser("compile", help="compile a program and write its artifact")
     remote(c)
     c.add_argument("--target", default=None,
-                   help="a registered target (see `middleend targets`); default: the "
-                        "request's own, else cpu")
+                   help="a registered target (as 'middleend targets' lists them); default: "
+                        "the request's own, else cpu")
     c.add_argument("-O", "--option", action="append", metavar="NAME=VALUE",
                    help="a target option, e.g. fp_contract=true (repeatable)")
     c.add_argument("-o", "--output", required=True, help="directory for the artifact")
@@ -270,31 +358,50 @@ def parser() -> argparse.ArgumentParser:
     remote(ch)
     ch.set_defaults(run=cmd_check)
     ex = sub.add_parser("example", help="write one of the papers' programs as a request")
-    ex.add_argument("name", choices=tuple(_EXAMPLES))
-    ex.add_argument("-o", "--output", default="-")
-    ex.add_argument("--format", choices=("json", "binary"), default="json")
+    ex.add_argument("name", choices=tuple(_EXAMPLES), help="which program")
+    ex.add_argument("-o", "--output", default="-", help="file to write (default: stdout)")
+    ex.add_argument("--format", choices=("json", "binary"), default="json",
+                    help="the proto's JSON form (default) or its binary form")
     ex.set_defaults(run=cmd_example)
     t = sub.add_parser("targets", help="list the targets and whether they can build here")
     t.add_argument("-v", "--verbose", action="store_true",
                    help="also list each target's loop tags, operations and options")
     t.set_defaults(run=cmd_targets)
-    s = sub.add_parser("serve", help="run the gRPC middle-end")
-    s.add_argument("--host", default="127.0.0.1")
-    s.add_argument("--port", type=int, default=50051)
-    s.add_argument("--workers", type=int, default=max(1, os.cpu_count() or 1))
+    s = sub.add_parser("serve", help="run the gRPC middle-end",
+                       description="Serve Compile, Check and Lower over gRPC (with health "
+                                   "checking and reflection) until interrupted.")
+    workers = max(1, os.cpu_count() or 1)
+    s.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1, this machine only; any "
+                        "other address needs a token)")
+    s.add_argument("--port", type=_port, default=50051,
+                   help="TCP port (default 50051; 0 picks a free one and prints it)")
+    s.add_argument("--workers", type=_count, default=workers,
+                   help=f"worker processes that lower and build, one request each "
+                        f"(default {workers}, the CPUs here)")
     s.add_argument("--cache-dir", help="artifact cache (default $MIDDLEEND_CACHE_DIR/artifacts)")
-    s.add_argument("--cache-max-bytes", type=int, default=1 << 30)
-    s.add_argument("--max-isl-ops", type=int, default=DEFAULT_MAX_OPS)
-    s.add_argument("--max-message-bytes", type=int, default=16 << 20)
+    s.add_argument("--cache-max-bytes", type=_count, default=1 << 30,
+                   help="size the cache is kept under, least recently used entries going "
+                        "first (default 1 GiB)")
+    s.add_argument("--max-isl-ops", type=_count, default=DEFAULT_MAX_OPS,
+                   help=f"ISL operations one request may take before RESOURCE_EXHAUSTED "
+                        f"(default {DEFAULT_MAX_OPS:.0e}, $MIDDLEEND_ISL_MAX_OPS)")
+    s.add_argument("--max-message-bytes", type=_count, default=16 << 20,
+                   help="largest request accepted, in bytes (default 16 MiB)")
     s.add_argument("--max-inflight-bytes", type=int, default=256 << 20,
                    help="request bytes handled at once; more wait (0: no cap)")
     caps = Limits()
-    s.add_argument("--max-computations", type=int, default=caps.max_computations)
-    s.add_argument("--max-dims", type=int, default=caps.max_dims, help="per domain, buffer")
-    s.add_argument("--max-commands", type=int, default=caps.max_commands)
-    s.add_argument("--max-expr-nodes", type=int, default=caps.max_expr_nodes)
-    s.add_argument("--max-schedule-dims", type=int, default=caps.max_schedule_dims,
-                   help="time dimensions of a set_schedule or order map")
+    s.add_argument("--max-computations", type=_count, default=caps.max_computations,
+                   help=f"computations per request (default {caps.max_computations})")
+    s.add_argument("--max-dims", type=_count, default=caps.max_dims,
+                   help=f"dimensions per domain or buffer (default {caps.max_dims})")
+    s.add_argument("--max-commands", type=_count, default=caps.max_commands,
+                   help=f"schedule commands per request (default {caps.max_commands})")
+    s.add_argument("--max-expr-nodes", type=_count, default=caps.max_expr_nodes,
+                   help=f"expression nodes per request (default {caps.max_expr_nodes})")
+    s.add_argument("--max-schedule-dims", type=_count, default=caps.max_schedule_dims,
+                   help="time dimensions of a set_schedule or order map (default "
+                        f"{caps.max_schedule_dims})")
     s.add_argument("--reserved-workers", type=int, default=None,
                    help="workers heavy requests never take (default: a quarter, at least 1 "
                         "with 2+ workers)")
@@ -302,20 +409,28 @@ def parser() -> argparse.ArgumentParser:
                    help="heavy requests that may wait for a worker at once; more are refused")
     s.add_argument("--heavy-wait", type=float, default=30.0,
                    help="seconds a heavy request waits for a worker before it is refused")
-    s.add_argument("--default-timeout", type=float, default=600.0,
-                   help="seconds a request may take when its client sets no deadline")
-    s.add_argument("--max-timeout", type=float, default=3600.0,
-                   help="a longer client deadline is cut to this (seconds)")
+    s.add_argument("--default-timeout", type=_seconds, default=600.0,
+                   help="seconds a request may take when its client sets no deadline "
+                        "(default 600)")
+    s.add_argument("--max-timeout", type=_seconds, default=3600.0,
+                   help="a longer client deadline is cut to this, in seconds (default 3600)")
     s.add_argument("--token-file", help="file holding the token clients must send "
                                         "(default $MIDDLEEND_TOKEN)")
-    s.add_argument("--tls-cert", help="PEM certificate (with --tls-key: serve TLS)")
-    s.add_argument("--tls-key", help="PEM private key")
+    s.add_argument("--tls-cert", metavar="PEM", help="certificate (with --tls-key: serve TLS)")
+    s.add_argument("--tls-key", metavar="PEM", help="private key of --tls-cert")
     s.set_defaults(run=cmd_serve)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    verbose = getattr(args, "verbose", False) and args.command != "targets"
+    log = logging.getLogger("middleend")
+    handler, level = logging.StreamHandler(sys.stderr), log.level
+    handler.setFormatter(logging.Formatter("middleend: %(message)s"))
+    if verbose:
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
     try:
         return int(args.run(args))
     except MiddleEndError as e:
@@ -325,6 +440,13 @@ def main(argv: list[str] | None = None) -> int:
         where = f": {e.filename}" if getattr(e, "filename", None) else ""
         print(f"middleend {args.command}: {e.strerror or e}{where}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print(f"middleend {args.command}: interrupted", file=sys.stderr)
+        return 130
+    finally:
+        if verbose:
+            log.removeHandler(handler)
+            log.setLevel(level)
 
 
 if __name__ == "__main__":

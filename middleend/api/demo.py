@@ -1,8 +1,10 @@
 """The demo of the README: the papers' blur through the middle-end on the CPU, then on the
 gpu target.
 
-Prints the four layers, the generated C and a timing against numpy on the same data; then
-shows the legality check refusing an illegal schedule; then compiles the blur with the GPU
+Tells the story on one screen: the schedule as written, the four layers it gives, the
+kernel built from them and its speed-up over numpy on the same data; then the legality
+check refusing an illegal schedule (``--show-c`` adds the generated C, a few hundred lines
+with its helpers); then compiles the blur with the GPU
 schedule of the paper's Figure 3-(b) (shared memory, a barrier, the host/device copies of
 Layer IV) and runs it (CUDA where a GPU is, else OpenCL on PoCL's CPU device). The compiles
 go through the wire format to the embedded (in-process) middle-end, exactly as a remote one
@@ -42,22 +44,35 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rows", type=int, default=2112)
     ap.add_argument("--cols", type=int, default=3520)
-    ap.add_argument("--quiet", action="store_true", help="do not print the generated C")
+    ap.add_argument("--show-c", action="store_true",
+                    help="also print the generated C (the kernel and its helpers)")
+    ap.add_argument("--quiet", action="store_true",
+                    help="never print the generated C, even with --show-c")
     ap.add_argument("--no-gpu", action="store_true", help="skip the gpu target part")
     args = ap.parse_args(argv)
 
     b = schedule_blur(blur())
     f = b.fn
+    print(f"== the papers' blur, {args.rows}x{args.cols}x3 float32, on the cpu target ==")
+    print("Layer I says what to compute (bx: a horizontal 3-point mean, by: a vertical one "
+          "of bx);\nthe schedule says how, in commands the compiler checks against the "
+          "exact dependences:")
+    for c in f.commands.items:
+        print(f"  {c.describe()}")
     t0 = time.perf_counter()
     low = f.lower()
     t_lower = time.perf_counter() - t0
+    print()
     print(low.layers_text())
     t0 = time.perf_counter()
     kernel = f.compile(target="cpu")
     t_build = time.perf_counter() - t0
-    if not args.quiet:
+    n_lines = kernel.source.count("\n")
+    if args.show_c and not args.quiet:
         print("\n== generated C ==")
         print(kernel.source)
+    else:
+        print(f"\n(the generated C: {n_lines} lines, in kernel.source; --show-c prints it)")
 
     rng = np.random.default_rng(0)
     a = rng.random((args.rows, args.cols, 3), dtype=np.float32)

@@ -25,10 +25,12 @@ command after which the schedule is illegal.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import islpy as isl
 
@@ -62,6 +64,8 @@ from ..passes.schedule import apply_command, check_index_range, initial
 from .layers import layers_text
 
 DEFAULT_MAX_OPS = int(os.environ.get("MIDDLEEND_ISL_MAX_OPS", "20000000"))
+_log = logging.getLogger("middleend.lower")
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -112,13 +116,14 @@ def _analyse(fn: Function, commands: list[cmd.Command], outputs: Sequence[Any] |
 
 def _analyse_unchecked(fn: Function, commands: list[cmd.Command],
                        outputs: Sequence[Any] | None, ctx: isl.Context) -> Analysis:
-    l1 = build_layer1(fn, ctx, commands)
-    l3 = build_layer3(fn, l1, outputs, commands)
+    l1 = _timed("layer I (domains, reads)", build_layer1, fn, ctx, commands)
+    l3 = _timed("layer III (buffers, accesses)", build_layer3, fn, l1, outputs, commands)
     for b in l3.buffers.values():
         if b.fold and b.name in l3.outputs:
             raise DefinitionError(f"buffer {b.name!r} is an output; it cannot be folded")
-    exp = expected_dataflow(l1, l3)
-    l4 = build_layer4(fn, l1, l3, commands)
+    exp = _timed("dataflow (what each read must see)", expected_dataflow, l1, l3)
+    l4 = _timed("layer IV (operations)", build_layer4, fn, l1, l3, commands)
+    t0 = time.perf_counter()
     scheds = {n: initial(n, l1.comps[n].domain, l1.comps[n].vars) for n in l1.declared}
     for o in l4.ops.values():
         scheds[o.name] = initial(o.name, o.domain, o.dims)
@@ -139,10 +144,24 @@ def _analyse_unchecked(fn: Function, commands: list[cmd.Command],
         if e.comp not in scheds:
             raise ScheduleError(f"{e.describe()}: unknown or inlined computation {e.comp!r}",
                                 command=e.describe())
-    dev = plan_device(fn, l1, l3, l4, scheds, commands)
-    ts = finalize(scheds, l1.declared, events, l1.reads_of, l4.ops)
-    ph = build_physical(l1, l3, ts, exp, l4, dev)
+    _log.info("schedule: %d commands applied in %.1f ms", len(commands),
+              (time.perf_counter() - t0) * 1e3)
+    dev = _timed("device plan", plan_device, fn, l1, l3, l4, scheds, commands)
+    ts = _timed("layer II (time-space)", finalize, scheds, l1.declared, events, l1.reads_of,
+                l4.ops)
+    ph = _timed("physical accesses", build_physical, l1, l3, ts, exp, l4, dev)
     return Analysis(l1, l3, l4, exp, ts, ph, dev, commands)
+
+
+def _timed(what: str, f: Callable[..., _T], *args: Any) -> _T:
+    """``f(*args)``, logged with its time (``middleend -v``, or INFO on the logger
+    ``middleend.lower``) as the compile runs."""
+    if not _log.isEnabledFor(logging.INFO):
+        return f(*args)
+    t0 = time.perf_counter()
+    out = f(*args)
+    _log.info("%s: %.1f ms", what, (time.perf_counter() - t0) * 1e3)
+    return out
 
 
 def _new_ctx(max_ops: int) -> isl.Context:
@@ -151,8 +170,19 @@ def _new_ctx(max_ops: int) -> isl.Context:
     return ctx
 
 
+def _exhausted(ctx: isl.Context) -> bool:
+    """Whether ``ctx`` is past its operation bound (ISL reports some failures under the
+    bound as, say, a syntax error in text the middle-end wrote): a trivial read fails."""
+    try:
+        isl.Set.read_from_str(ctx, "{ [0] }")
+    except isl.Error:
+        return True
+    return False
+
+
 def _program(fn: Function, a: Analysis, ranks: int | None = None) -> Program:
-    p = partition_loops(build_program(fn, a.l1, a.l3, a.l4, a.ts, a.ph, a.exp, a.dev))
+    p = _timed("loop AST", build_program, fn, a.l1, a.l3, a.l4, a.ts, a.ph, a.exp, a.dev)
+    p = _timed("loop partitions", partition_loops, p)
     if any(isinstance(c, (cmd.Stream, cmd.PartitionBuffer)) for c in a.commands):
         p = dataclasses.replace(p, buffers=tuple(layout(b, a.commands, a.l3)
                                                  for b in p.buffers))
@@ -180,8 +210,9 @@ def lower(fn: Function, outputs: Sequence[Any] | None = None, check_legality: bo
         a = _analyse(fn, commands, outputs, ctx)
         if check_legality:
             try:
-                a.check()
+                _timed("legality", a.check)
             except ScheduleError as err:
+                _log.info("illegal: replaying the command prefixes to find the culprit")
                 raise _blame(fn, commands, outputs, err, max_isl_ops) from None
         try:
             program = _program(fn, a, ranks)
@@ -190,8 +221,8 @@ def lower(fn: Function, outputs: Sequence[Any] | None = None, check_legality: bo
                 raise
             raise _blame(fn, commands, outputs, err, max_isl_ops, codegen=True) from None
     except isl.Error as e:
-        if ctx.get_max_operations() and "operations" in str(e).lower() or \
-                "quota" in str(e).lower():
+        if ctx.get_max_operations() and ("operations" in str(e).lower() or
+                                         "quota" in str(e).lower() or _exhausted(ctx)):
             raise ResourceLimitError(
                 f"function {fn.name!r}: ISL exceeded its bound of {max_isl_ops} operations "
                 "(set MIDDLEEND_ISL_MAX_OPS to raise it)") from None

@@ -1,6 +1,9 @@
-"""Small helpers over islpy's list types (they are not Python iterables)."""
+"""Small helpers over islpy's list types (they are not Python iterables), and over ISL's
+errors."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import islpy as isl
 
@@ -37,3 +40,28 @@ def out_of_index_range(points: isl.Set, index_context: isl.Set,
         if not hi.is_empty() or not lo.is_empty():
             return k
     return None
+
+
+_REREAD_OPS = 1_000_000
+
+
+def quota_error(ctx: isl.Context, error: isl.Error,
+                parse: Callable[[isl.Context], object]) -> isl.Error | None:
+    """When reading text in ``ctx`` failed with ``error``, an error saying ISL ran out of
+    its operation bound if that is why (None if the text is malformed). ISL reports an
+    exhausted bound during parsing as a syntax error at times, and the bound counts the
+    operations of the whole context, so the text is read again in a fresh context with
+    the bound the wire decoder reads domains under (or ``ctx``'s, if larger): it succeeds
+    when only the bound was in the way."""
+    cap = ctx.get_max_operations()
+    if not cap:
+        return None
+    if "operations" not in str(error):
+        fresh = isl.Context()
+        fresh.set_max_operations(max(cap, _REREAD_OPS))
+        try:
+            parse(fresh)
+        except isl.Error as again:
+            if "operations" not in str(again):
+                return None
+    return isl.Error(f"maximal number of operations exceeded ({error})")

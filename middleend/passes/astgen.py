@@ -41,7 +41,10 @@ def iexpr(e: isl.AstExpr, params: dict[str, str]) -> IExpr:
     """Translate an ISL AST expression; ``params`` maps ISL names to C names."""
     t = e.get_type()
     if t == isl.ast_expr_type.int:
-        return IInt(int(e.get_val().to_python()))
+        text = e.get_val().to_str()
+        if text is None:  # ISL gave up printing it: out of its bound, the one cause seen
+            raise isl.Error("maximal number of operations exceeded (reading an AST constant)")
+        return IInt(int(text))
     if t == isl.ast_expr_type.id:
         n = e.get_id().get_name()
         return IVar(params.get(n, n))
@@ -84,8 +87,19 @@ def generate(ts: TimeSpace, ph: Physical, params: list[str], context: isl.Set,
     if opts is not None:
         build = build.set_options(opts)
     recs: list[_StmtRec] = []
+    failed: list[BaseException] = []
 
     def at_domain(node: isl.AstNode, b: isl.AstBuild) -> isl.AstNode:
+        """ISL calls this back for each leaf; an exception here (ISL out of its operation
+        bound, typically) is kept and raised after the build: islpy would print it with
+        a traceback and go on."""
+        try:
+            return leaf(node, b)
+        except BaseException as e:  # noqa: BLE001 - re-raised below, after ISL returns
+            failed.append(e)
+            return node
+
+    def leaf(node: isl.AstNode, b: isl.AstBuild) -> isl.AstNode:
         sched = isl.Map.from_union_map(b.get_schedule())
         comp = sched.get_tuple_name(isl.dim_type.in_)
         if comp.startswith(TAIL):
@@ -115,7 +129,11 @@ def generate(ts: TimeSpace, ph: Physical, params: list[str], context: isl.Set,
     keep: set[str] = set()
     while True:
         recs.clear()
-        root = build.node_from_schedule_map(_separated(ts, keep).intersect_params(context))
+        try:
+            root = build.node_from_schedule_map(_separated(ts, keep).intersect_params(context))
+        finally:
+            if failed:
+                raise failed[0]
         body = _translate(root, recs, pmap, ts)
         _check_nesting(body, None)
         try:

@@ -15,7 +15,7 @@ from ..ir.affine import AffineContext, NonAffine, relaxed_access_map, to_pw_aff,
 from ..ir.errors import DefinitionError, quoted
 from ..ir.expr import Access, Binary, Expr, rebuild, walk, wrap
 from ..ir.function import Buffer, Computation, Function, Param, Var, _BufferOf
-from ..ir.islutil import out_of_index_range
+from ..ir.islutil import out_of_index_range, quota_error
 
 
 @dataclass
@@ -229,6 +229,9 @@ def _parse_domain(name: str, names: list[str] | None, text: str, pspace: isl.Spa
     try:
         dom = isl.Set.read_from_str(pspace.get_ctx(), text)
     except isl.Error as e:
+        quota = quota_error(pspace.get_ctx(), e, lambda c: isl.Set.read_from_str(c, text))
+        if quota is not None:
+            raise quota from None  # the lowering reports its bound
         raise DefinitionError(f"{what} {name!r}: malformed ISL domain "
                               f"{quoted(text)} ({e})") from None
     sp = dom.get_space()

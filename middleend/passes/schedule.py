@@ -16,7 +16,7 @@ import islpy as isl
 
 from ..ir import commands as cmd
 from ..ir.errors import ScheduleError
-from ..ir.islutil import out_of_index_range
+from ..ir.islutil import out_of_index_range, quota_error
 
 # --------------------------------------------------------------------------- range maps
 
@@ -285,6 +285,9 @@ def _set_schedule(s: CompSchedule, c: cmd.SetSchedule) -> None:
     try:
         m = isl.Map.read_from_str(ctx, c.isl_map)
     except isl.Error as e:
+        quota = quota_error(ctx, e, lambda x: isl.Map.read_from_str(x, c.isl_map))
+        if quota is not None:
+            raise quota from None  # the lowering reports its bound
         raise ScheduleError(f"{c.describe()}: malformed ISL map: {e}", computations=(s.name,),
                             command=c.describe()) from None
     if m.get_tuple_name(isl.dim_type.in_) != s.name or \

@@ -33,7 +33,7 @@ from . import heap
 from .diagnostics import diagnostic_of
 
 KINDS = ("compile", "check", "lower")
-_log = logging.getLogger("middleend.service")
+_phase_log = logging.getLogger("middleend.service")
 
 
 class _Timer:
@@ -48,7 +48,7 @@ class _Timer:
             yield
         finally:
             self.phases.append((name, time.perf_counter() - t0))
-            _log.info("phase %s: %.1f ms", name, self.phases[-1][1] * 1e3)
+            _phase_log.info("phase %s: %.1f ms", name, self.phases[-1][1] * 1e3)
 
     def fill(self, timings: Any) -> None:
         for name, s in self.phases:
