@@ -225,3 +225,80 @@ def test_rebinding_refusals(text: str, construct: str) -> None:
     with pytest.raises(UnsupportedJulia, match=construct):
         compile_source(src, "f!")(np.zeros(3))
 
+
+
+@pytest.mark.parametrize("schedule", [False, True])
+def test_local_array_durbin(schedule: bool) -> None:
+    """Levinson-Durbin for the Toeplitz system T y = -r (T[i, j] = r[|i - j|], r[0] = 1),
+    with its row of candidates in a local array, against numpy's dense solve."""
+    src = """
+function durbin!(y::Vector{Float64}, r::Vector{Float64})
+    n = length(r)
+    z = zeros(eltype(r), n)
+    @schedule vectorize(Z, i, 4)
+    y[1] = -r[1]
+    beta = 1.0
+    alpha = -r[1]
+    for k in 2:n
+        beta = (1 - alpha * alpha) * beta
+        s = 0.0
+        for i in 1:k-1
+            s += r[k - i] * y[i]
+        end
+        alpha = -(r[k] + s) / beta
+        for i in 1:k-1
+            @name Z z[i] = y[i] + alpha * y[k - i]
+        end
+        for i in 1:k-1
+            y[i] = z[i]
+        end
+        y[k] = alpha
+    end
+end"""
+    n = 12
+    r = np.random.default_rng(8).random(n) * 0.1
+    col = np.concatenate([[1.0], r[:-1]])
+    T = col[np.abs(np.subtract.outer(np.arange(n), np.arange(n)))]
+    y = np.zeros(n)
+    compile_source(src, "durbin!", schedule=schedule)(y, r)
+    np.testing.assert_allclose(y, np.linalg.solve(T, -r), rtol=1e-10)
+
+
+def test_local_arrays_zeros_2d_and_similar() -> None:
+    src = """
+function f!(out::Matrix{Float64}, cnt::Vector{Int64}, A::Matrix{Float64})
+    m, n = size(A)
+    T = similar(A)
+    H = zeros(Int, 3, n)
+    for j in 1:n, i in 1:m
+        T[i, j] = 2.0 * A[i, j]
+        if A[i, j] > 0.5
+            H[1, j] += 1
+        end
+    end
+    for j in 1:n, i in 1:m
+        out[i, j] = T[i, j] + H[1, j] + H[3, j]
+    end
+    for j in 1:n
+        cnt[j] = H[1, j]
+    end
+end"""
+    rng = np.random.default_rng(9)
+    A = F(rng, 5, 7)
+    out, cnt = np.zeros((5, 7), order="F"), np.zeros(7, np.int64)
+    compile_source(src, "f!")(out, cnt, A)
+    big = (A > 0.5).sum(axis=0)
+    np.testing.assert_array_equal(cnt, big)
+    np.testing.assert_allclose(out, 2 * A + big[None, :])
+
+
+@pytest.mark.parametrize("body,construct", [
+    ("for i in 1:3\n        t = zeros(3)\n        y[i] = t[1]\n    end", "an allocation other"),
+    ("t = zeros(3)\n    t = zeros(4)\n    y[1] = t[1]", "an allocation other"),
+    ("t = zeros(3)\n    y[1] = t", "array 't' used as a value"),
+    ("t = similar(3)\n    y[1] = 0.0", "similar of something other than an array"),
+])
+def test_local_array_refusals(body: str, construct: str) -> None:
+    src = f"function f!(y::Vector{{Float64}})\n    {body}\nend"
+    with pytest.raises(UnsupportedJulia, match=construct):
+        compile_source(src, "f!")

@@ -215,7 +215,7 @@ end"""
 @pytest.mark.parametrize("body,construct,line", [
     ("i = 0\n while i < 3\n i += 1\n end", "while loop", 3),
     ("y[1] = foo(x[1])", r"call to foo\(x\[1\]\)", 2),
-    ("t = zeros(3)\n y[1] = 1.0", r"call to zeros\(3\)", 2),
+    ("t = ones(3)\n y[1] = 1.0", r"call to ones\(3\)", 2),
     ("for i in 1:length(x)\n y[i] = s\n end", "unknown name 's'", 3),
     ("for i in 1:length(x)\n y[i] = x[i, 1]\n end", "2 indices on a 1-d array", 3),
     ("q = 1.5\n for i in 1:length(x)\n y[i] = x[i] + q\n end\n y = x",

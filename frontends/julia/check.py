@@ -21,6 +21,7 @@ from frontends.julia import jast as J
 from frontends.julia.errors import UnsupportedJulia
 from frontends.julia.exprs import CALLS, _show
 from frontends.julia.jtypes import ELEMENT, ArgType, arg_type
+from frontends.julia.localarrays import is_allocation, refuse_misplaced
 from frontends.julia.program import assigned_names
 
 BUILTIN_NAMES = frozenset({"true", "false", "pi", "π"})
@@ -49,6 +50,10 @@ class _Checker:
             self.types[a.name] = (arg_type(a.type, a.line, f"argument {a.name!r}")
                                   if a.type is not None else None)
         self.locals = set(assigned_names(fn.body)) - {"_"}
+        counts = assigned_names(fn.body)
+        self.local_arrays = {s.target.id for s in fn.body if isinstance(s, J.Assign) and
+                             isinstance(s.target, J.Name) and is_allocation(s.value) and
+                             counts.get(s.target.id) == 1 and s.op == "="}
         self.consts = {n for n, _ in fn.consts}
         self.labels: set[str] = set()
 
@@ -106,6 +111,21 @@ class _Checker:
             return
         if isinstance(t, J.Ref):
             self.ref(t, loops)
+        if is_allocation(s.value):
+            if not (top and isinstance(t, J.Name) and t.id in self.local_arrays):
+                raise refuse_misplaced(s.line, self.fn.name)
+            call = s.value
+            assert isinstance(call, J.Call)
+            first = call.args[:1]
+            if call.fn == "similar" and (not first or not isinstance(first[0], J.Name) or
+                                         self.is_array(first[0].id) is False):
+                raise self.fail(s.line, f"similar of something other than an array: "
+                                f"{t.id} = similar(...)")
+            rest = call.args[1:] if call.fn == "similar" else call.args
+            for a in rest:
+                if not self.is_type(a):
+                    self.expr(a, loops)
+            return
         self.expr(s.value, loops)
 
     def loop(self, s: J.For, loops: frozenset[str], guarded: bool) -> None:
@@ -127,7 +147,10 @@ class _Checker:
 
     # ------------------------------------------------------------------ expressions
     def is_array(self, name: str) -> bool | None:
-        """True/False for an argument whose annotation says; None when not known."""
+        """True/False for an argument whose annotation says, or a local array; None when
+        not known."""
+        if name in self.local_arrays:
+            return True
         if name not in self.args:
             return False
         t = self.types.get(name)
@@ -169,6 +192,8 @@ class _Checker:
 
     def name(self, e: J.Name, loops: frozenset[str]) -> None:
         n = e.id
+        if n in self.local_arrays:
+            raise self.fail(e.line, f"array {n!r} used as a value (index it: {n}[...])")
         if n in loops or n in self.locals or n in self.consts or n in BUILTIN_NAMES:
             return
         if n in self.args:

@@ -21,11 +21,19 @@ local is a scalar.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from frontends.julia import jast as J
 from frontends.julia.errors import UnsupportedJulia
 from frontends.julia.exprs import Exprs
+from frontends.julia.localarrays import (
+    LocalArray,
+    is_allocation,
+    local_array,
+    refuse_misplaced,
+    zero_fill,
+)
 
 
 @dataclass(frozen=True)
@@ -183,8 +191,10 @@ class Flattener:
     """Builds a :class:`Program` from a function body; ``ex`` evaluates compile-time Ints
     (its ``consts`` grows as constant locals are found)."""
 
-    def __init__(self, fn: J.Function, ex: Exprs, arg_names: set[str]) -> None:
+    def __init__(self, fn: J.Function, ex: Exprs, arg_names: set[str],
+                 new_array: Callable[[LocalArray], None] | None = None) -> None:
         self.fn, self.ex, self.args = fn, ex, arg_names
+        self.new_array = new_array  # makes a local array's buffer (the translator)
         self.prog = Program(fn, consts=ex.consts)
         self.counts = assigned_names(fn.body)
         self.counts.pop("_", None)  # `_, n = size(A)`: `_` binds nothing
@@ -236,6 +246,18 @@ class Flattener:
                 raise self.fail(s.line, f"assignment to loop variable {n!r}")
         if isinstance(s.target, J.TupleExpr):
             self.tuple_assign(s, loops, conds)
+            return
+        if is_allocation(s.value):
+            if loops or conds or s.op != "=" or not isinstance(s.target, J.Name) or \
+                    self.counts.get(s.target.id) != 1 or self.new_array is None:
+                raise refuse_misplaced(s.line, self.fn.name)
+            assert isinstance(s.value, J.Call)
+            arr = local_array(s.target.id, s.value, self.ex)
+            self.new_array(arr)
+            if arr.zeroed:
+                fill = zero_fill(arr, s.line)
+                self.loop(replace(fill, label=s.label) if s.label else fill, loops, conds,
+                          pos, counter, labels)
             return
         if isinstance(s.target, J.Name) and not loops and not conds and s.op == "=" and \
                 s.target.id in self.top_only and s.target.id not in self.prog.scalars:

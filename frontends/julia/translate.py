@@ -28,6 +28,7 @@ from frontends.julia import jast as J
 from frontends.julia.errors import UnsupportedJulia
 from frontends.julia.exprs import Array, Exprs, _ex
 from frontends.julia.jtypes import ArgType, promote
+from frontends.julia.localarrays import LocalArray
 from frontends.julia.program import (
     Flattener,
     Program,
@@ -106,10 +107,12 @@ class Translator:
             self.scalar_plan: dict[str, ScalarPlan] = {}
             ex = Exprs({}, consts, arrays, fscalars, self._no_scalar, set(), jf.name)
             self._module_consts(ex)
-            prog = Flattener(jf, ex, {a.name for a in jf.args}).run()
+            self.ex = ex
+            args = {a.name for a in jf.args}
+            prog = Flattener(jf, ex, args, self._local_array).run()
             ex.scalars, ex.inlined = prog.scalars, prog.inlined
             self.ex, self.prog = ex, prog
-            outputs = [arrays[n].buffer.name for n in arrays if n in written]
+            outputs = [arrays[n].buffer.name for n in arrays if n in written and n in args]
             if not outputs:
                 raise self.fail(jf.line, "the function writes no array (its results must "
                                 "land in an array argument)")
@@ -119,6 +122,12 @@ class Translator:
             self._analyse(prog)
             self._computations(prog)
         return built
+
+    def _local_array(self, arr: LocalArray) -> None:
+        """A temporary buffer for ``z = zeros(...)``/``similar(...)``, laid out as the
+        arguments are (dims reversed: column-major), which only the kernel sees."""
+        buf = me.Buffer(self.names(arr.name), list(reversed(arr.sizes)), arr.elem)
+        self.ex.arrays[arr.name] = Array(arr.name, buf, arr.sizes, arr.elem)
 
     def _module_consts(self, ex: Exprs) -> None:
         """The source's module-level ``const``s a function does not shadow (by an
