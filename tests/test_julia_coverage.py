@@ -5,6 +5,8 @@ assignments, ``&``/``|`` on Bools, module-level ``const``s, a local used as a lo
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -302,3 +304,42 @@ def test_local_array_refusals(body: str, construct: str) -> None:
     src = f"function f!(y::Vector{{Float64}})\n    {body}\nend"
     with pytest.raises(UnsupportedJulia, match=construct):
         compile_source(src, "f!")
+
+
+@pytest.mark.parametrize("schedule", [False, True])
+def test_helpers_of_the_source_are_inlined(schedule: bool) -> None:
+    src = """
+const W = 2
+relu(v) = v > 0 ? v : zero(v)
+sq(v) = v * v
+function lerp(a, b, t)
+    return a + t * (b - a)
+end
+left(i) = i - W
+
+function f!(y::Vector{Float64}, x::Vector{Float64})
+    @schedule split(S, i, 4)
+    for i in 1 + W:length(x)
+        @name S y[i] = relu(lerp(sq(x[left(i)]), x[i], 0.25) - 0.3)
+    end
+end"""
+    x = np.random.default_rng(10).random(19)
+    y = np.full(19, -1.0)
+    compile_source(src, "f!", schedule=schedule)(y, x)
+    want = np.full(19, -1.0)
+    v = x[:-2] ** 2 + 0.25 * (x[2:] - x[:-2] ** 2) - 0.3
+    want[2:] = np.maximum(v, 0.0)
+    np.testing.assert_allclose(y, want, rtol=1e-15)
+
+
+@pytest.mark.parametrize("helper,call,construct", [
+    ("g(a) = a + 1", "g(x[i], 2)", "call to g with 2 arguments; it takes 1 (line 2)"),
+    ("g(a) = a + y[1]", "g(x[i])", "the helper (line 2) reads 'y', which is not one of"),
+    ("g(a) = g(a) + 1", "g(x[i])", "recursion is not translated"),
+])
+def test_helper_refusals(helper: str, call: str, construct: str) -> None:
+    src = (f"\n{helper}\nfunction f!(y::Vector{{Float64}}, x::Vector{{Float64}})\n"
+           f"    for i in 1:length(x)\n        y[i] = {call}\n    end\nend")
+    with pytest.raises(UnsupportedJulia, match=re.escape(construct)) as e:
+        compile_source(src, "f!")
+    assert e.value.line == 5

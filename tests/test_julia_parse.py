@@ -17,6 +17,7 @@ from frontends.julia.jast import (
     Compare,
     For,
     Function,
+    Helper,
     If,
     Logic,
     Name,
@@ -297,10 +298,33 @@ def test_function_without_methods_refused():
     refused("function k end\n", "function without methods", line=1)
 
 
-@pytest.mark.parametrize("text", ["g(x) = x + 1\n", "@acc g(x) = x + 1\n",
-                                  "g(x::Int)::Int = x\n"])
+@pytest.mark.parametrize("text", ["@acc g(x) = x + 1\n", "g(x) = (y = x; y)\n"])
 def test_short_form_refused(text):
+    """A short form is an @acc function only as function ... end; it is a helper only
+    when its body is one expression."""
     refused("function a() end\n" + text, "short-form function definition", line=2)
+
+
+def test_one_expression_functions_are_helpers_of_every_function():
+    fns = parse_source(src("""
+        function a() end
+        g(x) = x + 1
+        h(x::Int, y)::Int = x * y
+        function k(y)
+            return g(y) * 2
+        end
+        function big(y)
+            y[1] = 2
+            return
+        end
+    """))
+    assert [f.name for f in fns] == ["a", "k", "big"]
+    x, y = Name("x", 2), Name("y", 3)
+    g = Helper("g", ("x",), Call("+", (x, Num(1, "Int64", 2)), 2), 2)
+    h = Helper("h", ("x", "y"), Call("*", (Name("x", 3), y), 3), 3)
+    kk = Helper("k", ("y",), Call("*", (Call("g", (Name("y", 5),), 5), Num(2, "Int64", 5)),
+                                  5), 4)
+    assert fns[0].helpers == (g, h, kk) and fns[1].helpers == (g, h)
 
 
 # ----------------------------------------------------------------------------- statements

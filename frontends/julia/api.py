@@ -22,6 +22,7 @@ from frontends.julia import jast as J
 from frontends.julia.check import check_function
 from frontends.julia.directives import Dim, Scheduler
 from frontends.julia.errors import JuliaFrontendError
+from frontends.julia.inline import inline_helpers
 from frontends.julia.jtypes import ELEMENT, ArgType, arg_type
 from frontends.julia.translate import Built, Spec, Translator
 from middleend.ir.errors import KernelArgumentError
@@ -77,6 +78,7 @@ class JuliaKernel:
 
     def __init__(self, fn: J.Function, target: str = "cpu", use_schedule: bool = True,
                  service: Any = None, fp_contract: bool = False) -> None:
+        fn = inline_helpers(fn)  # calls of the source's one-expression functions
         check_function(fn)  # what no specialization translates is refused now
         self.function = fn
         self.target, self.use_schedule = target, use_schedule

@@ -24,7 +24,8 @@ Conventions, matching Julia's own ``Expr`` so that the JSON path is a direct map
 - ``@name S stmt`` sets ``label="S"`` on the statement (on each, for a chained assignment);
   ``@schedule begin ... end`` (or one ``@schedule cmd(...)``) becomes ``Function.schedule``:
   each directive a ``Call``;
-- top-level ``const N = 64`` of the source (tree-sitter path) are ``Function.consts``.
+- top-level ``const N = 64`` of the source (tree-sitter path) are ``Function.consts``, and
+  its one-expression functions (``sq(x) = x * x``) ``Function.helpers``.
 """
 
 from __future__ import annotations
@@ -175,6 +176,17 @@ class Arg:
 
 
 @dataclass(frozen=True)
+class Helper:
+    """A function of the same source whose body is one expression (``sq(x) = x * x``, or
+    ``function sq(x) return x * x end``): a call to it is inlined (:mod:`.inline`)."""
+
+    name: str
+    params: tuple[str, ...]
+    body: Expr
+    line: int = 0
+
+
+@dataclass(frozen=True)
 class Function:
     name: str
     args: tuple[Arg, ...]
@@ -182,6 +194,7 @@ class Function:
     schedule: tuple[Call, ...] = field(default=())
     line: int = 0
     consts: tuple[tuple[str, Expr], ...] = field(default=())  # module-level `const`s
+    helpers: tuple[Helper, ...] = field(default=())  # one-expression functions of the source
 
 
 def mark_fastmath(body: tuple[Stmt, ...]) -> tuple[Stmt, ...]:

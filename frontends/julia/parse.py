@@ -18,7 +18,7 @@ import functools
 from collections.abc import Callable, Iterable
 from typing import cast
 
-from frontends.julia import jast
+from frontends.julia import jast, toplevel
 from frontends.julia.errors import JuliaFrontendError, UnsupportedJulia
 from frontends.julia.tstree import BINOPS, COMMENTS, Node
 from frontends.julia.tstree import check_syntax as _check_syntax
@@ -76,12 +76,14 @@ class _Ctx:
 
 def parse_source(text: str) -> list[jast.Function]:
     """Every top-level ``function ... end`` of ``text`` (also under macros such as ``@acc``),
-    in source order. Other top-level statements are skipped; a short-form definition
-    ``f(x) = ...`` is refused, since skipping it would silently drop a function."""
+    in source order. Other top-level statements are skipped, except ``const``s and
+    one-expression functions (``sq(x) = x * x``), which every function gets (a call of
+    one is inlined); a short-form definition under ``@acc`` is refused."""
     root, text = _parse_repaired(text)
     _check_syntax(root, text)
     out = []
     consts: list[tuple[str, jast.Expr]] = []
+    helpers: list[jast.Helper] = []
     for node in _kids(root):
         macros = set()
         while node.type == "macrocall_expression":  # @acc function ..., @inline @acc ...
@@ -90,53 +92,25 @@ def parse_source(text: str) -> list[jast.Function]:
                 break
             macros.add(_macro_name(node))
             node = args[-1]
+        helper = toplevel.helper(node)
+        if helper is not None:
+            helpers.append(helper)
         if node.type == "function_definition":
-            fn = _function(node)
-            if "fastmath" in macros:
+            fn = _function(node, quiet=helper is not None)
+            if fn is not None and "fastmath" in macros:
                 fn = dataclasses.replace(fn, body=jast.mark_fastmath(fn.body))
-            out.append(fn)
+            if fn is not None:
+                out.append(fn)
         elif node.type == "const_statement":
-            consts.extend(_const(node))
-        elif node.type == "assignment" and _is_short_def(_kids(node)[0]):
+            consts.extend(toplevel.const(node))
+        elif node.type == "assignment" and _is_short_def(_kids(node)[0]) and \
+                (helper is None or "acc" in macros):
             raise UnsupportedJulia(
                 _line(node), f"short-form function definition {_snippet(node)}; "
                 "write it as function ... end")
-    # a function sees every module-level const (Julia resolves globals when it runs)
-    return [dataclasses.replace(f, consts=tuple(consts)) for f in out]
-
-
-def _const(node: Node) -> list[tuple[str, jast.Expr]]:
-    """``const N = 64`` / ``const A, B = 1, 2``: names and their values' expressions (the
-    translator decides which values it can use: numbers, and Ints computed from them).
-    Other forms are skipped, as other top-level statements are, until a function reads
-    the name (then it is an unknown name, refused with its line)."""
-    ctx = _Ctx()
-    kids = _kids(node)
-    if len(kids) != 1 or kids[0].type != "assignment":
-        return []
-    target, op, value = _kids(kids[0])
-    if _text(op) != "=":
-        return []
-    try:
-        if target.type == "typed_expression":  # const N::Float64 = 64 is 64.0
-            target, typ = _kids(target)
-            if target.type == "identifier" and typ.type == "identifier":
-                v = _expr(value, ctx)
-                t = _text(typ)
-                return [(_text(target), v if t in ("Int", "Int64") else
-                         jast.Call(t, (v,), _line(typ)))]
-            return []
-        if target.type == "identifier":
-            return [(_text(target), _expr(value, ctx))]
-        if target.type in ("open_tuple", "tuple_expression") and \
-                value.type in ("open_tuple", "tuple_expression") and \
-                len(_kids(target)) == len(_kids(value)) and \
-                all(t.type == "identifier" for t in _kids(target)):
-            return [(_text(t), _expr(v, ctx)) for t, v in zip(_kids(target), _kids(value),
-                                                              strict=True)]
-    except UnsupportedJulia:
-        pass  # a const the front-end could not read anyway (a string, an array, ...)
-    return []
+    # a function sees every module-level const and helper (Julia resolves them at run time)
+    return [dataclasses.replace(f, consts=tuple(consts), helpers=tuple(
+        h for h in helpers if h.name != f.name)) for f in out]
 
 
 def parse_function(text: str, name: str) -> jast.Function:
@@ -159,7 +133,14 @@ def _is_short_def(target: Node) -> bool:
     return target.type == "call_expression"
 
 
-def _function(node: Node) -> jast.Function:
+def _function(node: Node, quiet: bool = False) -> jast.Function | None:
+    """The function ``node`` defines; with ``quiet`` (it is a helper too), None instead of
+    refusing what an @acc function may not have (a return type, a returned value)."""
+    if quiet:
+        try:
+            return _function(node)
+        except UnsupportedJulia:
+            return None
     kids = _kids(node)
     ctx = _Ctx()
     sig = _kids(kids[0])[0] if kids and kids[0].type == "signature" else None
