@@ -343,3 +343,25 @@ def test_helper_refusals(helper: str, call: str, construct: str) -> None:
     with pytest.raises(UnsupportedJulia, match=re.escape(construct)) as e:
         compile_source(src, "f!")
     assert e.value.line == 5
+
+
+def test_a_top_level_local_bound_to_a_constant_then_to_a_value_is_a_local() -> None:
+    """Only names every binding of which is a compile-time Int are constants: ``n = 5``
+    then ``n = x[1] * 2`` is an ordinary local (it was before size names could be
+    bound twice)."""
+    src = """
+function f!(y::Vector{Float64}, x::Vector{Float64})
+    n = 5
+    y[1] = n
+    n = x[1] * 2
+    y[2] = n
+    m = length(x)
+    m = m
+    for i in 3:m
+        y[i] = n + i
+    end
+end"""
+    x = np.random.default_rng(11).random(6)
+    y = np.zeros(6)
+    compile_source(src, "f!")(y, x)
+    np.testing.assert_allclose(y, [5.0, 2 * x[0], *(2 * x[0] + np.arange(3, 7))])

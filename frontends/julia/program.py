@@ -187,6 +187,20 @@ def written_names(body: tuple[J.Stmt, ...]) -> set[str]:
     return out
 
 
+def _tuple_values(v: J.Expr, n: int, ex: Exprs) -> list[J.Expr | int | None]:
+    """The values ``n`` names get from ``v``: ``size(A)``'s sizes, a tuple's items, or (a
+    single name) ``v`` itself; None for each when the front-end cannot tell."""
+    if n == 1:
+        return [v]
+    if isinstance(v, J.Call) and v.fn == "size" and len(v.args) == 1 and \
+            isinstance(v.args[0], J.Name) and v.args[0].id in ex.arrays and \
+            len(ex.arrays[v.args[0].id].sizes) == n:
+        return list(ex.arrays[v.args[0].id].sizes)
+    if isinstance(v, J.TupleExpr) and len(v.items) == n:
+        return list(v.items)
+    return [None] * n
+
+
 class Flattener:
     """Builds a :class:`Program` from a function body; ``ex`` evaluates compile-time Ints
     (its ``consts`` grows as constant locals are found)."""
@@ -202,6 +216,7 @@ class Flattener:
         self.top_only = {n for n in self.counts if all(
             any(x is s for x in fn.body) and s.op == "=" for s in _walk(fn.body)
             if isinstance(s, J.Assign) and n in _target_names(s.target))}
+        self.top_only -= self.runtime_bound()
         self.bound_at: dict[str, int] = {}  # constant name -> line of its first binding
         self.ids = itertools.count()
         self.tmp = itertools.count(1)
@@ -313,6 +328,36 @@ class Flattener:
                                 "the top level of the function")
             if item.id != "_":
                 self.bind_const(item.id, n, s.line)
+
+    def runtime_bound(self) -> set[str]:
+        """The top-level names some binding of which is not a compile-time Int (``n = 5``
+        then ``n = x[1] * 2``): ordinary locals, not constants. Found by evaluating the
+        top-level bindings in order on a scratch copy of the constants."""
+        saved, scratch = self.ex.consts, dict(self.ex.consts)
+        out: set[str] = set()
+        self.ex.consts = scratch
+        try:
+            for s in self.fn.body:
+                if not isinstance(s, J.Assign) or s.op != "=":
+                    continue
+                targets = (s.target.items if isinstance(s.target, J.TupleExpr)
+                           else (s.target,))
+                values = _tuple_values(s.value, len(targets), self.ex)
+                for t, v in zip(targets, values, strict=True):
+                    if not isinstance(t, J.Name) or t.id not in self.top_only:
+                        continue
+                    try:
+                        got = self.ex.const_int(v) if isinstance(v, J.Expr) else v
+                    except UnsupportedJulia:
+                        got = None
+                    if got is None:
+                        out.add(t.id)
+                        scratch.pop(t.id, None)
+                    else:
+                        scratch[t.id] = got
+        finally:
+            self.ex.consts = saved
+        return out
 
     def bind_const(self, name: str, value: int | None, line: int) -> None:
         """``name`` is the constant ``value``; binding it again must give the same value:
