@@ -306,3 +306,35 @@ def test_memory_returns_to_baseline_after_large_requests(tmp_path: Path) -> None
             assert_serving(c)
     finally:
         srv.stop()
+
+
+def test_calls_past_the_concurrency_cap_are_refused_at_once(tmp_path: Path) -> None:
+    """With --max-concurrent-rpcs 2, of five concurrent heavy compiles three get
+    RESOURCE_EXHAUSTED at once instead of queueing for a handler thread without bound;
+    once the others are cancelled the server answers again."""
+    srv = start_server(tmp_path / "log", tmp_path / "cache", "--max-concurrent-rpcs", "2",
+                       "--heavy-queue", "8", "--heavy-wait", "120", workers=1)
+    try:
+        with connect(srv.address, timeout=120) as c:
+            rpc = c.channel.unary_unary(f"/{SERVICE}/Compile", request_serializer=None,
+                                        response_deserializer=None)
+            calls = [rpc.future(slow_request(4000 + k), timeout=300) for k in range(5)]
+            refused = []
+            for _ in range(3):
+                first = _first_done([x for x in calls if x not in refused], 60)
+                assert first.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, first.details()
+                refused.append(first)
+            assert not any(x.done() for x in calls if x not in refused)
+            for x in calls:
+                x.cancel()
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    assert_serving(c)
+                    break
+                except (grpc.RpcError, AssertionError):
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.5)
+    finally:
+        srv.stop()

@@ -244,7 +244,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         server = serve(ServerConfig(args.host, args.port, token, cert, key,
                                     max_message_bytes=args.max_message_bytes,
-                                    max_inflight_bytes=args.max_inflight_bytes), sc)
+                                    max_inflight_bytes=args.max_inflight_bytes,
+                                    max_concurrent_rpcs=args.max_concurrent_rpcs), sc)
     except (ValueError, OSError) as e:
         raise SystemExit(f"middleend serve: {e}") from None
     except RuntimeError as e:  # gRPC could not bind after all (a race with another server)
@@ -390,6 +391,9 @@ def parser() -> argparse.ArgumentParser:
                    help="largest request accepted, in bytes (default 16 MiB)")
     s.add_argument("--max-inflight-bytes", type=int, default=256 << 20,
                    help="request bytes handled at once; more wait (0: no cap)")
+    s.add_argument("--max-concurrent-rpcs", type=_count, default=256,
+                   help="calls admitted at once, running or waiting for a handler thread; "
+                        "more get RESOURCE_EXHAUSTED at once (0: no cap)")
     caps = Limits()
     s.add_argument("--max-computations", type=_count, default=caps.max_computations,
                    help=f"computations per request (default {caps.max_computations})")

@@ -52,6 +52,9 @@ class ServerConfig:
     threads: int = 32
     max_message_bytes: int = 16 << 20
     max_inflight_bytes: int = 256 << 20  # request bytes handled at once (0: no cap)
+    # RPCs admitted at once, running or queued for a handler thread (0: no cap): past it
+    # gRPC answers RESOURCE_EXHAUSTED at once, so a flood cannot queue without bound
+    max_concurrent_rpcs: int = 256
     busy_health_after: float = 1.0  # seconds every worker must stay busy: NOT_SERVING
 
 
@@ -132,7 +135,8 @@ class Server:
                 ("grpc.so_reuseport", 0)]
         interceptors = [_TokenAuth(config.token)] if config.token else []
         self.grpc = grpc.server(futures.ThreadPoolExecutor(max_workers=config.threads),
-                                interceptors=interceptors, options=opts)
+                                interceptors=interceptors, options=opts,
+                                maximum_concurrent_rpcs=config.max_concurrent_rpcs or None)
         handlers = {name: grpc.unary_unary_rpc_method_handler(self._handler(kind))
                     for name, kind in (("Compile", "compile"), ("Check", "check"),
                                        ("Lower", "lower"))}
