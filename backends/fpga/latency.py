@@ -229,7 +229,10 @@ def _cost(n: Any, env: dict[str, int]) -> float:
 def traffic(model_text: str, params: dict[str, int]) -> dict[str, tuple[int, int]]:
     """Elements each kernel argument moves through its port in one call with these
     parameter values, as ``(reads, writes)`` (a wide port's lanes counted one by one):
-    how often the schedule reads each input element from off-chip memory."""
+    how often the schedule reads each input element from off-chip memory. An access under
+    a condition inside a pipelined loop counts on every iteration of it (an upper bound:
+    a line-buffered consumer's guarded writes count over the extended scan, 64 x 48 x 3
+    for a 62 x 46 x 3 output)."""
     env = {f"p_{k}": v for k, v in params.items()}
     out: Counter[str] = Counter()
     _traffic(json.loads(model_text), env, 1, out)
