@@ -369,3 +369,13 @@ def _outputs(l1: Layer1, l3: Layer3, outputs: Sequence[Any] | None,
             res.append(b.name)
     return res
 
+
+def named_buffer(name: str, l3: Layer3, where: str) -> str:
+    """The buffer a command names (a buffer, or a computation meaning its buffer);
+    ``where`` says which command, for the error."""
+    if name in l3.buffers:
+        return name
+    if name in l3.store:
+        return l3.store[name]
+    raise DefinitionError(f"{where}: no buffer or (non-inlined) computation is named "
+                          f"{name!r}")

@@ -39,8 +39,8 @@ from dataclasses import dataclass
 import islpy as isl
 
 from ..ir import commands as cmd
-from ..ir.errors import DefinitionError, ScheduleError
-from .data import Layer3, box
+from ..ir.errors import ScheduleError
+from .data import Layer3, box, named_buffer
 from .dataflow import logical_access
 from .layer1 import Layer1
 from .layer4 import Layer4
@@ -82,15 +82,6 @@ def commands_of(commands: list[cmd.Command]) -> list[tuple[cmd.LineBuffer, int]]
     return [(c, k) for k, c in enumerate(commands) if isinstance(c, cmd.LineBuffer)]
 
 
-def _buffer(name: str, l3: Layer3, where: str) -> str:
-    if name in l3.buffers:
-        return name
-    if name in l3.store:
-        return l3.store[name]
-    raise DefinitionError(f"{where}: no buffer or (non-inlined) computation is named "
-                          f"{name!r}")
-
-
 def _free(s: isl.Set) -> isl.Set:
     """``s`` for some value of the parameters (they are projected out)."""
     return s.project_out(isl.dim_type.param, 0, s.dim(isl.dim_type.param))
@@ -129,7 +120,7 @@ def plan(l1: Layer1, l3: Layer3, l4: Layer4, ts: TimeSpace, c: cmd.LineBuffer,
 
     if comp not in l1.comps or comp not in ts.comps:
         raise refuse("it is not a (non-inlined) computation")
-    buf = _buffer(c.buffer, l3, where)
+    buf = named_buffer(c.buffer, l3, where)
     info = l3.buffers[buf]
     if info.role not in ("input", "temporary"):
         raise refuse(f"{buf!r} is an {info.role} of the kernel (written by it); a line "

@@ -15,9 +15,9 @@ from __future__ import annotations
 import islpy as isl
 
 from ..ir import commands as cmd
-from ..ir.errors import DefinitionError, ScheduleError
+from ..ir.errors import ScheduleError
 from ..ir.loopast import BufferDecl, IInt
-from .data import Layer3
+from .data import Layer3, named_buffer
 from .dataflow import Expected
 from .layer1 import Layer1
 from .layer4 import Layer4
@@ -30,19 +30,9 @@ from .placement import TimeSpace
 COMPLETE_LIMIT = 1024  # a complete partition makes one register per element
 
 
-def _buffer_of(name: str, l3: Layer3, c: cmd.Command) -> str:
-    """The buffer a command names (a buffer, or a computation meaning its buffer)."""
-    if name in l3.buffers:
-        return name
-    if name in l3.store:
-        return l3.store[name]
-    raise DefinitionError(f"{c.describe()}: no buffer or (non-inlined) computation is named "
-                          f"{name!r}")
-
-
 def streamed(commands: list[cmd.Command], l3: Layer3) -> dict[str, str]:
     """Buffer -> the computation streamed through it (its producer)."""
-    return {_buffer_of(c.comp, l3, c): c.comp for c in commands
+    return {named_buffer(c.comp, l3, c.describe()): c.comp for c in commands
             if isinstance(c, cmd.Stream)}
 
 
@@ -52,7 +42,7 @@ def partitions(commands: list[cmd.Command], l3: Layer3
     out: dict[str, list[tuple[cmd.PartitionBuffer, str]]] = {}
     for k, c in enumerate(commands):
         if isinstance(c, cmd.PartitionBuffer):
-            b = _buffer_of(c.comp, l3, c)
+            b = named_buffer(c.comp, l3, c.describe())
             out.setdefault(b, []).append((c, f"{c.describe()} (command #{k})"))
     return out
 
