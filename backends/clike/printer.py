@@ -5,6 +5,7 @@ each node to the target's own printing of loops, statements and allocations."""
 from __future__ import annotations
 
 import abc
+from collections.abc import Container
 
 from middleend.ir.errors import TargetError
 from middleend.ir.loopast import Alloc, Block, BufferDecl, For, If, Node, Program, Stmt
@@ -47,6 +48,21 @@ class LoopPrinter(abc.ABC):
             self._alloc(n, depth)
         else:
             raise TargetError(f"unknown loop AST node {type(n).__name__}")
+
+    def _loop_header(self, f: For, honoured: Container[str], target: str) -> tuple[str, str]:
+        """The C name of ``f``'s iterator and the loop's label, once ``f`` is known to be
+        printable here: a tag this target does not honour, or a step that is not a nonzero
+        int, is refused naming the loop and the command that set it."""
+        var = ident(f.var, "loop iterator")
+        label = f.name or var
+        if f.tag is not None and f.tag not in honoured:
+            raise TargetError(f"the {target} target cannot honour tag {f.tag} on loop {label}"
+                              + (f" (set by {f.command})" if f.command else ""),
+                              target=target, loop=label, command=f.command or None,
+                              feature=("tag", f.tag))
+        if not isinstance(f.step, int) or f.step == 0:
+            raise TargetError(f"loop {label} has invalid step {f.step!r}")
+        return var, label
 
     @abc.abstractmethod
     def _for(self, f: For, depth: int) -> None: ...

@@ -125,15 +125,7 @@ class CPrinter(LoopPrinter):
 
     # ------------------------------------------------------------------ nodes
     def _for(self, f: For, depth: int) -> None:
-        var = ident(f.var, "loop iterator")
-        label = f.name or var
-        if f.tag is not None and f.tag not in _PRAGMAS:
-            raise TargetError(f"the cpu target cannot honour tag {f.tag} on loop {label}"
-                              + (f" (set by {f.command})" if f.command else ""),
-                              target="cpu", loop=label, command=f.command or None,
-                              feature=("tag", f.tag))
-        if not isinstance(f.step, int) or f.step == 0:
-            raise TargetError(f"loop {label} has invalid step {f.step!r}")
+        var, label = self._loop_header(f, _PRAGMAS, "cpu")
         cond = _loop_cond(f, var)
         if f.tag == "parallel" and f.hi is None:
             raise TargetError(f"loop {label} is tagged parallel but For.hi is None: OpenMP "

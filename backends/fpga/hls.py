@@ -234,15 +234,7 @@ class HlsPrinter(LoopPrinter):
 
     # ------------------------------------------------------------------ nodes
     def _for(self, f: For, depth: int) -> None:
-        var = ident(f.var, "loop iterator")
-        label = f.name or var
-        if f.tag is not None and f.tag not in _TAGS:
-            raise TargetError(f"the fpga target cannot honour tag {f.tag} on loop {label}"
-                              + (f" (set by {f.command})" if f.command else ""),
-                              target="fpga", loop=label, command=f.command or None,
-                              feature=("tag", f.tag))
-        if not isinstance(f.step, int) or f.step == 0:
-            raise TargetError(f"loop {label} has invalid step {f.step!r}")
+        var, label = self._loop_header(f, _TAGS, "fpga")
         cond = f"{var} <= {iexpr_c(f.hi)}" if f.hi is not None else iexpr_c(f.cond)
         self.labels += 1
         self.emit(depth, f"// loop {comment(label)}")

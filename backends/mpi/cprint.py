@@ -175,25 +175,31 @@ class MpiPrinter(CPrinter):
         self.exprs.ranges = {}
         peer = self.exprs.index(info.peer)
         local = acc  # the local program's accesses are relative to their windows already
-        self._walk(root, d, lambda s, k: self.emit(k, "me_n++;"), prelude="int64_t me_n = 0;")
+        mode = 2 if {"async", "nonblocking"} & set(info.properties) else \
+            1 if "sync" in info.properties else 0
+        self._packed(root, d, elem, local, c, info.op == "send", peer, tag, mode, comment(op))
+        self.emit(depth, "}")
+
+    def _packed(self, loops: Node, d: int, names: set[str], acc: BufAccess, c: str,
+                send: bool, peer: str, tag: int | str, mode: int, label: str) -> None:
+        """One message of the elements ``acc`` takes under ``loops`` (their statements
+        bind ``names``): counted, then packed and sent, or received and unpacked; the
+        point-to-point send/receive and each transfer of an exchange alike."""
+        self._walk(loops, d, lambda s, k: self.emit(k, "me_n++;"), prelude="int64_t me_n = 0;")
         self.emit(d, f"{c} *me_msg = ({c} *)me_alloc(me_n, sizeof({c}));")
         self.emit(d, "if (me_msg == NULL) me_fail(\"out of memory for a message\");")
         nbytes = f"me_n * (int64_t)sizeof({c})"
-        if info.op == "send":
-            self._walk(root, d, self._binding_action(
-                elem, lambda: f"me_msg[me_n++] = {self.exprs.value(local)};"),
+        if send:
+            self._walk(loops, d, self._binding_action(
+                names, lambda: f"me_msg[me_n++] = {self.exprs.value(acc)};"),
                 prelude="me_n = 0;")
-            mode = 2 if {"async", "nonblocking"} & set(info.properties) else \
-                1 if "sync" in info.properties else 0
-            self.emit(d, f"me_send(me_msg, {nbytes}, {peer}, {tag}, {mode}, "
-                         f"\"{comment(op)}\");")
+            self.emit(d, f"me_send(me_msg, {nbytes}, {peer}, {tag}, {mode}, \"{label}\");")
         else:
-            self.emit(d, f"me_recv(me_msg, {nbytes}, {peer}, {tag}, \"{comment(op)}\");")
-            self._walk(root, d, self._binding_action(
-                elem, lambda: f"{self.exprs.element(local)} = me_msg[me_n++];"),
+            self.emit(d, f"me_recv(me_msg, {nbytes}, {peer}, {tag}, \"{label}\");")
+            self._walk(loops, d, self._binding_action(
+                names, lambda: f"{self.exprs.element(acc)} = me_msg[me_n++];"),
                 prelude="me_n = 0;")
             self.emit(d, "free(me_msg);")
-        self.emit(depth, "}")
 
     def _binding_action(self, names: set[str], line: Callable[[], str]
                         ) -> Callable[[Stmt, int], None]:
@@ -259,20 +265,8 @@ class MpiPrinter(CPrinter):
         self.emit(depth, f"if (p_{RANK} == {me}) {{ /* {'to' if send else 'from'} rank "
                          f"{t.dst if send else t.src} */")
         d = depth + 1
-        self._walk(loops, d, lambda s, k: self.emit(k, "me_n++;"), prelude="int64_t me_n = 0;")
-        self.emit(d, f"{c} *me_msg = ({c} *)me_alloc(me_n, sizeof({c}));")
-        self.emit(d, "if (me_msg == NULL) me_fail(\"out of memory for a message\");")
-        nbytes = f"me_n * (int64_t)sizeof({c})"
-        if send:
-            self._walk(loops, d, self._binding_action(
-                names, lambda: f"me_msg[me_n++] = {self.exprs.value(acc)};"), prelude="me_n = 0;")
-            self.emit(d, f"me_send(me_msg, {nbytes}, {t.dst}, {tag}, 2, \"exchange\");")
-        else:
-            self.emit(d, f"me_recv(me_msg, {nbytes}, {t.src}, {tag}, \"exchange\");")
-            self._walk(loops, d, self._binding_action(
-                names, lambda: f"{self.exprs.element(acc)} = me_msg[me_n++];"),
-                prelude="me_n = 0;")
-            self.emit(d, "free(me_msg);")
+        self._packed(loops, d, names, acc, c, send, str(t.dst if send else t.src), tag, 2,
+                     "exchange")
         self.emit(depth, "}")
 
 
