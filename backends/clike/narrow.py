@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from middleend.ir.expr import Binary, Cast, Const, Expr
-from middleend.ir.intervals import Interval, expr_interval, redundant_operand
+from middleend.ir.intervals import Interval, combine, expr_interval, redundant_operand
 from middleend.ir.loopast import BufAccess, IterRef
 
 I32 = (-(2**31), 2**31 - 1)
@@ -82,18 +82,7 @@ class Int32Subscript:
         type's range for a float-to-int conversion (whose 64-bit text converts it too)."""
         if _is_int_binary(e) and isinstance(e, Binary) and e.op in _SPAN_OPS:
             a, b = self.span(e.a), self.span(e.b)
-            if a is None or b is None:
-                return None
-            if e.op == "add":
-                return a[0] + b[0], a[1] + b[1]
-            if e.op == "sub":
-                return a[0] - b[1], a[1] - b[0]
-            if e.op == "min":
-                return min(a[0], b[0]), min(a[1], b[1])
-            if e.op == "max":
-                return max(a[0], b[0]), max(a[1], b[1])
-            p = (a[0] * b[0], a[0] * b[1], a[1] * b[0], a[1] * b[1])
-            return min(p), max(p)
+            return None if a is None or b is None else combine(e.op, a, b)
         if isinstance(e, Cast) and e.type_.is_int and e.a.dtype.is_int:
             # a no-op in the 64-bit index semantics unless it narrows below 32 bits
             return self.span(e.a) if e.type_.bits >= 32 else None

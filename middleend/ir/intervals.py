@@ -38,9 +38,10 @@ def _mul(a: Interval, b: Interval) -> Interval:
     return min(products), max(products)
 
 
-def _combine(op: str, a: Interval | None, b: Interval | None) -> Interval | None:
-    """``a op b``; an unknown operand of ``min``/``max`` still bounds one side (the clamp
-    of an unknown value lies within its other operand's bound)."""
+def combine(op: str, a: Interval | None, b: Interval | None) -> Interval | None:
+    """``a op b`` (None where it may leave int64); an unknown operand of ``min``/``max``
+    still bounds one side (the clamp of an unknown value lies within its other operand's
+    bound)."""
     if op in ("min", "max"):
         x, y = a or I64, b or I64
         r = (min(x[0], y[0]), min(x[1], y[1])) if op == "min" else \
@@ -69,7 +70,7 @@ def iexpr_interval(e: IExpr, env: Mapping[str, Interval]) -> Interval | None:
     if e.op in ("min", "max") and len(args) >= 2:
         out: Interval | None = args[0]
         for b in args[1:]:
-            out = _combine(e.op, out, b)
+            out = combine(e.op, out, b)
         return out
     if any(a is None for a in args):
         return None
@@ -82,7 +83,7 @@ def iexpr_interval(e: IExpr, env: Mapping[str, Interval]) -> Interval | None:
         lo, hi = args[0]  # type: ignore[misc]
         return lo // d, hi // d
     if e.op in ("add", "sub", "mul") and len(args) == 2:
-        return _combine(e.op, args[0], args[1])
+        return combine(e.op, args[0], args[1])
     return None
 
 
@@ -124,7 +125,7 @@ def expr_interval(e: Expr, ranges: Mapping[str, Interval]) -> Interval | None:
         if e.op in ("div", "floordiv") and a is not None and b is not None \
                 and b[0] == b[1] and b[0] > 0:
             return a[0] // b[0], a[1] // b[0]
-        return _combine(e.op, a, b)
+        return combine(e.op, a, b)
     return None
 
 
@@ -148,5 +149,5 @@ def redundant_operand(e: Binary, ranges: Mapping[str, Interval]) -> Expr | None:
     return None
 
 
-__all__ = ["Interval", "expr_interval", "iexpr_interval", "loop_range", "redundant_operand",
-           "within"]
+__all__ = ["Interval", "combine", "expr_interval", "iexpr_interval", "loop_range",
+           "redundant_operand", "within"]
