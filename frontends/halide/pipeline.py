@@ -134,13 +134,19 @@ class HalideKernel:
         if self._out_types is None:
             self._out_types = [dtype_of(t, n, 0).numpy for n in self.outputs
                                for t in self.pipeline.func(n).output_types]
-        labels, types = self.output_labels(), self._out_types
+        types = self._out_types
         arrays = list(out) if isinstance(out, list | tuple) else [out]
+        shape = tuple(int(s) for s in reversed(sizes))
+        if len(arrays) == len(types) and all(
+                type(a) is np.ndarray and a.dtype == want and a.shape == shape
+                and (fl := a.flags).c_contiguous and fl.aligned and fl.writeable
+                for a, want in zip(arrays, types, strict=True)):
+            return arrays  # the common case, checked without building any message
+        labels = self.output_labels()
         if len(arrays) != len(labels):
             raise KernelArgumentError(
                 f"Halide pipeline {self.outputs}: out= gives {len(arrays)} array(s), the "
                 f"pipeline has {len(labels)} output(s) {labels} (one array each, in order)")
-        shape = tuple(int(s) for s in reversed(sizes))
         for k, (a, label, want) in enumerate(zip(arrays, labels, types, strict=True)):
             where = f"realize out= for output {label!r}" + (f" (out[{k}])" if
                                                           len(labels) > 1 else "")
