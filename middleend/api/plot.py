@@ -1,0 +1,187 @@
+"""Pictures of the layers (``f.plot(path, params=...)`` and ``middleend plot``): for each
+computation, its Layer I iteration domain and its Layer II time-space after the schedule,
+side by side, as the papers draw them, from the exact sets.
+
+- Left: the integer points of the domain projected on two of its dimensions (default the
+  two innermost), coloured by the tile each belongs to after the schedule, with the flow
+  dependences between its instances as arrows (source -> sink).
+- Right: the same instances where the schedule places them (two axes of the time-space;
+  a split or tiled dimension is drawn recombined, ``factor * outer + inner``), tiles
+  outlined, the execution order as a thin line, the same dependences, and the loop tags
+  (parallel, vector with its width, ...) in the axis labels.
+
+Drawing uses matplotlib's object API on a ``Figure`` of its own (no pyplot state, no
+display: a PNG goes through Agg, an SVG through matplotlib's SVG writer). What was drawn is
+returned (:class:`PlotResult`) so that a caller, or a test, can check the counts.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..driver.lowering import lower
+from ..ir.function import Function
+from .plot_data import Panel, PlotError, collect, show_params
+
+FORMATS = (".svg", ".png")
+MAX_ARROWS_DRAWN = 3000  # more are counted, not drawn: a picture of a blot helps nobody
+
+
+@dataclass
+class PlotResult:
+    """What :func:`plot` drew: one Layer I and one Layer II panel per computation."""
+
+    path: Path
+    panels: list[Panel]
+
+    def panel(self, comp: str, layer: str) -> Panel:
+        for p in self.panels:
+            if p.comp == comp and p.layer == layer:
+                return p
+        raise KeyError(f"no panel of layer {layer} for {comp!r}")
+
+    def points(self, comp: str, layer: str = "I") -> int:
+        return len(self.panel(comp, layer).points)
+
+    def tiles(self, comp: str) -> int:
+        return len(self.panel(comp, "II").tiles)
+
+    def arrows(self, comp: str, layer: str = "I") -> int:
+        return len(self.panel(comp, layer).arrows)
+
+    def summary(self) -> str:
+        rows = [f"{p.comp} layer {p.layer}: {len(p.points)} points, {len(p.tiles)} tiles, "
+                f"{len(p.arrows)} dependence arrows" for p in self.panels]
+        return "\n".join([f"wrote {self.path}", *rows])
+
+
+def check_path(path: str | Path) -> Path:
+    out = Path(path)
+    if out.suffix.lower() not in FORMATS:
+        raise PlotError(f"cannot write a picture to {str(out)!r}: the file must end in "
+                        f"{' or '.join(FORMATS)}")
+    return out
+
+
+def plot(fn: Function, path: str | Path, params: Mapping[str, int] | None = None,
+         computations: Sequence[str] | None = None, dims: Sequence[str] | None = None,
+         loops: Sequence[str] | None = None, max_points: int = 4096,
+         outputs: Sequence[Any] | None = None) -> PlotResult:
+    """Draw ``fn``'s computations (default: all) to ``path`` (.svg or .png).
+
+    ``params`` gives every parameter a value; ``dims`` names the one or two Layer I
+    dimensions to project on (default the two innermost); ``loops`` the time-space loops
+    of the Layer II panel (default the axes of the same dimensions when the schedule keeps
+    them, else the two innermost); ``max_points`` caps each set enumerated. The schedule
+    is drawn whether or not it is legal: a picture is how one sees why it is not."""
+    out = check_path(path)
+    if max_points < 1:
+        raise PlotError(f"max_points must be at least 1, got {max_points}")
+    lw = lower(fn, outputs=outputs, check_legality=False)
+    rows = collect(lw, list(fn.commands.items), dict(params or {}), computations, dims,
+                   loops, max_points)
+    _draw(out, f"{fn.name}   ({show_params(params or {})})", rows)
+    return PlotResult(out, [p for row in rows for p in row])
+
+
+def _draw(out: Path, title: str, rows: list[tuple[Panel, Panel]]) -> None:
+    from matplotlib.figure import Figure
+
+    heights = [_row_height(row) for row in rows]
+    fig = Figure(figsize=(13, sum(heights) + 0.6), layout="constrained")
+    fig.suptitle(title, fontsize=13, fontweight="bold")
+    axs = fig.subplots(len(rows), 2, squeeze=False, gridspec_kw={"height_ratios": heights})
+    for k, (p1, p2) in enumerate(rows):
+        _panel(axs[k][0], p1)
+        _panel(axs[k][1], p2)
+    fig.savefig(out, dpi=110)
+
+
+def _row_height(row: tuple[Panel, Panel]) -> float:
+    """Inches for one row: the taller data shape of its two panels (a flat domain gets a
+    flat row), plus room for the labels, the legend and the notes below."""
+    ratio = 0.3
+    for p in row:
+        if p.points:
+            xs, ys = [x for x, _ in p.points], [y for _, y in p.points]
+            ratio = max(ratio, (max(ys) - min(ys) + 1.6) / (max(xs) - min(xs) + 1.6))
+    return 5.6 * min(ratio, 1.3) + 2.4
+
+
+def _colors(p: Panel) -> list[Any]:
+    from matplotlib import colormaps
+
+    cmap = colormaps["tab20"]
+    return [cmap(t % 20) if t >= 0 else "#3b75af" for t in p.tile_of]
+
+
+def _panel(ax: Any, p: Panel) -> None:
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import FancyArrowPatch, Rectangle
+    from matplotlib.ticker import MaxNLocator
+
+    xs = [x for x, _ in p.points]
+    ys = [y for _, y in p.points]
+    n = max(1, len(p.points))
+    size = max(8.0, min(70.0, 2500.0 / n))
+    cols = _colors(p)
+    handles: list[Any] = [Line2D([], [], marker="o", ls="", color="#3b75af",
+                                 label=f"instances ({len(p.points)})")]
+    if p.layer == "II" and len(p.order) > 1:
+        ax.plot([x for x, _ in p.order], [y for _, y in p.order], color="0.72", lw=0.8,
+                zorder=1)
+        handles.append(Line2D([], [], color="0.72", label="execution order"))
+    for k, (x0, x1, y0, y1) in enumerate(p.tiles):
+        ax.add_patch(Rectangle((x0 - 0.38, y0 - 0.38), x1 - x0 + 0.76, y1 - y0 + 0.76,
+                               fill=False, lw=1.3, edgecolor=cols[p.tile_of.index(k)]
+                               if k in p.tile_of else "0.3", zorder=2, gid=f"tile-{k}"))
+    if p.tiles:
+        handles.append(Rectangle((0, 0), 1, 1, fill=False, edgecolor="0.3",
+                                 label=f"tiles ({len(p.tiles)})"))
+    if any(t >= 0 for t in p.tile_of):
+        handles[0].set_label(f"instances ({len(p.points)}), coloured by tile")
+    ax.scatter(xs, ys, s=size, c=cols, edgecolors="black", linewidths=0.4, zorder=3,
+               gid=f"points-{p.layer}-{p.comp}")
+    for (a, b) in p.arrows[:MAX_ARROWS_DRAWN]:
+        ax.add_patch(FancyArrowPatch(a, b, arrowstyle="-|>", mutation_scale=9, lw=0.9,
+                                     color="#c0392b", alpha=0.75, shrinkA=3, shrinkB=3,
+                                     zorder=4))
+    if p.arrows:
+        more = len(p.arrows) - MAX_ARROWS_DRAWN
+        handles.append(Line2D([], [], color="#c0392b", marker=">", label=(
+            f"flow dependences ({len(p.arrows)}" + (f", {more} not drawn)" if more > 0
+                                                    else ")"))))
+    ax.set_title(p.title, fontsize=11, loc="left")
+    ax.set_xlabel(p.xlabel, fontsize=10)
+    ax.set_ylabel(p.ylabel, fontsize=10)
+    if not p.ylabel:
+        ax.set_yticks([])
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_locator(MaxNLocator(integer=True))
+    if xs:
+        _limits(ax, xs, ys)
+    ax.grid(True, color="0.92", lw=0.6, zorder=0)
+    ax.set_axisbelow(True)
+    # below the x label, in points (not axes fractions: rows differ in height)
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0), ncol=4,
+              fontsize=8.5, frameon=False, borderaxespad=4.2)
+    if p.notes:
+        lines = [w for note in p.notes[:4] for w in textwrap.wrap(note, 88)]
+        ax.annotate("\n".join(lines[:6]), xy=(0, 0), xycoords="axes fraction",
+                    xytext=(0, -58), textcoords="offset points", fontsize=8, va="top",
+                    family="monospace", color="0.25")
+
+
+def _limits(ax: Any, xs: list[int], ys: list[int]) -> None:
+    """Equal units on both axes when the shape allows it (a square domain looks square),
+    with half a unit of margin around the points."""
+    x0, x1, y0, y1 = min(xs), max(xs), min(ys), max(ys)
+    ax.set_xlim(x0 - 0.8, x1 + 0.8)
+    ax.set_ylim(y0 - 0.8, y1 + 0.8)
+    w, h = x1 - x0 + 1.6, y1 - y0 + 1.6
+    if 1 / 2.5 <= h / w <= 2.5:
+        ax.set_aspect("equal", adjustable="box")
