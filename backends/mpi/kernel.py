@@ -2,7 +2,9 @@
 program under ``mpiexec -n R`` on this machine (processes on the loopback: MPICH's fork
 launcher, no traffic leaves the host). The arrays go through a private run directory in
 shared memory (``/dev/shm``): each rank reads and writes its own part of the files there,
-and the outputs are read back straight into the result arrays."""
+and the outputs are read back straight into the result arrays. Called inside a running
+MPI job of ``R`` processes (mpi4py), it runs in-process instead
+(:mod:`backends.mpi.inproc`)."""
 
 from __future__ import annotations
 
@@ -18,6 +20,8 @@ import numpy as np
 
 from middleend.ir.errors import KernelRuntimeError
 from middleend.target import Kernel
+
+from .inproc import InProcess, job_comm
 
 _RANK_LINE = re.compile(r"middleend rank (\d+): (.*)")
 TIMEOUT_ENV = "MIDDLEEND_MPI_TIMEOUT"
@@ -59,16 +63,21 @@ class MpiKernel(Kernel):
     bytes each rank sent in sends and exchanges during the last call (not counting the
     inputs and outputs, which go through files). ``last_phases``: the seconds the slowest
     rank spent, in the last call, starting MPI, reading its inputs, computing (with its
-    messages) and writing its outputs; the rest of a call is the launch and the exit."""
+    messages) and writing its outputs; the rest of a call is the launch and the exit.
+    ``comm``: the mpi4py communicator to run on inside a running job (default: its
+    ``COMM_WORLD``; see :mod:`backends.mpi.inproc`)."""
 
-    def __init__(self, program: Any, executable: Path, mpiexec: str, ranks: int,
-                 env: dict[str, str] | None = None, **kw: Any) -> None:
+    def __init__(self, program: Any, launcher: Path, library: Path, mpiexec: str,
+                 ranks: int, env: dict[str, str] | None = None, **kw: Any) -> None:
         """``env``: variables added to the job's environment (:func:`local_env`); if the
         job fails before any rank reports, it is run again without them, and they are
         dropped for later calls (they only make the start faster)."""
         super().__init__(program, **kw)
-        self.executable = executable
+        self.launcher = launcher
+        self.library = library
         self.mpiexec = mpiexec
+        self.comm: Any = None
+        self._inproc: InProcess | None = None
         self.ranks = ranks
         self.env = dict(env or {})
         self.last_bytes_sent: list[int] = []
@@ -78,9 +87,17 @@ class MpiKernel(Kernel):
     def launch_line(self) -> list[str]:
         """The command each call runs (plus the run directory and the params)."""
         return [self.mpiexec, "-launcher", "fork", "-n", str(self.ranks),
-                str(self.executable)]
+                str(self.launcher), str(self.library)]
 
     def _invoke(self, params: list[int], arrays: list[np.ndarray]) -> int:
+        comm = job_comm(self.ranks, self.comm, self.signature.name)
+        if comm is not None:
+            if self._inproc is None:
+                self._inproc = InProcess(self.library, self.signature.name, self.ranks)
+            outs = [b.role in ("output", "inout") for b in self.signature.arguments]
+            self.last_bytes_sent, phases = self._inproc(comm, params, arrays, outs)
+            self.last_phases = dict(zip(PHASES, phases, strict=True))
+            return 0
         args = self.signature.arguments
         run = Path(tempfile.mkdtemp(prefix="me-mpi-", dir=_run_root()))
         try:

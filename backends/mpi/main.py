@@ -1,6 +1,11 @@
-"""The MPI program around one rank's kernel: its runtime helpers and ``main``.
+"""The MPI program around one rank's kernel: its runtime helpers and its two entry points.
 
-``main`` runs on every rank: it reads the params from the command line, each rank reads
+The program is a shared object. ``me_main`` is ``main`` under ``mpiexec`` (through the
+generic launcher of :mod:`backends.mpi.rootio`); ``me_inproc`` runs the same job inside
+an MPI job that is already running (mpi4py), on the caller's communicator, with whole
+arrays on the root scattered to the ranks and gathered back (MPI_Scatterv/Gatherv).
+
+Under the launcher, every rank reads the params from the command line, reads
 its part of the input arrays from the run directory's files (the block of a distributed
 buffer it owns, the whole of any other), runs the kernel on its windows, and writes its
 part of the outputs into the output files (its block of a distributed one; rank 0 the
@@ -22,6 +27,7 @@ from middleend.ir.distribution import Distribution
 from middleend.ir.loopast import BufferDecl, Program
 
 from .local import RANK, lo_param, width_param, window_decl
+from .rootio import ROOT_IO, root_io
 
 RUNTIME = r"""
 /* MPI runtime of the middle-end's mpi target. */
@@ -33,6 +39,9 @@ RUNTIME = r"""
 #include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
+/* the job's communicator: MPI_COMM_WORLD under the launcher, the caller's in a job that
+   runs the kernel in-process (mpi4py) */
+static MPI_Comm me_comm = MPI_COMM_NULL;
 static int me_rank_id = 0;
 static int64_t me_bytes_sent = 0;
 static MPI_Request *me_reqs = NULL;
@@ -41,13 +50,13 @@ static int me_nreqs = 0, me_capreqs = 0;
 static void me_fail(const char *what) {
     fprintf(stderr, "middleend rank %d: %s\n", me_rank_id, what);
     fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 3);
+    MPI_Abort(me_comm == MPI_COMM_NULL ? MPI_COMM_WORLD : me_comm, 3);
     exit(3);
 }
 static void me_range_error(const char *loop, int64_t lo, int64_t hi) {
     char m[256];
     int n;
-    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    MPI_Comm_size(me_comm, &n);
     snprintf(m, sizeof m, "distributed loop %s has iterations %lld..%lld, but the program "
              "runs on ranks 0..%d", loop, (long long)lo, (long long)hi, n - 1);
     me_fail(m);
@@ -58,7 +67,7 @@ static int me_count(int64_t bytes) {
 }
 static void me_check_peer(int64_t peer, const char *op) {
     int n;
-    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    MPI_Comm_size(me_comm, &n);
     if (peer < 0 || peer >= n) {
         char m[256];
         snprintf(m, sizeof m, "%s names rank %lld, which does not exist (ranks 0..%d)", op,
@@ -78,20 +87,20 @@ static void me_send(void *msg, int64_t bytes, int64_t peer, int tag, int mode, c
             me_req_bufs = (void **)realloc(me_req_bufs, me_capreqs * sizeof(void *));
             if (!me_reqs || !me_req_bufs) me_fail("out of memory for pending sends");
         }
-        MPI_Isend(msg, me_count(bytes), MPI_BYTE, (int)peer, tag, MPI_COMM_WORLD,
+        MPI_Isend(msg, me_count(bytes), MPI_BYTE, (int)peer, tag, me_comm,
                   &me_reqs[me_nreqs]);
         me_req_bufs[me_nreqs++] = msg;
         return;
     }
-    if (mode == 1) MPI_Ssend(msg, me_count(bytes), MPI_BYTE, (int)peer, tag, MPI_COMM_WORLD);
-    else MPI_Send(msg, me_count(bytes), MPI_BYTE, (int)peer, tag, MPI_COMM_WORLD);
+    if (mode == 1) MPI_Ssend(msg, me_count(bytes), MPI_BYTE, (int)peer, tag, me_comm);
+    else MPI_Send(msg, me_count(bytes), MPI_BYTE, (int)peer, tag, me_comm);
     free(msg);
 }
 static void me_recv(void *msg, int64_t bytes, int64_t peer, int tag, const char *op) {
     MPI_Status st;
     int got;
     me_check_peer(peer, op);
-    MPI_Probe((int)peer, tag, MPI_COMM_WORLD, &st);
+    MPI_Probe((int)peer, tag, me_comm, &st);
     MPI_Get_count(&st, MPI_BYTE, &got);
     if ((int64_t)got != bytes) {
         char m[256];
@@ -99,7 +108,7 @@ static void me_recv(void *msg, int64_t bytes, int64_t peer, int tag, const char 
                  (long long)bytes, (long long)peer, got);
         me_fail(m);
     }
-    MPI_Recv(msg, me_count(bytes), MPI_BYTE, (int)peer, tag, MPI_COMM_WORLD,
+    MPI_Recv(msg, me_count(bytes), MPI_BYTE, (int)peer, tag, me_comm,
              MPI_STATUS_IGNORE);
 }
 static void me_wait_sends(void) {
@@ -160,6 +169,7 @@ static void me_block(const char *dir, const char *kind, int k, char *l, int64_t 
         me_rw(fd, l + ((o * lw + at) * inner) * es, row, ((o * n + a) * inner) * es, w, path);
     me_close(fd, path);
 }
+static int64_t me_min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static double me_clock(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -188,7 +198,7 @@ static void me_default_threads(void) {
     if (getenv("MIDDLEEND_NUM_THREADS") != NULL || getenv("OMP_NUM_THREADS") != NULL) return;
     MPI_Comm node;
     int local = 1;
-    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node)
+    if (MPI_Comm_split_type(me_comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node)
             == MPI_SUCCESS) {
         MPI_Comm_size(node, &local);
         MPI_Comm_free(&node);
@@ -204,29 +214,65 @@ static void me_default_threads(void) {
 
 def generate_main(program: Program, local: Program, dist: Distribution,
                   threads: bool = False) -> str:
-    """``main`` for ``program`` (global shapes) running ``local`` on each rank;
-    ``threads``: the kernel runs parallel loops on the cpu thread pool (MPI is then
-    initialised for threads of which only the main one calls it)."""
-    R = dist.ranks
+    """``me_run_job`` (one call of ``program``, global shapes, running ``local`` on each rank)
+    and its entry points ``me_main`` (under the launcher) and ``me_inproc`` (inside a
+    running MPI job); ``threads``: the kernel runs parallel loops on the cpu thread pool
+    (MPI is then initialised for threads of which only the main one calls it)."""
+    R, P = dist.ranks, len(program.params)
+    parts = [ROOT_IO, THREADS if threads else "", _job(program, local, dist, threads)]
     init = ["    int me_thr;",
             "    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &me_thr);"] if threads \
         else ["    MPI_Init(&argc, &argv);"]
-    lines = ["int main(int argc, char **argv) {", "    double me_t[5];",
-             "    me_t[0] = me_clock();", *init,
-             "    int me_r, me_size;", "    MPI_Comm_rank(MPI_COMM_WORLD, &me_r);",
-             "    MPI_Comm_size(MPI_COMM_WORLD, &me_size);", "    me_rank_id = me_r;",
+    lines = ["int me_main(int argc, char **argv) {", "    double me_t[5];",
+             "    me_t[0] = me_clock();", *init, "    me_comm = MPI_COMM_WORLD;",
+             "    MPI_Comm_rank(me_comm, &me_rank_id);",
+             f"    if (argc != {2 + P}) me_fail(\"usage: <program> <run directory> <{P} "
+             "integer parameter(s)>\");"]
+    if threads:
+        lines.append("    if (me_thr < MPI_THREAD_FUNNELED) me_fail(\"this MPI does not allow "
+                     "threads (MPI_THREAD_FUNNELED), which parallel loops need\");")
+    lines += [f"    int64_t me_p[{P + 1}];",
+              *(f"    me_p[{k}] = me_arg(argv[{2 + k}]);" for k in range(P)),
+              f"    int64_t me_sent[{R}];", "    double me_phmax[4];",
+              "    me_run_job(argv[1], NULL, me_p, me_t, me_sent, me_phmax);",
+              "    if (me_rank_id == 0) {",
+              "        me_whole(argv[1], \"stats\", 0, me_sent, (int64_t)sizeof(me_sent), 1);",
+              "        me_whole(argv[1], \"stats\", 1, me_phmax, (int64_t)sizeof(me_phmax), 1);",
+              "    }", "    MPI_Finalize();", "    return 0;", "}", "",
+              # in a running job: 10 MPI is not initialised, 11 the communicator's size is
+              # not the ranks, 12 no MPI_THREAD_FUNNELED, 13 not the thread that initialised
+              "int me_inproc(int64_t comm_f, const int64_t *me_p, void **arrays, "
+              "double *phases, int64_t *sent) {",
+              "    double me_t[5];", "    me_t[0] = me_clock();",
+              "    int me_ok = 0, me_n = 0;", "    MPI_Initialized(&me_ok);",
+              "    if (!me_ok) return 10;", "    me_comm = MPI_Comm_f2c((MPI_Fint)comm_f);",
+              "    MPI_Comm_size(me_comm, &me_n);", f"    if (me_n != {R}) return 11;",
+              "    MPI_Comm_rank(me_comm, &me_rank_id);"]
+    if threads:
+        lines += ["    int me_thr = 0;", "    MPI_Query_thread(&me_thr);",
+                  "    if (me_thr < MPI_THREAD_FUNNELED) return 12;",
+                  "    MPI_Is_thread_main(&me_ok);", "    if (!me_ok) return 13;"]
+    lines += ["    me_run_job(NULL, arrays, me_p, me_t, sent, phases);", "    return 0;", "}", ""]
+    return "\n".join([*parts, *lines])
+
+
+def _job(program: Program, local: Program, dist: Distribution, threads: bool) -> str:
+    """``me_run_job``: every rank's part of one call. Its data come from the run directory
+    ``me_dir`` (each rank its own part) or, when that is NULL, from the root's whole
+    arrays ``me_root`` (scattered and broadcast, and gathered back to them)."""
+    R = dist.ranks
+    lines = ["static void me_run_job(const char *me_dir, void **me_root, const int64_t *me_p, "
+             "double *me_t, int64_t *me_sent, double *me_phmax) {",
+             "    int me_r = me_rank_id, me_size;",
+             "    MPI_Comm_size(me_comm, &me_size);",
              f"    if (me_size != {R}) me_fail(\"this program was built for {R} ranks; run it "
              f"with mpiexec -n {R}\");",
-             f"    if (argc != {2 + len(program.params)}) me_fail(\"usage: <program> <run "
-             f"directory> <{len(program.params)} integer parameter(s)>\");",
-             "    const char *me_dir = argv[1];"]
+             "    const int me_here = me_root != NULL && me_r == 0;  /* the root's arrays */"]
     if threads:
-        lines += ["    if (me_thr < MPI_THREAD_FUNNELED) me_fail(\"this MPI does not allow "
-                  "threads (MPI_THREAD_FUNNELED), which parallel loops need\");",
-                  "    me_default_threads();"]
+        lines.append("    me_default_threads();")
     lines.append("    me_t[1] = me_clock();")
     for k, q in enumerate(program.params):
-        lines.append(f"    const int64_t {ident('p_' + q, 'parameter')} = me_arg(argv[{2 + k}]);")
+        lines.append(f"    const int64_t {ident('p_' + q, 'parameter')} = me_p[{k}];")
     lines.append(f"    const int64_t p_{RANK} = me_r;")
     args = list(program.arguments)
     for b in args:
@@ -242,13 +288,17 @@ def generate_main(program: Program, local: Program, dist: Distribution,
         call += [f"p_{lo_param(name)}", f"p_{width_param(name)}"]
     for k, b in enumerate(args):
         c = b.dtype.c_name
-        lb = window_decl(b, dist.windows.get(b.name))
+        w = dist.windows.get(b.name)
+        lb = window_decl(b, w)
         lines += ["    " + x for x in _local_dims(lb)]
-        lines += [f"    {c} *l_{b.name} = ({c} *)calloc((size_t)({_count(lb, 'ld')}) + 1, "
+        # the root's own array serves as its copy of a buffer that is not distributed
+        mine = f"me_here ? ({c} *)me_root[{k}] : " if w is None else ""
+        lines += [f"    {c} *l_{b.name} = {mine}({c} *)calloc((size_t)({_count(lb, 'ld')}) + 1, "
                   f"sizeof({c}));",
                   f"    if (l_{b.name} == NULL) me_fail(\"out of memory for {b.name}\");"]
         if b.role in ("input", "inout"):
-            lines += _io(b, k, dist, write=False)
+            lines += ["    if (me_dir != NULL) {", *("    " + x for x in _io(b, k, dist, False)),
+                      "    } else {", *root_io(b, k, w, gather=False), "    }"]
     lines.append("    me_t[2] = me_clock();")
     call += [f"l_{b.name}" for b in args]
     lines.append(f"    int me_rc = me_{local.name}({', '.join(call)});")
@@ -258,22 +308,22 @@ def generate_main(program: Program, local: Program, dist: Distribution,
               "    me_t[3] = me_clock();"]
     for k, b in enumerate(args):
         if b.role in ("output", "inout"):
-            lines += _io(b, k, dist, write=True)
+            lines += ["    if (me_dir != NULL) {", *("    " + x for x in _io(b, k, dist, True)),
+                      "    } else {", *root_io(b, k, dist.windows.get(b.name), gather=True),
+                      "    }"]
     lines += ["    me_t[4] = me_clock();",
               # each phase's longest time over the ranks, for the kernel's last_phases
               "    double me_ph[4] = {me_t[1] - me_t[0], me_t[2] - me_t[1], me_t[3] - me_t[2], "
-              "me_t[4] - me_t[3]}, me_phmax[4];",
-              "    MPI_Reduce(me_ph, me_phmax, 4, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);",
-              f"    int64_t me_sent[{R}];",
-              "    MPI_Gather(&me_bytes_sent, 1, MPI_INT64_T, me_sent, 1, MPI_INT64_T, 0, "
-              "MPI_COMM_WORLD);",
-              "    if (me_r == 0) {",
-              "        me_whole(me_dir, \"stats\", 0, me_sent, (int64_t)sizeof(me_sent), 1);",
-              "        me_whole(me_dir, \"stats\", 1, me_phmax, (int64_t)sizeof(me_phmax), 1);",
-              "    }"]
-    lines += [f"    free(l_{b.name});" for b in args]
-    lines += ["    MPI_Finalize();", "    return 0;", "}", ""]
-    return ("\n".join([THREADS, *lines]) if threads else "\n".join(lines))
+              "me_t[4] - me_t[3]};",
+              "    MPI_Allreduce(me_ph, me_phmax, 4, MPI_DOUBLE, MPI_MAX, me_comm);",
+              "    MPI_Allgather(&me_bytes_sent, 1, MPI_INT64_T, me_sent, 1, MPI_INT64_T, "
+              "me_comm);",
+              "    me_bytes_sent = 0;"]
+    for b in args:
+        keep = "if (!me_here) " if b.name not in dist.windows else ""
+        lines.append(f"    {keep}free(l_{b.name});")
+    lines += ["}", ""]
+    return "\n".join(lines)
 
 
 def _io(b: BufferDecl, k: int, dist: Distribution, write: bool) -> list[str]:

@@ -1,6 +1,6 @@
 """The mpi target: one SPMD C program with MPI calls from the loop AST and its
-distribution plan, built with mpicc into an executable that the kernel runs under
-mpiexec."""
+distribution plan, built with mpicc into a shared object that the kernel runs under
+mpiexec (through a generic launcher), or in-process inside a running MPI job."""
 
 from __future__ import annotations
 
@@ -31,10 +31,10 @@ from .cprint import MpiPrinter
 from .kernel import MpiKernel, local_env
 from .local import local_program
 from .main import RUNTIME, generate_main
+from .rootio import LAUNCHER
 
 INSTALL = "pip install mpich (the [mpi] extra; the README's commands install it)"
-# an executable, not a shared object
-_NOT_FOR_EXECUTABLES = ("-fPIC", "-shared")
+LAUNCHER_NAME = "me_mpi_launch"
 
 
 def _tool(name: str) -> str | None:
@@ -107,32 +107,36 @@ class MpiTarget(Target):
         cc = _tool("mpicc")
         if cc is None:
             self.require()
-        flags = tuple(f for f in flags_for(bool(options.get("fp_contract", False)))
-                      if f not in _NOT_FOR_EXECUTABLES)
-        exe = build_cached(src.text, [str(cc)], flags, self.identity(), cache_dir() / "mpi",
+        flags = flags_for(bool(options.get("fp_contract", False)))
+        lib = build_cached(src.text, [str(cc)], flags, self.identity(), cache_dir() / "mpi",
                            ".c", "MPI C compiler", ["-lm"])
+        launcher = build_cached(LAUNCHER, [str(cc)], ("-O2",), self.identity(),
+                                cache_dir() / "mpi", ".c", "MPI C compiler", ["-ldl"])
         name = program.name
         ranks = int(options.get("ranks", 2))
         files = (
-            ArtifactFile(f"{name}_mpi", "executable", exe.path.read_bytes()),
+            ArtifactFile(f"{name}_mpi.so", "shared_object", lib.path.read_bytes()),
+            ArtifactFile(LAUNCHER_NAME, "executable", launcher.path.read_bytes()),
             ArtifactFile(f"{name}.h", "header", generate_header(program).encode()),
             ArtifactFile(src.name, "source", src.text.encode()),
-            ArtifactFile(f"{name}.log", "build_log", exe.log.encode()),
+            ArtifactFile(f"{name}.log", "build_log", lib.log.encode()),
         )
-        command = " ".join(["mpicc", *flags, src.name, "-o", f"{name}_mpi", "-lm"])
-        launch = {"mpiexec": f"mpiexec -n {ranks} ./{name}_mpi <run directory> <params>",
+        command = " ".join(["mpicc", *flags, src.name, "-o", f"{name}_mpi.so", "-lm"])
+        launch = {"mpiexec": f"mpiexec -n {ranks} ./{LAUNCHER_NAME} ./{name}_mpi.so "
+                             "<run directory> <params>",
                   "ranks": str(ranks)}
         art = Artifact(self.name, files, Signature.of(program), "", command, dict(options),
                        launch)
-        return art, exe.log
+        return art, lib.log
 
     def load(self, artifact: Artifact, **kernel_args: Any) -> Kernel:
         self.require()
-        path = materialize(artifact.file("executable"))
-        path.chmod(0o755)
+        launcher = materialize(artifact.file("executable"))
+        launcher.chmod(0o755)
+        library = materialize(artifact.file("shared_object"), suffix=".so")
         ranks = int(artifact.launch.get("ranks", artifact.options.get("ranks", 2)))
         mpiexec = str(_tool("mpiexec"))
         if self._env is None:
             self._env = local_env(mpiexec)
-        return MpiKernel(artifact.signature, path, mpiexec, ranks, env=self._env,
-                         artifact=artifact, **kernel_args)
+        return MpiKernel(artifact.signature, launcher, library, mpiexec, ranks,
+                         env=self._env, artifact=artifact, **kernel_args)

@@ -1,0 +1,89 @@
+"""Run under ``mpiexec -n R python tests/mpi_in_job.py <case> <ranks>`` by tests/test_mpi_job.py:
+a script that initialised MPI with mpi4py calls mpi kernels like cpu ones, on every rank;
+the kernels run in-process on MPI_COMM_WORLD (no second mpiexec), with the root's whole
+arrays scattered and the results gathered back to the root, which checks them against
+numpy. Prints ``ok <case>`` on the root when every check holds; any failure exits
+non-zero (an exception on one rank aborts the job)."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+from mpi4py import MPI
+
+import middleend as me
+from middleend.api.examples_mpi import heat2d
+
+
+def heat_ref(a: np.ndarray, steps: int) -> np.ndarray:
+    planes = [a]
+    for _ in range(steps):
+        u = planes[-1].copy()
+        p = planes[-1]
+        u[1:-1, 1:-1] = (p[1:-1, 1:-1] + p[:-2, 1:-1] + p[2:, 1:-1] + p[1:-1, :-2]
+                         + p[1:-1, 2:]) * np.float32(0.2)
+        planes.append(u)
+    return np.stack(planes)
+
+
+def matmul(n: int, m: int, p: int, R: int) -> me.Function:
+    """Row blocks of A and C, B whole on every rank (broadcast from the root)."""
+    with me.Function("jmm") as f:
+        i, j, kk = me.Var("i", 0, n), me.Var("j", 0, p), me.Var("k", 0, m)
+        A = me.Input("A", [n, m], me.float64)
+        Bm = me.Input("B", [m, p], me.float64)
+        c0 = me.Computation("C", [i, j], 0.0, dtype=me.float64)
+        c1 = c0.update([i, j, kk], A[i, kk] * Bm[kk, j])
+    A.distribute(0)
+    c0.buffer().distribute(0)
+    for comp in (c0, c1):
+        comp.split(i, -(-n // R), "i0", "i1")
+        comp.distribute("i0")
+    c1.after(c0, "i1")
+    return f
+
+
+def main(case: str, R: int) -> None:
+    comm = MPI.COMM_WORLD
+    assert comm.Get_size() == R, (comm.Get_size(), R)
+    root = comm.Get_rank() == 0
+    rng = np.random.default_rng(7)  # the same arrays on every rank; the root's are used
+    if case == "heat":
+        # distributed along rows of u[t, i, j]: strided blocks, uneven at 3 and 4 ranks
+        N, T = 11, 3
+        k = heat2d(N, N, T, R).compile(target="mpi", ranks=R)
+        a = rng.random((N, N), dtype=np.float32)
+        for _ in range(2):  # a second call reuses the loaded kernel
+            got = k(u0=a)["u"]
+            if root:
+                np.testing.assert_allclose(got, heat_ref(a, T), rtol=1e-5)
+        assert len(k.last_bytes_sent) == R
+    elif case == "matmul":
+        n, m, p = 9, 6, 5
+        k = matmul(n, m, p, R).compile(target="mpi", ranks=R)
+        a, b = rng.random((n, m)), rng.random((m, p))
+        if not root:
+            a, b = np.zeros_like(a), np.zeros_like(b)  # only the root's arrays count
+        got = k(A=a, B=b)["C"]
+        if root:
+            np.testing.assert_allclose(got, a @ b, rtol=1e-12)
+        else:
+            assert not got.any()  # the other ranks' outputs are zeros
+    elif case == "wrong-ranks":
+        k = heat2d(6, 6, 1, R + 1).compile(target="mpi", ranks=R + 1)
+        try:
+            k(u0=np.zeros((6, 6), np.float32))
+        except me.KernelRuntimeError as exc:
+            assert f"built for {R + 1}" in str(exc), exc
+        else:
+            raise AssertionError("a kernel for another number of ranks ran")
+    else:
+        raise SystemExit(f"unknown case {case!r}")
+    comm.Barrier()
+    if root:
+        print(f"ok {case}", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], int(sys.argv[2]))

@@ -1,0 +1,47 @@
+"""mpi kernels called inside a running MPI job (mpi4py under mpiexec): they run in-process
+on the job's ranks, the root's whole arrays scattered and gathered (MPI_Scatterv /
+MPI_Gatherv), checked against numpy by tests/mpi_in_job.py at 1-4 ranks."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.mpi
+
+SCRIPT = Path(__file__).with_name("mpi_in_job.py")
+ROOT = Path(__file__).parents[1]
+
+
+def _in_job(case: str, R: int) -> subprocess.CompletedProcess[str]:
+    pytest.importorskip("mpi4py", reason="the README's commands install mpi4py (mpi extra)")
+    mpiexec = Path(sys.executable).parent / "mpiexec"
+    if not mpiexec.is_file():
+        pytest.fail(f"no mpiexec beside {sys.executable} (pip install mpich)")
+    cmd = [str(mpiexec), "-launcher", "fork", "-n", str(R), sys.executable, "-m", "mpi4py",
+           str(SCRIPT), case, str(R)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=ROOT,
+                          env=env, stdin=subprocess.DEVNULL, check=False)
+
+
+def _ok(case: str, R: int) -> None:
+    p = _in_job(case, R)
+    assert p.returncode == 0 and f"ok {case}" in p.stdout, (p.stdout + p.stderr)[-3000:]
+
+
+@pytest.mark.parametrize("R", [1, 2, 3, 4])
+def test_heat2d_in_a_running_job_scatters_and_gathers_strided_blocks(R: int) -> None:
+    _ok("heat", R)
+
+
+def test_matmul_in_a_running_job_broadcasts_what_is_not_distributed() -> None:
+    _ok("matmul", 3)
+
+
+def test_a_kernel_for_another_number_of_ranks_is_refused_in_a_job() -> None:
+    _ok("wrong-ranks", 2)
