@@ -54,8 +54,9 @@ class Scheduler:
     """Applies directives to the computations of one translated function."""
 
     def __init__(self, fn: str, comps: list[me.Computation], labels: dict[str, list],
-                 dims: dict[str, list[Dim]]) -> None:
+                 dims: dict[str, list[Dim]], arrays: dict[str, me.Buffer]) -> None:
         self.fn, self.comps, self.labels, self.dims = fn, comps, labels, dims
+        self.arrays = arrays  # Julia array name -> its buffer (copy_at's source)
         self.placed: set[str] = set()  # ordered by an after/before directive
         self.nested: set[str] = set()  # placed inside another's loops by compute_at
         self.by_name = {c.name: c for c in comps}
@@ -80,11 +81,16 @@ class Scheduler:
         return got[0]
 
     def apply(self, d: J.Call) -> None:
-        a = _names(d.args, d.line, self.fn)
         k = d.fn
+        if k == "store_in":
+            return  # applied by the translator: it changes where every access goes
+        a = _names(d.args, d.line, self.fn)
         if not a:
             raise self.fail(d, "no arguments")
         try:
+            if k == "copy_at":
+                self._copy(d, a)
+                return
             if k in ("after", "before", "compute_at", "allocate_at"):
                 self._relative(d, a)
                 return
@@ -110,6 +116,28 @@ class Scheduler:
             self.nested.add(c.name)
         else:
             c.allocate_at(o, level)
+
+    def _copy(self, d: J.Call, a: list[str | int]) -> None:
+        """``copy_at(S, loop, A, Ap)``: in each iteration of ``S``'s loop, copy what ``S``
+        reads of array ``A`` below it into a new buffer ``Ap``, and read it there. ``Ap``
+        then names the copy in later directives; its loops are ``Ap_0, Ap_1, ...``, the
+        outermost first (Julia's last index: memory order)."""
+        if len(a) != 4 or not all(isinstance(x, str) for x in a):
+            raise self.fail(d, f"takes (statement, loop, array, new buffer name), got {a}")
+        c = self.one(d, a[0])
+        level, src, dst = str(a[1]), str(a[2]), str(a[3])
+        buf = self.arrays.get(src)
+        if buf is None:
+            raise self.fail(d, f"{src!r} is not an array (arrays: {sorted(self.arrays)})")
+        if dst in self.labels or dst in self.arrays or dst in self.by_name:
+            raise self.fail(d, f"{dst!r} already names a statement or an array")
+        if level not in [x.name for x in self.dims[c.name]]:
+            raise self.fail(d, f"{c.name!r} has no loop {level!r} (its loops: "
+                            f"{[x.name for x in self.dims[c.name]]})")
+        op = me.copy_at(c, level, buf, dst)
+        self.labels[dst] = [op]
+        self.dims[op.name] = [Dim(f"{dst}_{r}", f"copy:{dst}#{r}")
+                              for r in range(len(buf.sizes))]
 
     def _one(self, d: J.Call, k: str, c: me.Computation, a: list[str | int]) -> None:
         dims = self.dims[c.name]
@@ -201,7 +229,8 @@ class Scheduler:
         else:
             raise self.fail(d, f"unknown directive or wrong arguments {a} (directives: "
                             "tile, split, interchange, parallelize, vectorize, unroll, "
-                            "skew, shift, reverse, after, before, compute_at, allocate_at)")
+                            "skew, shift, reverse, after, before, compute_at, allocate_at, "
+                            "store_in, copy_at)")
 
     @staticmethod
     def _replace(dims: list[Dim], p: int, names: list[str], how: str) -> None:

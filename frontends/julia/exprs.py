@@ -31,6 +31,7 @@ class Array:
     buffer: me.Buffer
     sizes: tuple[int, ...]
     elem: DType
+    prefix: tuple[Expr, ...] = ()  # leading indices of an expanded array (``store_in``)
 
 
 ScalarRead = Callable[[str, int], Expr]
@@ -195,7 +196,7 @@ class Exprs:
             raise self.fail(e.line, f"{e.array}[...] with {len(e.indices)} indices on a "
                             f"{len(arr.sizes)}-d array (linear or partial indexing)")
         idx = [self.index(i) for i in e.indices]
-        return tuple(i - 1 for i in reversed(idx))  # type: ignore[operator]
+        return arr.prefix + tuple(i - 1 for i in reversed(idx))  # type: ignore[operator]
 
     def cond(self, e: J.Expr) -> Expr:
         """A Bool condition; comparisons of Ints compare in index mode (exact, affine)."""

@@ -369,9 +369,9 @@ class _Reader:
             if (isinstance(e, jast.Call) and e.fn == "-" and len(e.args) == 1
                     and isinstance(e.args[0], jast.Num)):
                 e = jast.Num(-e.args[0].value, e.args[0].type, line)
-            if not isinstance(e, (jast.Name, jast.Num)):
-                self.refuse(line, f"schedule argument {_brief(a)} (must be a name or a "
-                            "number)")
+            if not jast.is_directive_arg(e):
+                self.refuse(line, f"schedule argument {_brief(a)} (must be a name, a "
+                            "number or loop % k)")
             out.append(e)
         return jast.Call(args[0]["sym"], tuple(out), line)
 

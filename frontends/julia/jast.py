@@ -225,3 +225,11 @@ def chain(targets: list[Name | Ref], value: Expr, line: int, k: int) -> list[Stm
         src, out = tmp, [Assign(tmp, "=", value, line)]
     out += [Assign(t, "=", src, line) for t in reversed(targets)]
     return out
+
+
+def is_directive_arg(e: Expr) -> bool:
+    """What a ``@schedule`` directive's argument may be: a name, a number, or
+    ``loop % k`` (a folded loop of ``store_in``)."""
+    return isinstance(e, Name | Num) or (
+        isinstance(e, Call) and e.fn == "%" and len(e.args) == 2 and
+        isinstance(e.args[0], Name) and isinstance(e.args[1], Num))

@@ -26,6 +26,7 @@ import islpy as isl
 import middleend as me
 from frontends.julia import jast as J
 from frontends.julia.errors import UnsupportedJulia
+from frontends.julia.expand import Expansion, Planner
 from frontends.julia.exprs import Array, Exprs, _ex
 from frontends.julia.jtypes import ArgType, promote
 from frontends.julia.localarrays import LocalArray
@@ -65,13 +66,16 @@ class Built:
     names: dict[str, list[me.Computation]] = field(default_factory=dict)  # label -> comps
     loop_names: dict[int, list[str]] = field(default_factory=dict)  # stmt -> loop names
     loop_ids: dict[int, list[int]] = field(default_factory=dict)  # stmt -> source loop ids
+    arrays: dict[str, me.Buffer] = field(default_factory=dict)  # Julia array -> buffer
 
 
 class Translator:
-    def __init__(self, fn: J.Function, spec: Spec) -> None:
-        self.jf, self.spec = fn, spec
+    def __init__(self, fn: J.Function, spec: Spec, stores: tuple[J.Call, ...] = ()) -> None:
+        """``stores``: the ``store_in`` directives to apply (:mod:`.expand`)."""
+        self.jf, self.spec, self.stores = fn, spec, stores
         self.names = Namer()
         self.loop_names = Namer()  # loops keep their Julia names, which directives use
+        self.expanded: dict[str, tuple[Array, Expansion]] = {}  # store_in: array -> plan
 
     def fail(self, line: int, what: str) -> UnsupportedJulia:
         return UnsupportedJulia(line, what, self.jf.name)
@@ -120,7 +124,11 @@ class Translator:
             self.built = built
             self._loops(prog)
             self._analyse(prog)
+            plans = [self._expansion(d, args) for d in self.stores]
             self._computations(prog)
+            for plan in plans:
+                self._finish_expansion(plan)
+            built.arrays = {n: a.buffer for n, a in self.ex.arrays.items()}
         return built
 
     def _local_array(self, arr: LocalArray) -> None:
@@ -215,7 +223,7 @@ class Translator:
             if s.node.op != "=" and isinstance(s.node.target, J.Name):
                 rd.add(s.node.target.id)
             reads[s.index] = rd & prog.scalars
-        self.domains, self.guarded = domains, guarded
+        self.domains, self.guarded, self.counters = domains, guarded, counters
         self.scalar_plan = plan_scalars(prog, domains, guarded, reads, counters)
         self.reads = reads
 
@@ -364,6 +372,69 @@ class Translator:
         for lab in s.labels:
             self.built.names.setdefault(lab, []).append(comp)
 
+
+    # ------------------------------------------------------------------ store_in
+    def _expansion(self, d: J.Call, args: set[str]) -> Expansion:
+        """Checks ``store_in(X, loops...)`` and sends every access of ``X`` to its
+        expanded buffer (the loops' counters as leading indices)."""
+        name = d.args[0].id if d.args and isinstance(d.args[0], J.Name) else "?"
+        arr = self.ex.arrays.get(name)
+        if arr is None:
+            raise self.fail(d.line, f"directive store_in: {name!r} is not an array")
+        if arr.prefix:
+            raise self.fail(d.line, f"directive store_in: {name!r} is stored twice")
+
+        def subscript(s: Stmt, ref: J.Ref) -> tuple[Expr | int, ...]:
+            self.ex.loops = self._scope(s)
+            return self.ex.subscript(arr, ref)
+
+        var_names = {s.index: [self.var[lp.id].name for lp in s.loops]
+                     for s in self.prog.stmts}
+        data = self.prog.scalars | set(self.ex.arrays) | set(self.ex.fscalars)
+        plan = Planner(self.prog, self.jf.name, self.domains, self.counters, self.guarded,
+                       var_names, subscript, data).plan(d, name in args)
+        by_id = {lp.id: lp for s in self.prog.stmts for lp in s.loops}
+        prefix = tuple(_ex(self.var[i] - lo) for i, (lo, _) in zip(plan.loops, plan.extents,
+                                                                   strict=True))
+        sizes = [hi - lo + 1 for lo, hi in plan.extents]
+        buf = me.Buffer(self.names(f"{name}_{'_'.join(by_id[i].var for i in plan.loops)}"),
+                        sizes + list(reversed(arr.sizes)), arr.elem)
+        self.ex.arrays[name] = Array(name, buf, arr.sizes, arr.elem, prefix)
+        self.expanded[name] = (arr, plan)
+        return plan
+
+    def _finish_expansion(self, plan: Expansion) -> None:
+        """The storage folds, and the copy back into an argument's own memory."""
+        arr, _ = self.expanded[plan.array]
+        writers = [c for k, c in self.built.comps.items()
+                   if isinstance(self.prog.stmts[k].node.target, J.Ref) and
+                   self.prog.stmts[k].node.target.array == plan.array]
+        for k, f in enumerate(plan.folds):
+            if f is not None:
+                writers[0].storage_fold(k, f)
+        if plan.copy_back is None:
+            return
+        depth = max(len(x.loops) for x in self.prog.stmts)
+        if len(plan.box) > depth:
+            raise self.fail(plan.line, f"directive store_in: copying {plan.array!r} back "
+                            "needs as many loops as it has dimensions")
+        vs = [me.Var(self.loop_names(f"{plan.array}_b{k}"), lo, hi + 1)
+              for k, (lo, hi) in enumerate(plan.box)]
+        at = tuple(_ex(c - lo) for c, (lo, _) in zip(plan.copy_back, plan.extents,
+                                                      strict=True))
+        src = self.ex.arrays[plan.array].buffer
+        cname = self._fresh(f"{plan.array}_back")
+        end = max(s.pos[0] for s in self.prog.stmts) + 1
+        outs = [str(end)]
+        for d in range(depth):
+            outs += [vs[d].name if d < len(vs) else "0", "0"]
+        order = f"{{ {cname}[{', '.join(v.name for v in vs)}] -> [{', '.join(outs)}] }}"
+        comp = me.Computation(cname, vs, src[at + tuple(vs)], dtype=arr.elem, order=order)
+        comp.store_in(arr.buffer, list(vs))
+        k = len(self.prog.stmts) + len(self.built.comps)
+        self.built.comps[k] = comp
+        self.built.loop_names[k] = [v.name for v in vs]
+        self.built.loop_ids[k] = [-1 - 100 * k - j for j in range(len(vs))]
 
     def _fresh(self, want: str) -> str:
         """A computation name no other one has: one labelled statement may become several

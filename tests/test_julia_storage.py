@@ -1,0 +1,197 @@
+"""The storage directives of ``@schedule`` (issue 13): ``store_in`` (an array expanded
+along loops, folded, copied back into an argument) and ``copy_at`` (a packed copy read in
+its place), against numpy under several schedules, and their refusals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from frontends.julia import UnsupportedJulia, compile_source
+from middleend import ScheduleError
+
+DOITGEN = """
+@acc function doitgen!(A::Array{Float64, 3}, C4::Matrix{Float64}, sum::Vector{Float64})
+    np, nq, nr = size(A)
+    @schedule begin
+        SCHEDULE
+    end
+    for r in 1:nr, q in 1:nq
+        for p in 1:np
+            @name Z sum[p] = 0.0
+            for s in 1:np
+                @name U sum[p] += A[s, q, r] * C4[s, p]
+            end
+        end
+        for p in 1:np
+            @name W A[p, q, r] = sum[p]
+        end
+    end
+end
+"""
+
+
+def F(rng: np.random.Generator, *shape: int) -> np.ndarray:
+    return np.asfortranarray(rng.random(shape))
+
+
+def _src(template: str, schedule: str) -> str:
+    return template.replace("SCHEDULE", "\n        ".join(schedule.split(";")))
+
+
+@pytest.mark.parametrize("schedule", [
+    "store_in(sum, r); parallelize(U, r)",
+    "store_in(sum, q, r); interchange(U, q, r)",
+    "store_in(sum, q % 2, r); parallelize(U, r)",
+    "store_in(sum, r, q % 3)",
+    "store_in(sum, r); parallelize(U, r); split(U, p, 4); unroll(U, p1)",
+])
+def test_store_in_expands_doitgens_sum(schedule: str) -> None:
+    rng = np.random.default_rng(1)
+    A, C4, s = F(rng, 11, 7, 5), F(rng, 11, 11), np.zeros(11)
+    want = np.einsum("sqr,sp->pqr", A, C4)
+    compile_source(_src(DOITGEN, schedule), "doitgen!")(A, C4, s)
+    np.testing.assert_allclose(A, want, rtol=1e-12)
+    np.testing.assert_allclose(s, want[:, -1, -1], rtol=1e-12)  # copied back
+
+
+def test_the_shared_sum_keeps_r_sequential_and_a_fold_too_small_is_refused() -> None:
+    rng = np.random.default_rng(1)
+    args = (F(rng, 5, 3, 4), F(rng, 5, 5), np.zeros(5))
+    with pytest.raises(ScheduleError):
+        compile_source(_src(DOITGEN, "parallelize(U, r)"), "doitgen!")(*args)
+    with pytest.raises(ScheduleError, match=r"(?s)'r' of 'U' is tagged parallel but carries .*"
+                       r"mod 2 = 0"):  # 2 copies along r, r over the cores
+        compile_source(_src(DOITGEN, "store_in(sum, r % 2); parallelize(U, r)"),
+                       "doitgen!")(*args)
+
+
+LOCAL = """
+@acc function rows!(B::Matrix{Float64}, A::Matrix{Float64})
+    n, m = size(A)
+    t = similar(A, Float64, m)
+    @schedule begin
+        SCHEDULE
+    end
+    for i in 1:n
+        for j in 1:m
+            @name T t[j] = 2.0 * A[i, j]
+        end
+        for j in 1:m
+            @name R B[i, j] = t[j] + t[m - j + 1]
+        end
+    end
+end
+"""
+
+
+@pytest.mark.parametrize("schedule", ["", "store_in(t, i); parallelize(T, i)",
+                                      "store_in(t, i % 3)"])
+def test_store_in_a_local_array(schedule: str) -> None:
+    rng = np.random.default_rng(2)
+    A, B = F(rng, 6, 5), np.zeros((6, 5), order="F")
+    compile_source(_src(LOCAL, schedule), "rows!")(B, A)
+    np.testing.assert_allclose(B, 2 * A + 2 * A[:, ::-1], rtol=1e-12)
+
+
+SMOOTH = """
+@acc function smooth!(u::Vector{Float64}, x::Vector{Float64}, steps::Int)
+    n = length(u)
+    @schedule begin
+        SCHEDULE
+    end
+    for t in 1:steps
+        for i in 1:n
+            if t == 1
+                @name U u[i] = x[i]
+            else
+                @name V u[i] = 0.5 * u[i] + x[i]
+            end
+        end
+    end
+end
+"""
+
+
+@pytest.mark.parametrize("template, schedule, message", [
+    (SMOOTH, "store_in(u, t)", r"line 5: .*'u' written at line 12 is read at line 12 in "
+     r"another iteration of loop 't'"),
+    (SMOOTH.replace("if t == 1", "if t == 0"), "store_in(u, t)",
+     r"line 12 reads what 'u' held before the loops"),
+    (SMOOTH, "store_in(u, i)", r"'u' is an argument whose last writes lie in several "
+     r"iterations"),
+    (SMOOTH, "store_in(u, k)", r"every access of 'u' must be inside one loop 'k' \(line 10 "
+     r"is not in a loop 'k'\)"),
+    (SMOOTH, "store_in(x, t)", r"no statement writes 'x'"),
+    (SMOOTH, "store_in(steps, t)", r"the first argument must be an array"),
+    (SMOOTH, "store_in(u, t, t)", r"a loop named twice"),
+    (SMOOTH, "store_in(u, t % 0)", r"neither a loop name nor `loop % k`"),
+    (DOITGEN, "store_in(sum, p)", r"they lie in 2 different loops 'p'"),
+    (DOITGEN, "store_in(sum, r); store_in(sum, q)", r"'sum' is stored twice"),
+])
+def test_store_in_refusals(template: str, schedule: str, message: str) -> None:
+    rng = np.random.default_rng(3)
+    if template is DOITGEN:
+        args: tuple = (F(rng, 5, 3, 4), F(rng, 5, 5), np.zeros(5))
+        name = "doitgen!"
+    else:
+        args, name = (np.zeros(9), F(rng, 9), 4), "smooth!"
+    with pytest.raises(UnsupportedJulia, match=message):
+        compile_source(_src(template, schedule), name)(*args)
+
+
+def test_smooth_unexpanded_is_right() -> None:
+    """The refused expansions above refuse a program that does compute (not one that was
+    broken anyway)."""
+    rng = np.random.default_rng(3)
+    u, x = np.zeros(9), F(rng, 9)
+    compile_source(_src(SMOOTH, "vectorize(V, i, 4)"), "smooth!")(u, x, 4)
+    want = x.copy()
+    for _ in range(3):
+        want = 0.5 * want + x
+    np.testing.assert_allclose(u, want, rtol=1e-12)
+
+
+MM = """
+@acc function mm!(C::Matrix{Float64}, A::Matrix{Float64}, B::Matrix{Float64})
+    ni, nk = size(A)
+    nj = size(B, 2)
+    @schedule begin
+        SCHEDULE
+    end
+    for j in 1:nj, i in 1:ni
+        C[i, j] = 0.0
+    end
+    for i in 1:ni, j in 1:nj, k in 1:nk
+        @name T C[i, j] += A[i, k] * B[k, j]
+    end
+end
+"""
+
+
+@pytest.mark.parametrize("schedule", [
+    "copy_at(T, i, B, Bp)",
+    "tile(T, i, j, 4, 4); copy_at(T, j0, B, Bp)",
+    "tile(T, i, j, 4, 4); copy_at(T, j0, B, Bp); vectorize(Bp, Bp_1, 4)",
+    "tile(T, i, j, 4, 4); interchange(T, i0, j0); copy_at(T, j0, B, Bp); "
+    "copy_at(T, i0, A, Ap); parallelize(T, j0)",
+])
+def test_copy_at_packs_an_operand(schedule: str) -> None:
+    rng = np.random.default_rng(4)
+    A, B, C = F(rng, 9, 7), F(rng, 7, 11), np.zeros((9, 11), order="F")
+    compile_source(_src(MM, schedule), "mm!")(C, A, B)
+    np.testing.assert_allclose(C, A @ B, rtol=1e-12)
+
+
+@pytest.mark.parametrize("schedule, message", [
+    ("copy_at(T, q, B, Bp)", r"'T' has no loop 'q' \(its loops: \['i', 'j', 'k'\]\)"),
+    ("copy_at(T, j, X, Bp)", r"copy_at: takes \(statement, loop, array, new buffer name\)"),
+    ("copy_at(T, j, B)", r"copy_at: takes \(statement, loop, array, new buffer name\)"),
+    ("copy_at(T, j, B, A)", r"'A' already names a statement or an array"),
+    ("copy_at(T, j, B, Bp); vectorize(Bp, Bp_7, 4)", r"has no loop 'Bp_7'"),
+])
+def test_copy_at_refusals(schedule: str, message: str) -> None:
+    rng = np.random.default_rng(4)
+    with pytest.raises(UnsupportedJulia, match=message):
+        compile_source(_src(MM, schedule), "mm!")(np.zeros((3, 4), order="F"), F(rng, 3, 2),
+                                                  F(rng, 2, 4))
