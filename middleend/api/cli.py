@@ -91,24 +91,47 @@ def _set_target(req: pb.Request, target: str | None, options: list[str]) -> None
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
-    req = read_program(args.program)
-    _set_target(req, args.target, args.option or [])
-    with _client(args) as client:
-        resp = client.compile(req)
+    """One program's artifact goes to ``-o DIR``; with several, each goes to
+    ``DIR/<its file's stem>``, under a progress bar on a terminal (not with -q or -v)."""
+    from .progress import bar, wanted
+
+    programs = list(args.program)
+    outs = ([Path(args.output)] if len(programs) == 1 else
+            [Path(args.output) / _stem(p) for p in programs])
+    if len(set(outs)) != len(outs):
+        raise SystemExit("middleend compile: two programs have the same file name; each "
+                         "one's artifact goes to -o DIR/<name>")
+    with bar(len(programs), sys.stderr, wanted(sys.stderr, args.quiet or args.verbose)
+             ) as b, _client(args) as client:
+        for program, out in zip(programs, outs, strict=True):
+            b.start(program)
+            req = read_program(program)
+            _set_target(req, args.target, args.option or [])
+            b.echo(_compile_one(args, client, req, out))
+            b.advance()
+    return 0
+
+
+def _stem(program: str) -> str:
+    return "stdin" if program == "-" else Path(program).name.split(".")[0] or "program"
+
+
+def _compile_one(args: argparse.Namespace, client, req: pb.Request,  # type: ignore[no-untyped-def]
+                 out: Path) -> str:
+    """Compile ``req`` into ``out``; returns what to tell the user."""
+    resp = client.compile(req)
     if args.service:  # the phases ran there: log the times the response brought back
         for t in resp.timings:
             _log.info("phase %s (at %s): %.1f ms", t.phase, args.service, t.seconds * 1e3)
-    out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
     for f in resp.artifact.files:
         name = Path(f.name).name  # never a path from the response
         (out / name).write_bytes(f.content)
     ep = json_format.MessageToDict(resp.artifact.entry_point)
     (out / "entry_point.json").write_text(json.dumps(ep, indent=2) + "\n")
-    print(f"{resp.artifact.entry_point.c_declaration}")
-    print(f"wrote {len(resp.artifact.files) + 1} files to {out} (cache "
-          f"{'hit' if resp.cache_hit else 'miss'}, key {resp.cache_key[:16]})")
-    return 0
+    return (f"{resp.artifact.entry_point.c_declaration}\n"
+            f"wrote {len(resp.artifact.files) + 1} files to {out} (cache "
+            f"{'hit' if resp.cache_hit else 'miss'}, key {resp.cache_key[:16]})")
 
 
 def cmd_layers(args: argparse.Namespace) -> int:
@@ -127,6 +150,38 @@ def cmd_check(args: argparse.Namespace) -> int:
     with _client(args) as client:
         client.check(req)
     print("legal")
+    return 0
+
+
+def _names(text: str | None) -> list[str] | None:
+    return None if text is None else [x.strip() for x in text.split(",") if x.strip()]
+
+
+def _param_values(items: list[str]) -> dict[str, int]:
+    """``--params N=8,M=6`` (repeatable) as a dict of ints."""
+    out: dict[str, int] = {}
+    for item in (x for text in items for x in text.split(",") if x.strip()):
+        name, sep, value = item.partition("=")
+        try:
+            out[name.strip()] = int(value)
+        except ValueError:
+            sep = ""
+        if not sep or not name.strip():
+            raise SystemExit(f"middleend plot: --params expects NAME=INT, got {item!r}")
+    return out
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    """Pictures of the layers: each computation's domain and time-space, to SVG or PNG."""
+    from .function import Function as ApiFunction
+    from .plot import check_path
+
+    check_path(args.output)  # a wrong file type is said before any work
+    fn, _ = ApiFunction.from_request(read_program(args.program))
+    result = fn.plot(args.output, params=_param_values(args.params or []),
+                     computations=_names(args.computations), dims=_names(args.dims),
+                     loops=_names(args.loops), max_points=args.max_points)
+    print(result.summary())
     return 0
 
 
@@ -258,9 +313,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 _DESCRIPTION = """\
-The polyhedral middle-end's command line: compile a program, check its schedule, print
-its layers, write the papers' programs as requests, list the targets, serve the gRPC
-middle-end. A PROGRAM is a serialized middleend.v1.Request (binary, or the proto's JSON
+The polyhedral middle-end's command line: compile programs, check a schedule, print or
+draw a program's layers, write the papers' programs as requests, list the targets, serve
+the gRPC middle-end. A PROGRAM is a serialized middleend.v1.Request (binary, or the proto's JSON
 form, as 'middleend example blur' writes it)."""
 
 
@@ -331,9 +386,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"middleend {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
-    def remote(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("program", help="a serialized middleend.v1.Request (binary or "
-                                        "JSON; - reads stdin)")
+    def remote(sp: argparse.ArgumentParser, many: bool = False) -> None:
+        sp.add_argument("program", nargs="+" if many else None,
+                        help="a serialized middleend.v1.Request (binary or JSON; - reads "
+                             "stdin)" + ("; several compile one after the other" if many
+                                         else ""))
         sp.add_argument("--service", metavar="HOST:PORT",
                         help="a running 'middleend serve' (default: the embedded "
                              "middle-end, in this process)")
@@ -343,14 +400,18 @@ def parser() -> argparse.ArgumentParser:
                         help="log each phase of the compile with its time, as it runs "
                              "(passes run in this process only without --service)")
 
-    c = sub.add_parser("compile", help="compile a program and write its artifact")
-    remote(c)
+    c = sub.add_parser("compile", help="compile programs and write their artifacts")
+    remote(c, many=True)
+    c.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress bar (it is drawn only on a terminal, and not with -v)")
     c.add_argument("--target", default=None,
                    help="a registered target (as 'middleend targets' lists them); default: "
                         "the request's own, else cpu")
     c.add_argument("-O", "--option", action="append", metavar="NAME=VALUE",
                    help="a target option, e.g. fp_contract=true (repeatable)")
-    c.add_argument("-o", "--output", required=True, help="directory for the artifact")
+    c.add_argument("-o", "--output", required=True,
+                   help="directory for the artifact (with several programs, one "
+                        "subdirectory each, named after the file)")
     c.set_defaults(run=cmd_compile)
     ly = sub.add_parser("layers", help="print Layers I-IV of a program")
     remote(ly)
@@ -358,6 +419,22 @@ def parser() -> argparse.ArgumentParser:
     ch = sub.add_parser("check", help="check a program's schedule (exit 1 if illegal)")
     remote(ch)
     ch.set_defaults(run=cmd_check)
+    pl = sub.add_parser("plot", help="draw each computation's iteration domain and "
+                                     "time-space (tiles, tags, flow dependences)")
+    pl.add_argument("program", help="a serialized middleend.v1.Request (binary or JSON; - "
+                                    "reads stdin)")
+    pl.add_argument("-o", "--output", required=True, help="the picture: a .svg or .png file")
+    pl.add_argument("--params", action="append", metavar="NAME=INT[,NAME=INT]",
+                    help="a value for every parameter, e.g. N=8,M=8 (repeatable)")
+    pl.add_argument("--computations", metavar="A,B", help="the computations to draw "
+                                                          "(default: all)")
+    pl.add_argument("--dims", metavar="I,J", help="the two domain dims to project on "
+                                                  "(default: the two innermost)")
+    pl.add_argument("--loops", metavar="I0,J", help="the time-space loops of the Layer II "
+                                                    "panel (default: the same dims' axes)")
+    pl.add_argument("--max-points", type=_count, default=4096,
+                    help="most points enumerated per set (default 4096)")
+    pl.set_defaults(run=cmd_plot)
     ex = sub.add_parser("example", help="write one of the papers' programs as a request")
     ex.add_argument("name", choices=tuple(_EXAMPLES), help="which program")
     ex.add_argument("-o", "--output", default="-", help="file to write (default: stdout)")

@@ -115,8 +115,8 @@ def _row_height(row: tuple[Panel, Panel]) -> float:
 def _colors(p: Panel) -> list[Any]:
     from matplotlib import colormaps
 
-    cmap = colormaps["tab20"]
-    return [cmap(t % 20) if t >= 0 else "#3b75af" for t in p.tile_of]
+    cmap = colormaps["tab10"]
+    return [cmap(t % 10) if t >= 0 else "#3b75af" for t in p.tile_of]
 
 
 def _panel(ax: Any, p: Panel) -> None:
@@ -126,8 +126,7 @@ def _panel(ax: Any, p: Panel) -> None:
 
     xs = [x for x, _ in p.points]
     ys = [y for _, y in p.points]
-    n = max(1, len(p.points))
-    size = max(8.0, min(70.0, 2500.0 / n))
+    size = _marker_size(xs, ys)
     cols = _colors(p)
     handles: list[Any] = [Line2D([], [], marker="o", ls="", color="#3b75af",
                                  label=f"instances ({len(p.points)})")]
@@ -174,6 +173,15 @@ def _panel(ax: Any, p: Panel) -> None:
         ax.annotate("\n".join(lines[:6]), xy=(0, 0), xycoords="axes fraction",
                     xytext=(0, -58), textcoords="offset points", fontsize=8, va="top",
                     family="monospace", color="0.25")
+
+
+def _marker_size(xs: list[int], ys: list[int]) -> float:
+    """A marker area (pt^2) whose diameter is about a third of the spacing of points on
+    a panel about 430 pt wide."""
+    if not xs:
+        return 40.0
+    extent = max(max(xs) - min(xs), max(ys) - min(ys)) + 1.6
+    return max(4.0, min(90.0, (0.35 * 430 / extent) ** 2))
 
 
 def _limits(ax: Any, xs: list[int], ys: list[int]) -> None:

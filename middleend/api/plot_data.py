@@ -136,35 +136,42 @@ def pairs(m: isl.Map, what: str, cap: int) -> list[tuple[Pt, Pt]]:
     return [(p[:n_in], p[n_in:]) for p in points(m.wrap(), what, cap)]
 
 
-def splits_of(commands: Sequence[cmd.Command], comp: str) -> list[tuple[str, int, str, str]]:
-    """``(dim, factor, outer, inner)`` of every split the commands made of ``comp``'s loops
-    (split, tile, vectorize and unroll by a factor), in the order written."""
-    out: list[tuple[str, int, str, str]] = []
+Split = tuple[str, int, str, str, bool]  # dim, factor, outer, inner, outlined as tiles
+
+
+def splits_of(commands: Sequence[cmd.Command], comp: str) -> list[Split]:
+    """``(dim, factor, outer, inner, tiles)`` of every split the commands made of
+    ``comp``'s loops, in the order written: those of split and tile outline tiles, those
+    of vectorize and unroll by a factor do not (their loop is marked by its tag)."""
+    out: list[Split] = []
     for c in commands:
         if getattr(c, "comp", None) != comp:
             continue
-        if isinstance(c, (cmd.Split, cmd.Vectorize)) or (
-                isinstance(c, cmd.Unroll) and c.factor is not None):
-            out.append((c.dim, c.factor, c.outer, c.inner))  # type: ignore[attr-defined]
+        if isinstance(c, cmd.Split):
+            out.append((c.dim, c.factor, c.outer, c.inner, True))
+        elif isinstance(c, cmd.Vectorize) or (isinstance(c, cmd.Unroll) and c.factor):
+            out.append((c.dim, c.factor, c.outer, c.inner, False))  # type: ignore[misc]
         elif isinstance(c, cmd.Tile):
-            out += list(zip(c.dims, c.sizes, c.outers, c.inners, strict=True))
+            out += [(*x, True) for x in zip(c.dims, c.sizes, c.outers, c.inners,
+                                             strict=True)]
         elif isinstance(c, cmd.TileGpu):
-            out += [(c.i, c.t1, c.i0, c.i1), (c.j, c.t2, c.j0, c.j1)]
+            out += [(c.i, c.t1, c.i0, c.i1, True), (c.j, c.t2, c.j0, c.j1, True)]
     return out
 
 
-def axes_of(loops: Sequence[str], splits: Sequence[tuple[str, int, str, str]]) -> list[Axis]:
+def axes_of(loops: Sequence[str], splits: Sequence[Split]) -> list[Axis]:
     """The loops recombined into axes: the last split first, so that a split of a split
     nests; a split whose loops a later command renamed (skew) stays two axes. Ordered by
     their innermost loop."""
     axes = {lp: Axis(lp, (lp,), (1,)) for lp in loops}
-    for dim, f, outer, inner in reversed(splits):
+    for dim, f, outer, inner, tiled in reversed(splits):
         o, i = axes.get(outer), axes.get(inner)
         if o is None or i is None or dim in axes:
             continue
         del axes[outer], axes[inner]
         axes[dim] = Axis(dim, o.loops + i.loops,
-                         tuple(w * f for w in o.weights) + i.weights, o.loops)
+                         tuple(w * f for w in o.weights) + i.weights,
+                         o.loops if tiled else o.tiles + i.tiles)
     pos = {lp: k for k, lp in enumerate(loops)}
     return sorted(axes.values(), key=lambda a: max(pos[lp] for lp in a.loops))
 
