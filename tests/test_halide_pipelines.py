@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from halide_util import STRICT, as_list, assert_same, check, halide_realize
 
-from frontends.halide import UnsupportedHalideFeature, compile_pipeline, paper
+from frontends.halide import compile_pipeline, paper
 
 GUARD = hl.TailStrategy.GuardWithIf  # update stages cannot shift a vector tail inwards
 
@@ -167,19 +167,6 @@ def test_tuple_reduction(schedule: str, rng: np.random.Generator) -> None:
         mm.parallel(y)
         mm.update(0).parallel(y)
     check(mm, [17], [(a, _f32(rng, 17, 29))])
-
-
-def test_tuple_update_reading_a_sibling_is_refused() -> None:
-    """Element 0 reads element 1's old value: our elements are separate update chains, so the
-    front-end refuses it by name instead of giving wrong values or a confusing ScheduleError."""
-    x, = _vars("x")
-    f = hl.Func("fib")
-    r = hl.RDom([(0, 4)], "r")
-    f[x] = (hl.i32(0), hl.i32(1))
-    f[x] = (f[x][0] + f[x][1], f[x][1] + r.x)
-    with pytest.raises(UnsupportedHalideFeature) as e:
-        compile_pipeline(f).realize([3])
-    assert e.value.func == f.name() and "Tuple update" in e.value.construct
 
 
 # ------------------------------------------------------------ narrow integer types

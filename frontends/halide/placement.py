@@ -18,12 +18,13 @@ the translator which copy each reader reads).
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from frontends.halide.errors import UnsupportedHalideFeature
 from frontends.halide.graph import definitions, exprs_of, walk
-from middleend import ScheduleError, barrier_at
+from middleend import ROOT, ScheduleError, barrier_at
 from middleend.ir.expr import Access
 from middleend.ir.expr import walk as expr_walk
 
@@ -186,15 +187,25 @@ def place(tr: Translator, fi: FuncInfo) -> None:
         for c in fi.comps[0]:
             c.inline()
         return
-    # Tuple elements of one stage share one loop nest, as in Halide
-    for comps, plan in zip([fi.comps[0] + [c for cp in fi.copies for c in cp], *fi.comps[1:]],
-                           fi.plans, strict=True):
-        if len(comps) > 1 and plan.order:
-            inner = plan.loops[plan.order[-1]]
-            n = len(f.output_types)
-            for base in range(0, len(comps), n):
-                for c in comps[base + 1:base + n]:
-                    c.after(comps[base], inner)
+    # Tuple elements of one stage share one loop nest, as in Halide, in order (an update
+    # whose elements read each other: all new values first, then the stores)
+    n = len(f.output_types)
+    stages = [fi.comps[0] + [c for cp in fi.copies for c in cp],
+              *(fi.temps.get(k, []) + cs for k, cs in enumerate(fi.comps[1:], 1))]
+    for k, (comps, plan) in enumerate(zip(stages, fi.plans, strict=True)):
+        if not plan.order and k not in fi.temps:
+            continue
+        inner = plan.loops[plan.order[-1]] if plan.order else ROOT
+        size = n if k == 0 else len(comps)
+        for base in range(0, len(comps), size):
+            for a, b in itertools.pairwise(comps[base:base + size]):
+                b.after(a, inner)
+        vector = [h for h in plan.order if any(dm.var == h and dm.for_type == "Vectorized"
+                                               for dm in definitions(f)[k].schedule.dims)]
+        at = plan.order[:plan.order.index(vector[0])] if vector else plan.order
+        for t in fi.temps.get(k, []) if at else []:
+            # a scalar per iteration, or per iteration outside the vector loops
+            t.allocate_at(fi.comps[k][0], plan.loops[at[-1]])
     cl = s.compute_level
     if cl.is_root or cl.is_inlined:
         if not s.store_level.is_inlined and not s.store_level.is_root:

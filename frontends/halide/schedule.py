@@ -103,7 +103,8 @@ def schedule_stage(tr: Translator, fi: FuncInfo, k: int) -> None:
     f = fi.f
     d = definitions(f)[k]
     st = d.schedule
-    comps = fi.comps[k] + [c for cp in fi.copies for c in cp] if k == 0 else fi.comps[k]
+    comps = fi.comps[k] + [c for cp in fi.copies for c in cp] if k == 0 else \
+        fi.temps.get(k, []) + fi.comps[k]
     vars_ = fi.stage_vars[k]
     plan = StagePlan({n: v.name for n, v in vars_.items()})
     order = list(vars_)  # Halide names, outermost first

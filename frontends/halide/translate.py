@@ -28,9 +28,7 @@ from frontends.halide.placement import Placement, place
 from frontends.halide.schedule import StagePlan, plan_func_schedule, schedule_stage
 from frontends.names import Namer
 from middleend.ir.affine import AffineContext
-from middleend.ir.expr import Access, Expr, wrap
-from middleend.ir.expr import walk as expr_walk
-from middleend.ir.function import _BufferOf
+from middleend.ir.expr import Expr, wrap
 
 
 @dataclass(frozen=True)
@@ -80,6 +78,10 @@ class FuncInfo:
     # computations (one per value) and their buffers (when offset)
     copies: list[list[me.Computation]] = field(default_factory=list)
     copy_storage: list[list[me.Buffer]] = field(default_factory=list)
+    # per update stage whose Tuple elements read each other: the elements' new values,
+    # computed before any element is written (Halide evaluates a Tuple update's right-hand
+    # sides, then stores); fi.comps[k] then copy them into the Func's buffers
+    temps: dict[int, list[me.Computation]] = field(default_factory=dict)
 
 
 def index_params(hp: HPipeline, order: list[str]) -> set[str]:
@@ -158,6 +160,8 @@ class Translator:
         self.input_shapes = dict(spec.inputs)
         self.input_req: dict[str, list[tuple[int, int]] | None] = {}
         self.names = Namer()
+        # every computation's place in Halide's sequential order: (Func, stage, slot)
+        self.seq: list[tuple[me.Computation, tuple[int, int, int]]] = []
 
     # ----------------------------------------------------------------- bounds inference
     def infer_bounds(self) -> None:
@@ -421,6 +425,8 @@ class Translator:
                     self.placement.check_copies(name)
             for name in self.order:
                 self._define(self.info[name])
+            if any(fi.temps for fi in self.info.values()):
+                self._program_order()
             for name in self.order:
                 fi = self.info[name]
                 for k, d in enumerate(definitions(fi.f)):
@@ -468,15 +474,22 @@ class Translator:
                    for v in (vars_[n] for n in names)]
             pred = self._predicate(d, scope)
             comps = []
-            for vi, v in enumerate(d.values):
-                cname = base if len(d.values) == 1 else f"{base}_{vi}"
-                cname = self.names(cname if k == 0 else f"{cname}_s{k}")
+            cnames = [base if len(d.values) == 1 else f"{base}_{vi}"
+                      for vi in range(len(d.values))]
+            cnames = [self.names(n if k == 0 else f"{n}_s{k}") for n in cnames]
+            exprs = [translate(v, scope) for v in d.values]
+            if k > 0 and _reads_a_sibling(f, d, k):
+                fi.temps[k] = [me.Computation(
+                    self.names(f"{n}_new"), its, e, predicate=pred,
+                    dtype=dtype_of(f.output_types[vi], f.name, k))
+                    for vi, (n, e) in enumerate(zip(cnames, exprs, strict=True))]
+                exprs = [t[tuple(its)] for t in fi.temps[k]]
+            for vi, (cname, expr) in enumerate(zip(cnames, exprs, strict=True)):
                 dt = dtype_of(f.output_types[vi], f.name, k)
                 if k == 0 and self._needs_buffer(fi):
                     assert fi.box is not None
                     fi.storage.append(me.Buffer(self.names(f"{cname}_buf"), [
                         fi.box[p][1] - fi.box[p][0] + 1 for p in _storage_order(fi)], dt))
-                expr = translate(v, scope)
                 c = me.Computation(cname, its, expr, predicate=pred, dtype=dt)
                 if k == 0 and fi.storage:
                     c.store_in(fi.storage[vi], self._storage_index(fi, [
@@ -488,11 +501,26 @@ class Translator:
                     else:
                         c.store_in(fi.comps[0][vi], idx)
                 comps.append(c)
+            fpos, n = self.order.index(f.name), len(d.values)
+            self.seq.extend((t, (fpos, k, vi)) for vi, t in enumerate(fi.temps.get(k, [])))
+            self.seq.extend((c, (fpos, k, vi + (n if k in fi.temps else 0)))
+                            for vi, c in enumerate(comps))
             fi.comps.append(comps)
         if self.placement.computed_at(f.name):
             for r in range(1, len(self.placement.stages(f.name))):
                 self._define_copy(fi, r)
-        _check_tuple_update_reads(fi)
+
+    def _program_order(self) -> None:
+        """Give every computation its place in Halide's sequential order: Funcs producers
+        first, each Func's stages in order, each stage's points in order and, at each point,
+        its computations in order (an update whose Tuple elements read each other computes
+        every new value before storing any). The middle-end's memory reads then see what
+        Halide's do; by default it runs each computation's whole domain in turn."""
+        width = max(len(c.vars) for c, _ in self.seq)
+        for c, (fpos, k, slot) in self.seq:
+            dims = [v.name for v in c.vars]
+            outs = [str(fpos), str(k), *dims, str(slot), *["0"] * (width - len(dims))]
+            c.order = f"{{ {c.name}[{', '.join(dims)}] -> [{', '.join(outs)}] }}"
 
     def _define_copy(self, fi: FuncInfo, r: int) -> None:
         """Realization ``r`` (>= 1) of a Func computed in several stages of its consumer:
@@ -520,6 +548,9 @@ class Translator:
                 c.store_in(b, self._storage_index(fi, [st.vars[n] for n in st.names]))
                 bufs.append(b)
             comps.append(c)
+        n = len(comps)
+        self.seq.extend((c, (self.order.index(f.name), 0, n * r + vi))
+                        for vi, c in enumerate(comps))
         fi.copies.append(comps)
         fi.copy_storage.append(bufs)
 
@@ -532,22 +563,20 @@ def _storage_order(fi: FuncInfo) -> list[int]:
     return [fi.f.args.index(v) for v in reversed(dims)]
 
 
-def _check_tuple_update_reads(fi: FuncInfo) -> None:
-    """A Tuple update reads every element's *old* value at the same point; our element
-    computations are separate update chains, so an element reading a sibling is refused
-    (argmax-style updates need a snapshot of the old values, not translated yet)."""
-    if len(fi.f.output_types) < 2:
-        return
-    for k in range(1, len(fi.comps)):
-        for vi, c in enumerate(fi.comps[k]):
-            assert c.expr is not None
-            for n in expr_walk(c.expr):
-                if isinstance(n, Access) and isinstance(n.target, _BufferOf):
-                    j = [x.name for x in fi.comps[0]].index(n.target.comp.name)
-                    if j != vi:
-                        raise UnsupportedHalideFeature(
-                            fi.f.name, k, f"a Tuple update whose element {vi} reads element "
-                            f"{j} (elements are translated as separate update chains)")
+def _reads_a_sibling(f: HFunc, d: HDefinition, k: int) -> bool:
+    """Whether a Tuple update's element reads another element of the Func: then every
+    element must see the values from before the update (Halide's semantics), which the
+    elements computed one after the other would not give."""
+    if len(d.values) > 1 and any(n.kind == "Call" and n.name == f.name for a in (
+            *d.args, *([d.predicate] if d.predicate is not None else [])) for n in walk(a)):
+        raise UnsupportedHalideFeature(f.name, k, "a Tuple update whose store index or "
+                                       "predicate reads the Func itself")
+    for vi, v in enumerate(d.values):
+        for n in walk(v):
+            if n.kind == "Call" and n.call_type == "Halide" and n.name == f.name and \
+                    n.value_index != vi:
+                return True
+    return False
 
 
 def _buffer_array(b: HBuffer) -> np.ndarray:

@@ -1,0 +1,135 @@
+"""Tuple updates whose elements read each other (argmin / argmax, complex iterations).
+
+Halide evaluates every right-hand side of a Tuple update with the values from before the
+update, then stores them all; the front-end computes the new values first, then stores.
+Each pipeline is compared with Halide's own realize, and the argmin / argmax with numpy too
+(first index of the extremum, as a strict ``<`` keeps the first one).
+"""
+
+from __future__ import annotations
+
+import halide as hl
+import numpy as np
+import pytest
+from halide_util import STRICT, check
+
+from frontends.halide import UnsupportedHalideFeature, compile_pipeline
+
+
+def _argext(a: hl.ImageParam, op: str, schedule: str) -> hl.Func:
+    """Per row y: (index of the first extremum along x, the extremum)."""
+    y, = (hl.Var("y"),)
+    f = hl.Func(f"arg{op}")
+    r = hl.RDom([(0, a.width())], "r")
+    f[y] = (0, a[0, y])
+    better = a[r.x, y] < f[y][1] if op == "min" else a[r.x, y] > f[y][1]
+    f[y] = (hl.select(better, r.x, f[y][0]), hl.select(better, a[r.x, y], f[y][1]))
+    if schedule == "parallel":
+        f.parallel(y)
+        f.update(0).parallel(y)
+    elif schedule == "split":
+        yo, yi = hl.Var("yo"), hl.Var("yi")
+        f.update(0).split(y, yo, yi, 4, hl.TailStrategy.GuardWithIf).reorder(yi, r.x, yo) \
+            .vectorize(yi)
+    return f
+
+
+@pytest.mark.parametrize("schedule", ["default", "parallel", "split"])
+@pytest.mark.parametrize("op", ["min", "max"])
+def test_argmin_argmax(op: str, schedule: str, rng: np.random.Generator) -> None:
+    a = hl.ImageParam(hl.Float(32), 2, "a")
+    data = rng.integers(0, 9, (17, 29)).astype(np.float32)  # ties: the first index wins
+    f = _argext(a, op, schedule)
+    k = check(f, [17], [(a, data)])
+    idx, val = k.realize([17], a=data)
+    ref = np.argmin(data, axis=1) if op == "min" else np.argmax(data, axis=1)
+    np.testing.assert_array_equal(idx, ref)
+    np.testing.assert_array_equal(val, data[np.arange(17), ref])
+
+
+@pytest.mark.parametrize("schedule", ["default", "split_rx"])
+def test_argmin_of_an_image_into_a_scalar(schedule: str, rng: np.random.Generator) -> None:
+    """A zero-dimensional Tuple (x, y, value) reduced over a 2-D RDom."""
+    a = hl.ImageParam(hl.Float(32), 2, "a")
+    f = hl.Func("argmin2")
+    r = hl.RDom([(0, a.width()), (0, a.height())], "r")
+    f[()] = (0, 0, a[0, 0])
+    better = a[r.x, r.y] < f[()][2]
+    f[()] = (hl.select(better, r.x, f[()][0]), hl.select(better, r.y, f[()][1]),
+             hl.min(a[r.x, r.y], f[()][2]))
+    if schedule == "split_rx":
+        f.update(0).split(r.x, hl.RVar("rxo"), hl.RVar("rxi"), 4, hl.TailStrategy.GuardWithIf)
+    data = rng.random((13, 19), dtype=np.float32)
+    k = check(f, [], [(a, data)])
+    ix, iy, v = k.realize([], a=data)
+    assert (int(iy), int(ix)) == np.unravel_index(np.argmin(data), data.shape)
+    assert v == data.min()
+
+
+def _mandelbrot(schedule: str) -> hl.Func:
+    """z <- z^2 + c in (re, im), frozen once |z| > 2, with the escape iteration."""
+    x, y = hl.Var("x"), hl.Var("y")
+    f = hl.Func("mandelbrot")
+    t = hl.RDom([(0, 12)], "t")
+    cx = hl.f32(x) / 20 - 1.5
+    cy = hl.f32(y) / 15 - 1.0
+    f[x, y] = (hl.f32(0), hl.f32(0), 0)
+    re, im, n = f[x, y][0], f[x, y][1], f[x, y][2]
+    out = re * re + im * im > 4
+    f[x, y] = (hl.select(out, re, re * re - im * im + cx),
+               hl.select(out, im, 2 * re * im + cy), hl.select(out, n, t.x + 1))
+    if schedule == "vectorized":
+        f.vectorize(x, 8)
+        f.update(0).reorder(x, t.x, y).vectorize(x, 8).parallel(y)
+    elif schedule == "parallel":
+        f.update(0).parallel(y)
+    return f
+
+
+@pytest.mark.parametrize("schedule", ["default", "parallel", "vectorized"])
+def test_mandelbrot_in_place(schedule: str) -> None:
+    check(_mandelbrot(schedule), [40, 30], [], target=STRICT, fp_contract=False)
+
+
+@pytest.mark.parametrize("schedule", ["default", "vectorized"])
+def test_mandelbrot_over_iterations(schedule: str) -> None:
+    """Halide's app style: z(x, y, t) from z(x, y, t - 1), the elements from each other."""
+    x, y, z = hl.Var("x"), hl.Var("y"), hl.Var("z")
+    f = hl.Func("mandel_t")
+    t = hl.RDom([(1, 10)], "t")
+    cx = hl.f32(x) / 20 - 1.5
+    cy = hl.f32(y) / 15 - 1.0
+    f[x, y, z] = (cx, cy)
+    re, im = f[x, y, t.x - 1][0], f[x, y, t.x - 1][1]
+    f[x, y, t.x] = (re * re - im * im + cx, 2 * re * im + cy)
+    if schedule == "vectorized":
+        f.parallel(y)
+        f.update(0).parallel(y).vectorize(x, 4)
+    check(f, [20, 15, 11], [], target=STRICT, fp_contract=False)
+
+
+def test_swap_and_fibonacci(rng: np.random.Generator) -> None:
+    """(a, b) <- (a + b, b + r): element 0 reads element 1 and the reverse order too."""
+    x = hl.Var("x")
+    f = hl.Func("fib")
+    r = hl.RDom([(0, 6)], "r")
+    f[x] = (x, hl.i32(1))
+    f[x] = (f[x][1], f[x][0] + f[x][1] + r.x)
+    k = check(f, [5])
+    a, b = np.arange(5), np.ones(5, dtype=np.int64)
+    for i in range(6):
+        a, b = b, a + b + i
+    got = k.realize([5])
+    np.testing.assert_array_equal(got[0], a)
+    np.testing.assert_array_equal(got[1], b)
+
+
+def test_a_store_index_reading_the_tuple_is_refused() -> None:
+    """The elements' stores would move each other's index: refused by name."""
+    x = hl.Var("x")
+    f = hl.Func("self_index")
+    r = hl.RDom([(0, 4)], "r")
+    f[x] = (hl.clamp(x, 0, 3), x)
+    f[hl.clamp(f[r.x][0], 0, 3)] = (f[r.x][1], r.x)
+    with pytest.raises(UnsupportedHalideFeature, match="store index or predicate"):
+        compile_pipeline(f).realize([4])
