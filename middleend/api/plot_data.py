@@ -235,7 +235,7 @@ def _panels(lw: Lowered, commands: Sequence[cmd.Command], params: Mapping[str, i
     f1 = (lambda p: p[idx[-1]], (lambda p: p[idx[0]]) if len(idx) == 2 else (lambda p: 0))
     # Layer II: the two axes (the inner on x)
     axes = axes_of(inst.loops, splits_of(commands, c))
-    ax = _choose_axes(c, axes, d, loops)
+    ax = _choose_axes(c, axes, [_renamed(commands, c, v) for v in d], loops)
     tags = {lp: _tag(lw, c, k) for k, lp in enumerate(inst.loops)}
     f2 = (_axis_fn(inst, ax[-1]), _axis_fn(inst, ax[0]) if len(ax) == 2 else (lambda t: 0))
     p1 = Panel(c, "I", f"{c}: Layer I, iteration domain", d[-1],
@@ -264,6 +264,14 @@ def _dims(c: str, vars_: list[str], dims: Sequence[str] | None) -> list[str]:
         raise PlotError(f"computation {c!r}: cannot draw dims {list(dims)}; name one or two "
                         f"of its dims {vars_}")
     return list(dims)
+
+
+def _renamed(commands: Sequence[cmd.Command], comp: str, dim: str) -> str:
+    """The loop a Layer I dimension became through the renames of skew (``t`` -> ``t2``)."""
+    for c in commands:
+        if isinstance(c, cmd.Skew) and c.comp == comp:
+            dim = {c.a: c.new_a, c.b: c.new_b}.get(dim, dim)
+    return dim
 
 
 def _choose_axes(c: str, axes: list[Axis], d: list[str], loops: Sequence[str] | None
@@ -378,5 +386,8 @@ def _deps(lw: Lowered, c: str, fixed: isl.Set, at: str, inst: _Instances,
                         a2.setdefault((_xy(ts, f2), _xy(tk, f2)), None)
     p1.arrows = [a for a in a1 if a[0] != a[1]]
     p2.arrows = [a for a in a2 if a[0] != a[1]]
+    if len(p1.arrows) < len(a1):
+        p1.notes.append(f"+ flow dependences of {c} along dims not drawn (their ends "
+                        "project to one point)")
     for p, n in other.items():
         p1.notes.append(f"+ {n} flow dependences from {p} (another computation; not drawn)")
