@@ -26,6 +26,7 @@ from frontends.halide.graph import producer_order
 from frontends.halide.hir import HPipeline
 from frontends.halide.reader import read_pipeline
 from frontends.halide.translate import Built, Spec, Translator, index_params
+from frontends.halide.wrappers import apply_wrappers
 from middleend.ir.errors import KernelArgumentError
 
 
@@ -236,7 +237,7 @@ def compile_pipeline(outputs: Any, target: str = "cpu", service: Any = None,
     else:
         raise TypeError("compile_pipeline takes an hl.Pipeline, an hl.Func or a list of Funcs")
     data, live = hl.serialize_pipeline(pipe, get_params=True)
-    hp = read_pipeline(data)
+    hp = apply_wrappers(read_pipeline(data))
     names = [f.name() for f in pipe.outputs()]
     for n in names:
         if n not in hp.funcs_by_name:

@@ -51,8 +51,6 @@ def plan_func_schedule(fi: FuncInfo, is_output: bool) -> None:
     for attr, what in _FUNC_REFUSED:
         if getattr(s, attr):
             raise UnsupportedHalideFeature(f.name, None, what)
-    if s.wrappers:
-        raise UnsupportedHalideFeature(f.name, None, "in() wrappers")
     if s.memory_type != "Auto":
         raise UnsupportedHalideFeature(f.name, None, f"store_in(MemoryType.{s.memory_type})")
     if s.ring_buffer is not None:
