@@ -120,14 +120,28 @@ end
 @acc function doitgen!(A::Array{Float64, 3}, C4::Matrix{Float64}, sum::Vector{Float64})
     np, nq, nr = size(A)
     @schedule begin
-        # sum[p] is a dot product down two columns (A[:, q, r] and C4[:, p], s contiguous
-        # in both): 8 of them at a time, 8 independent sums in registers over one load of
-        # A[s, q, r]; shift to 0-based so that the blocks of 8 need no guards. The (q, r)
-        # iterations share the vector sum, so none of the loops can run in parallel
+        # a GEMM (C4' times the columns of A) whose operands both run along s, the
+        # reduction: gcc may not reorder a sum, so p is the vector dim (C4[s, p:p+7] a
+        # strided gather) and the register tile is 8 p x 4 q, each gathered C4 vector used
+        # for 4 columns of A (broadcasts of A[s, q, r]). That needs 4 sum vectors at once and
+        # one set per r for the r loop to run over the cores: store_in(sum, q % 4, r) (Z
+        # resets sum in every (q, r): no value crosses them; sum's last values are copied
+        # back); q in blocks of 4 for Z, U and W alike so that they share the q0 loop
+        store_in(sum, q % 4, r)
+        shift(Z, q, -1)
+        shift(U, q, -1)
+        shift(W, q, -1)
+        split(Z, q, 4, q0, q1)
+        split(U, q, 4, q0, q1)
+        split(W, q, 4, q0, q1)
         shift(U, p, -1)
         split(U, p, 8, p0, p1)
+        interchange(U, q1, p0)
+        interchange(U, q1, p1)
         interchange(U, p1, s)
-        unroll(U, p1)
+        unroll(U, q1)
+        vectorize(U, p1, 8)
+        parallelize(U, r)
     end
     for r in 1:nr, q in 1:nq
         for p in 1:np
