@@ -65,11 +65,6 @@ def _consumer(f: hl.Func) -> hl.Func:
     return g
 
 
-def _memoize(a: hl.ImageParam, f: hl.Func) -> tuple[hl.Func, hl.Func]:
-    f.compute_root().memoize()
-    return _consumer(f), f
-
-
 def _specialize(a: hl.ImageParam, f: hl.Func) -> tuple[hl.Func, hl.Func]:
     f.specialize(a.width() > 64).vectorize(f.args()[0], 8)
     return f, f
@@ -96,7 +91,6 @@ def _value(e: Callable[[hl.Expr], hl.Expr]) -> Build:
 
 
 _REFUSED: list[tuple[str, Build, str]] = [
-    ("memoize", _memoize, "memoize()"),
     ("async", _async, "async_()"),
     ("specialize", _specialize, "specialize()"),
     ("prefetch", _prefetch, "prefetch()"),

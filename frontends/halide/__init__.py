@@ -8,9 +8,10 @@ from frontends.halide.errors import (
     HalideCheckError,
     HalideFormatError,
     HalideFrontendError,
+    IgnoredHalideDirective,
     UnsupportedHalideFeature,
 )
 from frontends.halide.pipeline import HalideKernel, compile_pipeline
 
 __all__ = ["compile_pipeline", "HalideKernel", "UnsupportedHalideFeature", "HalideCheckError",
-           "HalideFormatError", "HalideFrontendError"]
+           "HalideFormatError", "HalideFrontendError", "IgnoredHalideDirective"]

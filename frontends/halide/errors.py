@@ -37,3 +37,11 @@ class HalideCheckError(HalideFrontendError, KernelArgumentError):
     wrong type or dimensions, or a Param is outside its ``set_range``. Halide raises at
     that point too; the message gives the same information (the requirement and its
     message, or the input, dimension and sizes)."""
+
+
+class IgnoredHalideDirective(UserWarning):
+    """A directive that cannot change a pipeline's values, accepted and not honoured:
+    ``memoize()`` (a cache across calls), ``fold_storage()`` (a smaller buffer), the
+    ``trace_*`` calls and ``print`` / ``print_when`` (output on the side). Warned about at
+    ``compile_pipeline``, once per Func and directive, so nobody waits for output that
+    never comes."""

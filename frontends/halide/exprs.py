@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import middleend as me
 from frontends.halide.errors import UnsupportedHalideFeature
 from frontends.halide.hir import HExpr, HType
+from frontends.halide.noops import is_print
 from middleend.ir import types as t
 from middleend.ir.expr import Cast, Const, Expr, binop, select
 from middleend.ir.expr import call as intrinsic
@@ -187,6 +188,8 @@ def translate(e: HExpr, scope: Scope, depth: int = 0) -> Expr:
             else:
                 scope.lets[e.name] = saved
     if k == "Call":
+        if is_print(e):  # a no-op (noops.py warns)
+            return sub(e.args[1])
         return _call(e, scope, [sub(a) for a in e.args])
     raise scope.unsupported(f"the expression node {k}")
 
@@ -325,6 +328,8 @@ def _intrinsic(name: str, dt: DType, args: list[Expr], scope: Scope) -> Expr:
         return intrinsic("round", args[0])
     if name == "return_second":
         return args[1]
+    if name == "if_then_else" and len(args) == 3:
+        return select(args[0], args[1], args[2])
     if name in ("bitwise_not", "bitwise_and", "bitwise_or") and dt.is_bool:
         # Python's ~, & and | on Halide booleans
         if name == "bitwise_not":

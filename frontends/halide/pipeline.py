@@ -24,6 +24,7 @@ from frontends.halide.evaluate import ScalarKind
 from frontends.halide.exprs import dtype_of
 from frontends.halide.graph import producer_order
 from frontends.halide.hir import HPipeline
+from frontends.halide.noops import warn_ignored
 from frontends.halide.reader import read_pipeline
 from frontends.halide.translate import Built, Spec, Translator, index_params
 from frontends.halide.wrappers import apply_wrappers
@@ -243,5 +244,6 @@ def compile_pipeline(outputs: Any, target: str = "cpu", service: Any = None,
         if n not in hp.funcs_by_name:
             raise UnsupportedHalideFeature(n, None, "an output missing from the serialization")
     checks = build_checks(hp, live, str(names))
+    warn_ignored(hp, producer_order(hp, names))
     return HalideKernel(hp, names, target, service, check_legality, extra_schedule,
                         fp_contract, target_options, checks)

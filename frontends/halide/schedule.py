@@ -26,9 +26,8 @@ from frontends.names import Namer
 if TYPE_CHECKING:
     from frontends.halide.translate import FuncInfo, Translator
 
-_FUNC_REFUSED = (
-    ("memoized", "memoize()"), ("async_", "async_()"),
-)
+# memoize, fold_storage, trace_* and print are no-ops (see noops.py)
+_FUNC_REFUSED = (("async_", "async_()"),)
 
 
 @dataclass
@@ -46,8 +45,6 @@ def plan_func_schedule(fi: FuncInfo, is_output: bool) -> None:
     s = f.schedule
     if f.extern_function_name:
         raise UnsupportedHalideFeature(f.name, None, f"define_extern({f.extern_function_name})")
-    if f.traced:
-        raise UnsupportedHalideFeature(f.name, None, "trace_loads/trace_stores/trace_realizations")
     for attr, what in _FUNC_REFUSED:
         if getattr(s, attr):
             raise UnsupportedHalideFeature(f.name, None, what)
@@ -58,9 +55,9 @@ def plan_func_schedule(fi: FuncInfo, is_output: bool) -> None:
     if not s.hoist_storage_level.is_inlined:
         raise UnsupportedHalideFeature(f.name, None, "hoist_storage()")
     for sd in s.storage_dims:
-        if sd.alignment is not None or sd.bound is not None or sd.fold_factor is not None:
-            raise UnsupportedHalideFeature(f.name, None, f"align_storage/bound_storage/"
-                                           f"fold_storage on {sd.var!r}")
+        if sd.alignment is not None or sd.bound is not None:
+            raise UnsupportedHalideFeature(f.name, None, f"align_storage/bound_storage on "
+                                           f"{sd.var!r}")
     if is_output and [sd.var for sd in s.storage_dims] not in ([], list(f.args)):
         raise UnsupportedHalideFeature(f.name, None, "reorder_storage() of an output (realize "
                                        "returns the output in Halide's dimension order)")
