@@ -229,3 +229,20 @@ def test_progress_bar_only_on_a_terminal(tmp_path: Path,
     with bar(2, silent, False) as b:
         b.start("first.json")
     assert silent.getvalue() == ""
+
+
+def test_scalar_and_one_dimensional_reduction(tmp_path: Path) -> None:
+    """A scalar initialised, then summed into along i: one point, and N points chained by
+    N - 1 flow dependences (each step reads the previous one)."""
+    n = 5
+    with me.Function("sum") as f:
+        N = me.Param("N")
+        i = me.Var("i", 0, N)
+        a = me.Input("A", [N], me.float32)
+        s = me.Computation("s", [], 0.0)
+        s.update([i], a[i])
+    r = f.plot(tmp_path / "s.svg", params={"N": n})
+    upd = next(p.comp for p in r.panels if p.comp != "s")
+    assert r.points("s") == 1 and r.points(upd) == r.points(upd, "II") == n
+    assert sorted(r.panel(upd, "I").arrows) == [((k, 0), (k + 1, 0)) for k in range(n - 1)]
+    assert "+ 1 flow dependence from s" in " ".join(r.panel(upd, "I").notes)

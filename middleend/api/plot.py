@@ -106,7 +106,7 @@ def _row_height(row: tuple[Panel, Panel]) -> float:
     flat row), plus room for the labels, the legend and the notes below."""
     ratio = 0.3
     for p in row:
-        if p.points:
+        if p.points and p.ylabel:
             xs, ys = [x for x, _ in p.points], [y for _, y in p.points]
             ratio = max(ratio, (max(ys) - min(ys) + 1.6) / (max(xs) - min(xs) + 1.6))
     return 5.6 * min(ratio, 1.3) + 2.4
@@ -157,12 +157,16 @@ def _panel(ax: Any, p: Panel) -> None:
     ax.set_title(p.title, fontsize=11, loc="left")
     ax.set_xlabel(p.xlabel, fontsize=10)
     ax.set_ylabel(p.ylabel, fontsize=10)
-    if not p.ylabel:
-        ax.set_yticks([])
     for axis in (ax.xaxis, ax.yaxis):
         axis.set_major_locator(MaxNLocator(integer=True))
     if xs:
         _limits(ax, xs, ys)
+    if not p.ylabel:  # one dimension (or none): a line of points
+        ax.set_yticks([])
+        ax.set_ylim(-1, 1)
+        ax.set_aspect("auto")
+    if p.xlabel == "(scalar)":
+        ax.set_xticks([])
     ax.grid(True, color="0.92", lw=0.6, zorder=0)
     ax.set_axisbelow(True)
     # below the x label, in points (not axes fractions: rows differ in height)

@@ -48,7 +48,7 @@ class Axis:
     tiles: tuple[str, ...] = ()
 
     def formula(self) -> str:
-        if len(self.loops) == 1:
+        if len(self.loops) <= 1:
             return self.name
         terms = [lp if w == 1 else f"{w}·{lp}" for lp, w in zip(self.loops, self.weights,
                                                                  strict=True)]
@@ -231,8 +231,9 @@ def _panels(lw: Lowered, commands: Sequence[cmd.Command], params: Mapping[str, i
         inst.ts_of.setdefault(x, []).append(t)
     # Layer I: x is the inner of the two dims, y the outer
     d = _dims(c, comp.vars, dims)
-    idx = [comp.vars.index(v) for v in d]
-    f1 = (lambda p: p[idx[-1]], (lambda p: p[idx[0]]) if len(idx) == 2 else (lambda p: 0))
+    idx = [comp.vars.index(v) for v in d if v in comp.vars]  # none for a scalar
+    f1 = ((lambda p: p[idx[-1]]) if idx else (lambda p: 0),
+          (lambda p: p[idx[0]]) if len(idx) == 2 else (lambda p: 0))
     # Layer II: the two axes (the inner on x)
     axes = axes_of(inst.loops, splits_of(commands, c))
     ax = _choose_axes(c, axes, [_renamed(commands, c, v) for v in d], loops)
@@ -390,4 +391,5 @@ def _deps(lw: Lowered, c: str, fixed: isl.Set, at: str, inst: _Instances,
         p1.notes.append(f"+ flow dependences of {c} along dims not drawn (their ends "
                         "project to one point)")
     for p, n in other.items():
-        p1.notes.append(f"+ {n} flow dependences from {p} (another computation; not drawn)")
+        p1.notes.append(f"+ {n} flow dependence{'s' * (n != 1)} from {p} (another "
+                        "computation; not drawn)")
