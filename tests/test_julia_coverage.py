@@ -365,3 +365,95 @@ end"""
     y = np.zeros(6)
     compile_source(src, "f!")(y, x)
     np.testing.assert_allclose(y, [5.0, 2 * x[0], *(2 * x[0] + np.arange(3, 7))])
+
+
+RETURNS = """
+function dot(x::Vector{Float64}, y::Vector{Float64})
+    s = 0.0
+    for i in 1:length(x)
+        s += x[i] * y[i]
+    end
+    return s
+end
+
+function count_big(x::Vector{Float64})
+    c = 0
+    for i in eachindex(x)
+        if x[i] > 0.5
+            c += 1
+        end
+    end
+    return c
+end
+
+function mean_plus_first(x::Vector{Float64})
+    s = 0.0
+    for i in 1:length(x)
+        s += x[i]
+    end
+    return s / length(x) + x[1]
+end
+
+function doubled(x::Matrix{Float64})
+    z = similar(x)
+    for j in 1:size(x, 2), i in 1:size(x, 1)
+        @name D z[i, j] = 2.0 * x[i, j]
+    end
+    return z
+end
+
+function scale!(z::Vector{Float64}, a::Float64)
+    @schedule vectorize(S, i, 4)
+    for i in 1:length(z)
+        @name S z[i] *= a
+    end
+    return z
+end
+"""
+
+
+@pytest.mark.parametrize("schedule", [False, True])
+def test_return_of_a_value_or_an_array(schedule: bool) -> None:
+    """``return x`` (issue 17): a scalar local, an Int, an expression, a local array (a new
+    column-major array) and an argument (the same array, updated in place)."""
+    rng = np.random.default_rng(12)
+    x, y, m = rng.random(13), rng.random(13), F(rng, 5, 3)
+    got = compile_source(RETURNS, "dot", schedule=schedule)(x, y)
+    assert isinstance(got, np.float64) and np.isclose(got, x @ y, rtol=1e-12)
+    got = compile_source(RETURNS, "count_big", schedule=schedule)(x)
+    assert isinstance(got, np.int64) and got == (x > 0.5).sum()
+    got = compile_source(RETURNS, "mean_plus_first", schedule=schedule)(x)
+    assert np.isclose(got, x.mean() + x[0], rtol=1e-12)
+    z = compile_source(RETURNS, "doubled", schedule=schedule)(m)
+    assert z.shape == m.shape and z.flags.f_contiguous
+    np.testing.assert_array_equal(z, 2.0 * m)
+    before = y.copy()
+    assert compile_source(RETURNS, "scale!", schedule=schedule)(y, 3.0) is y
+    np.testing.assert_allclose(y, 3.0 * before)
+
+
+def test_return_refusals() -> None:
+    with pytest.raises(UnsupportedJulia, match="line 3: .*return of a tuple"):
+        compile_source("function f(x::Vector{Float64})\n    s = x[1]\n    return s, x\nend",
+                       "f")
+    with pytest.raises(UnsupportedJulia, match="line 3: .*return before the end"):
+        compile_source("function f(x::Vector{Float64})\n    if x[1] > 0\n        return x[1]"
+                       "\n    end\n    return 0.0\nend", "f")
+    with pytest.raises(UnsupportedJulia, match="line 2: .*unknown name 'q'"):
+        compile_source("function f(x::Vector{Float64})\n    return q\nend", "f")
+
+
+def test_the_julia_bridge_refuses_a_returned_value() -> None:
+    from frontends.julia.bridge import compile_for_julia
+    from frontends.julia.errors import JuliaFrontendError
+
+    fn = {"head": "function", "args": [
+        {"head": "call", "args": [{"sym": "f"}, {"head": "::", "args": [
+            {"sym": "x"}, {"head": "curly", "args": [{"sym": "Vector"}, {"sym": "Float64"}]}]}]},
+        {"head": "block", "args": [{"line": 2}, {"head": "return", "args": [
+            {"head": "ref", "args": [{"sym": "x"}, {"int": 1}]}]}]}]}
+    import json
+
+    with pytest.raises(JuliaFrontendError, match=r"line 2: `return` of a value is translated "
+                       "by compile_source only"):
+        compile_for_julia(json.dumps(fn), ["Vector{Float64}"], "cpu", True, "[[3]]")

@@ -306,7 +306,7 @@ REFUSED_JAST = j.Function(
     (j.Unsupported("while loop", 2), j.Unsupported("macro @show", 5),
      j.Unsupported("expression statement: println(...)", 6),
      j.Unsupported("local declaration", 7), j.Assign(j.Name("x", 8), "=", j.Name("n", 8), 8),
-     j.Unsupported("return of a value", 10)),
+     j.Return(10, j.Name("A", 10))),
      line=1)
 
 KERNELS = {"gesummv!": (GESUMMV_SRC, GESUMMV_JSON, GESUMMV_JAST),

@@ -430,8 +430,11 @@ def test_if_elseif_else_chain():
 def test_returns():
     assert body("return") == (Return(),)
     assert body("return nothing") == (Return(),)
-    assert body("return x") == (Unsupported("return of a value"),)
-    assert body("return (a, b)") == (Unsupported("return of a value"),)
+    assert body("return x") == (Return(value=N("x")),)
+    assert body("return x[1] + 1") == (Return(value=Call("+", (Ref("x", (Num(1, "Int64"),)),
+                                                               Num(1, "Int64")))),)
+    assert body("return (a, b)") == (Unsupported("return of a tuple (return one value or "
+                                                 "one array)"),)
 
 
 def test_comments_everywhere():

@@ -138,14 +138,24 @@ class JuliaKernel:
             self.compiles += 1
         return got
 
-    def __call__(self, *args: Any) -> None:
+    def __call__(self, *args: Any) -> Any:
+        """Runs the kernel on the arguments (arrays updated in place) and returns what the
+        function's ``return x`` returns: the argument itself, a new (column-major) array,
+        or a numpy scalar; None without one."""
         spec = self.spec_of(args)
         c = self.compiled(spec)
         kw: dict[str, np.ndarray] = {}
         for k, name in c.built.buffer_of_arg.items():
             x, t = args[k], spec.types[k]
             kw[name] = x.T if t.ndim else np.array([x], dtype=t.elem.numpy)
-        c.kernel(**kw)
+        out = c.kernel(**kw)
+        r = c.built.returns
+        if r is None:
+            return None
+        if r[0] == "arg":
+            return args[int(r[1])]
+        got = out[str(r[1])]
+        return got[0] if r[0] == "value" else got.T
 
 
 def compile_source(text: str, name: str, target: str = "cpu", schedule: bool = True,

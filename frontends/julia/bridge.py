@@ -13,6 +13,7 @@ from typing import Any
 from frontends.julia.api import JuliaKernel
 from frontends.julia.errors import JuliaFrontendError
 from frontends.julia.fromjson import function_from_json
+from frontends.julia.jast import Return
 from frontends.julia.jtypes import JULIA_NAME, arg_type, parse_type_text
 from frontends.julia.translate import Spec
 from middleend.target.kernel import RC_MESSAGES
@@ -55,6 +56,11 @@ def compile_for_julia(expr_json: str, arg_types: list[str], target: str = "cpu",
     constants (the kernel is specialized on them and on the array sizes, which
     ``arg_values``, a JSON list, gives), so ``params`` is empty."""
     fn = function_from_json(expr_json)
+    last = fn.body[-1] if fn.body else None
+    if isinstance(last, Return) and last.value is not None:
+        raise JuliaFrontendError(f"{fn.name}, line {last.line}: `return` of a value is "
+                                 "translated by compile_source only: Acc.jl's kernels return "
+                                 "nothing (write the result into an array argument)")
     values = json.loads(arg_values)
     if values is None:
         raise JuliaFrontendError("arg_values: the array sizes and Int values are required")

@@ -79,6 +79,10 @@ class _Checker:
             if isinstance(s, J.Return):
                 if not top or guarded or k != len(body) - 1:
                     raise self.fail(s.line, "return before the end of the function")
+                v = s.value
+                if v is not None and not (isinstance(v, J.Name) and self.is_array(v.id)
+                                          is not False):
+                    self.expr(v, loops)  # an array name is returned as the array
             elif isinstance(s, J.Assign):
                 self.assign(s, loops, top and not guarded)
             elif isinstance(s, J.For):

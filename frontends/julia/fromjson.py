@@ -195,8 +195,13 @@ class _Reader:
         if head == "block":  # a bare begin ... end only groups statements
             return self.block(node, line)
         if head == "return":
-            ok = not args or _is_nothing(args[0])
-            return [jast.Return(line) if ok else jast.Unsupported("return of a value", line)]
+            if not args or _is_nothing(args[0]):
+                return [jast.Return(line)]
+            got = self.expr(args[0], line)
+            if isinstance(got, jast.TupleExpr):
+                return [jast.Unsupported("return of a tuple (return one value or one "
+                                         "array)", line)]
+            return [jast.Return(line, got)]
         if head == "macrocall":
             return self.macro_statement(args, node, line)
         if head in _STATEMENT_HEADS:

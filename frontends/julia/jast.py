@@ -151,9 +151,11 @@ class Unsupported:
 
 @dataclass(frozen=True)
 class Return:
-    """``return`` / ``return nothing`` (a value other than ``nothing`` is Unsupported)."""
+    """``return`` / ``return nothing`` (``value`` None), or ``return x``: the value of an
+    expression, or an array (an argument or a local one), as the function's result."""
 
     line: int = 0
+    value: Expr | None = None
 
 
 Stmt = Assign | For | If | Unsupported | Return

@@ -222,7 +222,11 @@ def _stmt(node: Node | _Nested, ctx: _Ctx, top: bool) -> list[jast.Stmt]:
         value = _kids(node)
         if not value or (value[0].type == "identifier" and _text(value[0]) == "nothing"):
             return [jast.Return(line)]
-        return [jast.Unsupported("return of a value", line)]
+        got = _expr(value[0], ctx)
+        if isinstance(got, jast.TupleExpr):
+            return [jast.Unsupported("return of a tuple (return one value or one array)",
+                                     line)]
+        return [jast.Return(line, got)]
     if t == "macrocall_expression":
         return _macro_stmt(node, ctx, top)
     if t == "compound_statement":  # a bare begin ... end only groups statements

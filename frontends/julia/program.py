@@ -77,6 +77,11 @@ class Program:
     scalars: set[str] = field(default_factory=set)
     # locals replaced by their defining expression (``j = i + d``): name -> line
     inlined: dict[str, int] = field(default_factory=dict)
+    # ``return x``: the array returned, or RESULT (a value stored by a last statement)
+    returns: str | None = None
+
+
+RESULT = "#result"  # the one-element array ``return <value>`` stores into: no Julia name
 
 
 _INDEX_OPS = frozenset({"+", "-", "*", "÷", "div", "%", "rem", "fld", "mod", "cld", "min",
@@ -238,6 +243,8 @@ class Flattener:
             if isinstance(s, J.Return):
                 if loops or conds or s is not body[-1] or body is not self.fn.body:
                     raise self.fail(s.line, "return before the end of the function")
+                if s.value is not None:
+                    self.result(s, counter, labels)
                 continue
             if isinstance(s, J.Unsupported):
                 raise self.fail(s.line, s.construct)
@@ -303,6 +310,19 @@ class Flattener:
         self.prog.stmts.append(Stmt(len(self.prog.stmts), s, loops, conds,
                                     pos + (counter[0],), own + labels))
         counter[0] += 1
+
+    def result(self, s: J.Return, counter: list[int], labels: tuple[str, ...]) -> None:
+        """``return A`` of an array names it as the result; ``return e`` stores ``e`` in a
+        one-element array (RESULT) after everything else."""
+        v = s.value
+        assert v is not None
+        if isinstance(v, J.Name) and v.id in self.ex.arrays:
+            self.prog.returns = v.id
+            return
+        self.prog.returns = RESULT
+        one = J.Num(1, "Int64", s.line)
+        self.assign(J.Assign(J.Ref(RESULT, (one,), s.line), "=", v, s.line), (), (), (),
+                    counter, labels)
 
     def tuple_assign(self, s: J.Assign, loops: tuple[Loop, ...],
                      conds: tuple[Cond, ...]) -> None:

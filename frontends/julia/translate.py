@@ -31,6 +31,7 @@ from frontends.julia.exprs import Array, Exprs, _ex
 from frontends.julia.jtypes import ArgType, promote
 from frontends.julia.localarrays import LocalArray
 from frontends.julia.program import (
+    RESULT,
     Flattener,
     Program,
     Stmt,
@@ -67,6 +68,8 @@ class Built:
     loop_names: dict[int, list[str]] = field(default_factory=dict)  # stmt -> loop names
     loop_ids: dict[int, list[int]] = field(default_factory=dict)  # stmt -> source loop ids
     arrays: dict[str, me.Buffer] = field(default_factory=dict)  # Julia array -> buffer
+    # what ``return x`` returns: ("arg", position), ("array", buffer) or ("value", buffer)
+    returns: tuple[str, int | str] | None = None
 
 
 class Translator:
@@ -109,6 +112,7 @@ class Translator:
                     fscalars[a.name] = me.Input(bname, [1], t.elem)
                     buffer_of_arg[k] = bname
             self.scalar_plan: dict[str, ScalarPlan] = {}
+            self.built_outputs: list[str] = []
             ex = Exprs({}, consts, arrays, fscalars, self._no_scalar, set(), jf.name)
             self._module_consts(ex)
             self.ex = ex
@@ -117,9 +121,11 @@ class Translator:
             ex.scalars, ex.inlined = prog.scalars, prog.inlined
             self.ex, self.prog = ex, prog
             outputs = [arrays[n].buffer.name for n in arrays if n in written and n in args]
-            if not outputs:
-                raise self.fail(jf.line, "the function writes no array (its results must "
-                                "land in an array argument)")
+            outputs += self.built_outputs  # returned local arrays
+            if not outputs and prog.returns != RESULT:
+                raise self.fail(jf.line, "the function writes no array and returns no "
+                                "value (its results must land in an array argument or be "
+                                "returned)")
             built = Built(fn, outputs, buffer_of_arg)
             self.built = built
             self._loops(prog)
@@ -128,14 +134,32 @@ class Translator:
             self._computations(prog)
             for plan in plans:
                 self._finish_expansion(plan)
+            built.returns = self._returns(prog)
             built.arrays = {n: a.buffer for n, a in self.ex.arrays.items()}
         return built
 
     def _local_array(self, arr: LocalArray) -> None:
         """A temporary buffer for ``z = zeros(...)``/``similar(...)``, laid out as the
-        arguments are (dims reversed: column-major), which only the kernel sees."""
-        buf = me.Buffer(self.names(arr.name), list(reversed(arr.sizes)), arr.elem)
+        arguments are (dims reversed: column-major), which only the kernel sees (an
+        output when the function returns it)."""
+        last = self.jf.body[-1] if self.jf.body else None
+        returned = isinstance(last, J.Return) and isinstance(last.value, J.Name) and \
+            last.value.id == arr.name
+        buf = me.Buffer(self.names(arr.name), list(reversed(arr.sizes)), arr.elem,
+                        kind="output" if returned else "temporary")
         self.ex.arrays[arr.name] = Array(arr.name, buf, arr.sizes, arr.elem)
+        if returned:
+            self.built_outputs.append(buf.name)
+
+    def _returns(self, prog: Program) -> tuple[str, int | str] | None:
+        if prog.returns is None:
+            return None
+        if prog.returns == RESULT:
+            return ("value", self.ex.arrays[RESULT].buffer.name)
+        args = [a.name for a in self.jf.args]
+        if prog.returns in args:
+            return ("arg", args.index(prog.returns))
+        return ("array", self.ex.arrays[prog.returns].buffer.name)
 
     def _module_consts(self, ex: Exprs) -> None:
         """The source's module-level ``const``s a function does not shadow (by an
@@ -344,6 +368,10 @@ class Translator:
             pred = ce if pred is None else pred & ce
         val = self._rhs(s, None)
         t = n.target
+        if isinstance(t, J.Ref) and t.array == RESULT:  # `return e`: typed by e
+            buf = me.Buffer(self.names("result"), [1], val.dtype, kind="output")
+            self.ex.arrays[RESULT] = Array(RESULT, buf, (1,), val.dtype)
+            self.built.outputs.append(buf.name)
         if isinstance(t, J.Ref):
             arr = self.ex.arrays[t.array]
             dt = arr.elem
