@@ -246,3 +246,31 @@ def test_scalar_and_one_dimensional_reduction(tmp_path: Path) -> None:
     assert r.points("s") == 1 and r.points(upd) == r.points(upd, "II") == n
     assert sorted(r.panel(upd, "I").arrows) == [((k, 0), (k + 1, 0)) for k in range(n - 1)]
     assert "+ 1 flow dependence from s" in " ".join(r.panel(upd, "I").notes)
+
+
+@pytest.mark.parametrize("schedule", ["parallel i", "reverse t", "tile, parallel i0"])
+def test_violated_dependences_are_marked(tmp_path: Path, schedule: str) -> None:
+    """A dependence is broken when its source does not run first, or when the first loop
+    that tells source and sink apart is parallel: worked out here per dependence."""
+    T, N = 5, 9
+    f, h = _heat1d()
+    if schedule == "parallel i":
+        h.parallelize("i")
+    elif schedule == "reverse t":
+        h.reverse("t")
+    else:
+        h.tile("t", "i", 2, 3, "t0", "i0", "t1", "i1")
+        h.parallelize("i0")
+
+    def broken(src: tuple[int, int], dst: tuple[int, int]) -> bool:
+        if schedule == "parallel i":
+            return False  # t carries every dependence
+        if schedule == "reverse t":
+            return True
+        return src[0] // 2 == dst[0] // 2 and src[1] // 3 != dst[1] // 3
+
+    r = f.plot(tmp_path / "v.png", params={"T": T, "N": N}, computations=["h"])
+    want = {((i0, t0), (i1, t1)) for (t0, i0), (t1, i1) in _heat_deps(T, N)
+            if broken((t0, i0), (t1, i1))}
+    assert set(r.panel("h", "I").violated) == want
+    assert len(r.panel("h", "II").violated) == len(want)

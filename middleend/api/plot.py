@@ -28,6 +28,7 @@ from ..ir.function import Function
 from .plot_data import Panel, PlotError, collect, show_params
 
 FORMATS = (".svg", ".png")
+_FLOW, _VIOLATED = "#c0392b", "#8e24aa"  # red arrows; a broken dependence in purple
 MAX_ARROWS_DRAWN = 3000  # more are counted, not drawn: a picture of a blot helps nobody
 
 
@@ -109,7 +110,7 @@ def _row_height(row: tuple[Panel, Panel]) -> float:
         if p.points and p.ylabel:
             xs, ys = [x for x, _ in p.points], [y for _, y in p.points]
             ratio = max(ratio, (max(ys) - min(ys) + 1.6) / (max(xs) - min(xs) + 1.6))
-    return 5.6 * min(ratio, 1.3) + 2.4
+    return 5.0 * min(ratio, 1.3) + 2.2
 
 
 def _colors(p: Panel) -> list[Any]:
@@ -142,18 +143,25 @@ def _panel(ax: Any, p: Panel) -> None:
         handles.append(Rectangle((0, 0), 1, 1, fill=False, edgecolor="0.3",
                                  label=f"tiles ({len(p.tiles)})"))
     if any(t >= 0 for t in p.tile_of):
-        handles[0].set_label(f"instances ({len(p.points)}), coloured by tile")
+        handles[0].set_label(f"instances ({len(p.points)}; colour: tile)")
     ax.scatter(xs, ys, s=size, c=cols, edgecolors="black", linewidths=0.4, zorder=3,
                gid=f"points-{p.layer}-{p.comp}")
+    bad = set(p.violated)
     for (a, b) in p.arrows[:MAX_ARROWS_DRAWN]:
-        ax.add_patch(FancyArrowPatch(a, b, arrowstyle="-|>", mutation_scale=9, lw=0.9,
-                                     color="#c0392b", alpha=0.75, shrinkA=3, shrinkB=3,
-                                     zorder=4))
+        broken = (a, b) in bad
+        ax.add_patch(FancyArrowPatch(a, b, arrowstyle="-|>", mutation_scale=9,
+                                     lw=1.6 if broken else 0.9,
+                                     color=_VIOLATED if broken else _FLOW,
+                                     alpha=0.9 if broken else 0.75, shrinkA=3, shrinkB=3,
+                                     zorder=5 if broken else 4))
     if p.arrows:
         more = len(p.arrows) - MAX_ARROWS_DRAWN
-        handles.append(Line2D([], [], color="#c0392b", marker=">", label=(
+        handles.append(Line2D([], [], color=_FLOW, marker=">", label=(
             f"flow dependences ({len(p.arrows)}" + (f", {more} not drawn)" if more > 0
                                                     else ")"))))
+    if bad:
+        handles.append(Line2D([], [], color=_VIOLATED, marker=">", lw=1.6, label=(
+            f"violated ({len(bad)})")))
     ax.set_title(p.title, fontsize=11, loc="left")
     ax.set_xlabel(p.xlabel, fontsize=10)
     ax.set_ylabel(p.ylabel, fontsize=10)
@@ -170,12 +178,14 @@ def _panel(ax: Any, p: Panel) -> None:
     ax.grid(True, color="0.92", lw=0.6, zorder=0)
     ax.set_axisbelow(True)
     # below the x label, in points (not axes fractions: rows differ in height)
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0), ncol=4,
+    ncol = 3
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0), ncol=ncol,
               fontsize=8.5, frameon=False, borderaxespad=4.2)
     if p.notes:
         lines = [w for note in p.notes[:4] for w in textwrap.wrap(note, 88)]
+        below = 44 + 14 * -(-len(handles) // ncol)  # the legend's rows, in points
         ax.annotate("\n".join(lines[:6]), xy=(0, 0), xycoords="axes fraction",
-                    xytext=(0, -58), textcoords="offset points", fontsize=8, va="top",
+                    xytext=(0, -below), textcoords="offset points", fontsize=8, va="top",
                     family="monospace", color="0.25")
 
 

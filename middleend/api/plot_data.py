@@ -23,6 +23,7 @@ import islpy as isl
 from ..driver.lowering import Lowered
 from ..ir import commands as cmd
 from ..ir.errors import MiddleEndError, quoted
+from ..passes.legality import PARALLEL_TAGS
 
 Pt = tuple[int, ...]
 XY = tuple[int, int]
@@ -69,6 +70,7 @@ class Panel:
     tile_of: list[int] = field(default_factory=list)
     tiles: list[tuple[int, int, int, int]] = field(default_factory=list)  # x0, x1, y0, y1
     arrows: list[tuple[XY, XY]] = field(default_factory=list)
+    violated: list[tuple[XY, XY]] = field(default_factory=list)  # a subset of ``arrows``
     order: list[XY] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -253,7 +255,9 @@ def _panels(lw: Lowered, commands: Sequence[cmd.Command], params: Mapping[str, i
     p2.notes.append("schedule: " + ("; ".join(sched_cmds) if sched_cmds else "identity"))
     p2.notes += [f"{lp}: {tg}" for lp, tg in tags.items() if tg and not any(
         lp in a.loops for a in ax)]
-    _deps(lw, c, fixed, at, inst, f1, f2, p1, p2, cap)
+    parallel = {2 * k + 1 for k, lp in enumerate(inst.loops)
+                if tags[lp].split(" ")[0] in PARALLEL_TAGS}
+    _deps(lw, c, fixed, at, inst, (f1, f2), (p1, p2), parallel, cap)
     return p1, p2
 
 
@@ -358,16 +362,29 @@ def _tiles(inst: _Instances, ax: list[Axis], ordered: list[Pt], f2: Sequence[obj
     p1.tile_of = [of1.get(p, -1) for p in p1.points]
 
 
+def _violates(source: Pt, sink: Pt, parallel: set[int]) -> bool:
+    """Whether the schedule breaks the dependence: the source does not run before the
+    sink, or the first loop where they differ runs its iterations in parallel."""
+    if source >= sink:
+        return True
+    first = next(k for k, (a, b) in enumerate(zip(source, sink, strict=True)) if a != b)
+    return first in parallel
+
+
 def _deps(lw: Lowered, c: str, fixed: isl.Set, at: str, inst: _Instances,
-          f1: Sequence[object], f2: Sequence[object], p1: Panel, p2: Panel, cap: int) -> None:
+          fns: tuple[Sequence[object], Sequence[object]], panels: tuple[Panel, Panel],
+          parallel: set[int], cap: int) -> None:
     """Flow dependences into ``c``, from the exact relation the legality check compares
     the scheduled program with (``Expected.sources``: each read instance -> the instance
     whose value it must see). Those between instances of ``c`` become arrows, projected
-    and without repeats; those from other computations are counted in a note."""
+    and without repeats, marked violated where the time-space order breaks them (the
+    picture of an illegal schedule); those from other computations are counted in a
+    note."""
     from ..ir.islutil import maps_of
 
-    a1: dict[tuple[XY, XY], None] = {}
-    a2: dict[tuple[XY, XY], None] = {}
+    (f1, f2), (p1, p2) = fns, panels
+    a1: dict[tuple[XY, XY], bool] = {}  # arrow -> violated
+    a2: dict[tuple[XY, XY], bool] = {}
     other: dict[str, int] = {}
     for r in lw.exp.reads:
         src = lw.exp.sources.get(r.ref)
@@ -381,12 +398,21 @@ def _deps(lw: Lowered, c: str, fixed: isl.Set, at: str, inst: _Instances,
                 other[p] = other.get(p, 0) + len(prs)
                 continue
             for sink, source in prs:
-                a1.setdefault((_xy(source, f1), _xy(sink, f1)), None)
-                for ts in inst.ts_of.get(source, []):
-                    for tk in inst.ts_of.get(sink, []):
-                        a2.setdefault((_xy(ts, f2), _xy(tk, f2)), None)
+                e1 = (_xy(source, f1), _xy(sink, f1))
+                a1.setdefault(e1, False)
+                for tk in inst.ts_of.get(sink, []):
+                    # with recomputation (compute_at), the sink sees the last instance of
+                    # the source before it; broken only when none comes before it
+                    srcs = inst.ts_of.get(source, [])
+                    good = [ts for ts in srcs if not _violates(ts, tk, parallel)]
+                    for ts in ([max(good)] if good else srcs):
+                        e2 = (_xy(ts, f2), _xy(tk, f2))
+                        a2[e2] = a2.get(e2, False) or not good
+                    a1[e1] = a1[e1] or not good
     p1.arrows = [a for a in a1 if a[0] != a[1]]
     p2.arrows = [a for a in a2 if a[0] != a[1]]
+    p1.violated = [a for a in p1.arrows if a1[a]]
+    p2.violated = [a for a in p2.arrows if a2[a]]
     if len(p1.arrows) < len(a1):
         p1.notes.append(f"+ flow dependences of {c} along dims not drawn (their ends "
                         "project to one point)")
