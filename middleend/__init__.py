@@ -39,7 +39,16 @@ from .ir.function import (
     Param,
     Var,
 )
-from .ir.operations import Operation, barrier_at, copy_at, exchange, receive, send
+from .ir.operations import (
+    Operation,
+    barrier_at,
+    copy_at,
+    exchange,
+    gather,
+    receive,
+    scatter,
+    send,
+)
 from .ir.types import (
     DType,
     bool_,
@@ -95,7 +104,7 @@ abs, erf = _intrinsic("abs"), _intrinsic("erf")
 __all__ = [
     "__version__", "connect", "targets", "ROOT", "INPUT", "OUTPUT", "TEMPORARY", "INOUT",
     "Buffer", "Computation", "Function", "Input", "Operation", "copy_at", "barrier_at", "send",
-    "receive", "exchange",
+    "receive", "exchange", "scatter", "gather",
     "Param", "Var", "Expr", "DType", "select", "cast", "clamp", "min", "max",
     "bool_", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
     "uint32", "uint64", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh",

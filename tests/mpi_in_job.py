@@ -70,6 +70,18 @@ def main(case: str, R: int) -> None:
             np.testing.assert_allclose(got, a @ b, rtol=1e-12)
         else:
             assert not got.any()  # the other ranks' outputs are zeros
+    elif case == "rooted":
+        # me.scatter / me.gather with the last rank as root: its arrays are the ones used
+        N, T = 10, 2
+        f = heat2d(N, N, T, R)
+        me.gather(next(b for b in f.buffers if b.name == "u"), root=R - 1)
+        k = f.compile(target="mpi", ranks=R)
+        a = rng.random((N, N), dtype=np.float32)
+        got = k(u0=a)["u"]
+        if comm.Get_rank() == R - 1:
+            np.testing.assert_allclose(got, heat_ref(a, T), rtol=1e-5)
+        else:
+            assert not got.any()
     elif case == "wrong-ranks":
         k = heat2d(6, 6, 1, R + 1).compile(target="mpi", ranks=R + 1)
         try:

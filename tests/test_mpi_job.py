@@ -43,5 +43,9 @@ def test_matmul_in_a_running_job_broadcasts_what_is_not_distributed() -> None:
     _ok("matmul", 3)
 
 
+def test_a_gather_to_another_root_in_a_running_job() -> None:
+    _ok("rooted", 3)
+
+
 def test_a_kernel_for_another_number_of_ranks_is_refused_in_a_job() -> None:
     _ok("wrong-ranks", 2)

@@ -87,6 +87,8 @@ def _every_command_program() -> me.Function:
         f.operation("a_shared_end").after(c, "si")
         a.distribute(0)  # distribution across ranks (the mpi target)
         me.exchange(c, a, "si")
+        a.scatter(root=1).before(b, me.ROOT)
+        me.gather(d, name="d_home")
         tmp.partition(1, 4, "cyclic")  # on-chip layout and FIFOs (the fpga target)
         c.stream(depth=4)
         d.line_buffer(c)

@@ -41,6 +41,7 @@ from middleend.ir.loopast import (
 )
 
 from .local import RANK, shifted
+from .rootio import blocks_call
 
 EXCHANGE_TAG = 1 << 16  # exchanges' message tags start here; sends have 1, 2, ...
 _MESSAGES = ("send", "receive")
@@ -56,9 +57,11 @@ def _element_dims(info: StmtInfo) -> set[str]:
 class MpiPrinter(CPrinter):
     """Prints one rank's program (see :func:`backends.mpi.local.local_program`)."""
 
-    def __init__(self, program: Program, dist: Distribution) -> None:
+    def __init__(self, program: Program, dist: Distribution, whole: Program) -> None:
+        """``whole``: the program before windowing (the global shapes of its buffers)."""
         super().__init__(program)
         self.dist = dist
+        self.whole = whole
         self.windows = {n: w for n, w in dist.windows.items() if not w.whole}
 
     # ------------------------------------------------------------------ loops
@@ -101,7 +104,8 @@ class MpiPrinter(CPrinter):
                 what = f"the distributed loop {n.name or n.var}"
             elif isinstance(n, Stmt):
                 info = self.program.stmts.get(n.comp)
-                if info is not None and info.op in (*_MESSAGES, "exchange"):
+                if info is not None and info.op in (*_MESSAGES, "exchange", "scatter",
+                                                    "gather"):
                     what = f"the {info.op} {n.comp!r}"
             if what is not None:
                 raise TargetError(
@@ -153,6 +157,8 @@ class MpiPrinter(CPrinter):
             self._message(s, s.comp, depth)
         elif info is not None and info.op == "exchange":
             self._exchange(s.comp, depth)
+        elif info is not None and info.op in ("scatter", "gather"):
+            self._root_op(s.comp, depth)
         else:
             super()._stmt(s, depth)
 
@@ -253,6 +259,22 @@ class MpiPrinter(CPrinter):
             self._transfer(t, k0, depth + 1, send=False)
         self.emit(depth + 1, "me_wait_sends();")
         self.emit(depth, "}")
+
+    def _root_op(self, op: str, depth: int) -> None:
+        """A scatter (gather): every rank's block from (to) the root's whole copy, which
+        ``me_run_job`` put in ``me_root_copy``."""
+        ro = self.dist.root_ops[op]
+        args = [b.name for b in self.whole.arguments]
+        decl = self.whole.arguments[args.index(ro.buffer)]
+        w = self.dist.windows[ro.buffer]
+        dims = [f"me_dim({iexpr_c(x)})" for x in decl.sizes]
+        gather = ro.kind == "gather"
+        self.emit(depth, f"/* {ro.kind} {comment(op)}: the blocks of {ro.buffer} "
+                         f"{'to' if gather else 'from'} rank {ro.root} */")
+        self.emit(depth, blocks_call(decl, w, f"(char *)me_root_copy[{args.index(ro.buffer)}]",
+                                     f"b_{ident(ro.buffer, 'buffer')}",
+                                     f"d_{ro.buffer}_{w.dim}", iexpr_c(w.block), gather,
+                                     ro.root, dims))
 
     def _transfer(self, t: Transfer, tag: int, depth: int, send: bool) -> None:
         decl = self.buffers[t.buffer]

@@ -6,8 +6,9 @@ job from each rank would be wrong, so the kernel's shared object is loaded into 
 process and its ``me_inproc`` runs this rank's part on the caller's communicator
 (``MPI.COMM_WORLD`` unless the kernel's ``comm`` says): the root's (rank 0's) whole
 arrays are scattered to the ranks and the outputs gathered back to them, as with
-``MPI_Scatterv``/``MPI_Gatherv``: the other ranks' inputs are not read, and their outputs
-are zeros (never memory left uninitialised). mpi4py is looked up only if the caller
+``MPI_Scatterv``/``MPI_Gatherv`` (or the root of a buffer's ``me.scatter``/``me.gather``
+operation): the other ranks' inputs are not read, and their outputs are zeros (never
+memory left uninitialised). mpi4py is looked up only if the caller
 imported it: the middle-end never initialises MPI itself.
 """
 
@@ -60,11 +61,11 @@ class InProcess:
                                ctypes.POINTER(ctypes.c_void_p),
                                ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_int64)]
 
-    def __call__(self, comm: Any, params: list[int], arrays: list[np.ndarray],
-                 outputs: list[bool]) -> tuple[list[int], list[float]]:
-        """Run this rank's part (``outputs``: which arrays are written); returns the bytes
-        each rank sent and the slowest rank's seconds per phase (start, input, compute,
-        output)."""
+    def __call__(self, comm: Any, params: list[int], arrays: list[np.ndarray]
+                 ) -> tuple[list[int], list[float]]:
+        """Run this rank's part; returns the bytes each rank sent and the slowest rank's
+        seconds per phase (start, input, compute, output). The program zeroes the outputs
+        of the ranks that are not their root."""
         every = comm.allgather(params)  # collective: every rank sees the same answer
         for r, got in enumerate(every):
             if got != every[0]:
@@ -83,8 +84,4 @@ class InProcess:
         if rc != 0:
             raise KernelRuntimeError(f"kernel {self.name}: rank {comm.Get_rank()}: "
                                      f"{_STATUS.get(rc, f'status {rc}')}")
-        if comm.Get_rank() != 0:
-            for a, out in zip(arrays, outputs, strict=True):
-                if out:
-                    a.fill(0)
         return [int(x) for x in sent], [float(x) for x in phases]

@@ -94,8 +94,7 @@ class MpiKernel(Kernel):
         if comm is not None:
             if self._inproc is None:
                 self._inproc = InProcess(self.library, self.signature.name, self.ranks)
-            outs = [b.role in ("output", "inout") for b in self.signature.arguments]
-            self.last_bytes_sent, phases = self._inproc(comm, params, arrays, outs)
+            self.last_bytes_sent, phases = self._inproc(comm, params, arrays)
             self.last_phases = dict(zip(PHASES, phases, strict=True))
             return 0
         args = self.signature.arguments

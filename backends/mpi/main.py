@@ -27,7 +27,7 @@ from middleend.ir.distribution import Distribution
 from middleend.ir.loopast import BufferDecl, Program
 
 from .local import RANK, lo_param, width_param, window_decl
-from .rootio import ROOT_IO, root_io
+from .rootio import root_io
 
 RUNTIME = r"""
 /* MPI runtime of the middle-end's mpi target. */
@@ -219,7 +219,7 @@ def generate_main(program: Program, local: Program, dist: Distribution,
     running MPI job); ``threads``: the kernel runs parallel loops on the cpu thread pool
     (MPI is then initialised for threads of which only the main one calls it)."""
     R, P = dist.ranks, len(program.params)
-    parts = [ROOT_IO, THREADS if threads else "", _job(program, local, dist, threads)]
+    parts = [THREADS if threads else "", _job(program, local, dist, threads)]
     init = ["    int me_thr;",
             "    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &me_thr);"] if threads \
         else ["    MPI_Init(&argc, &argv);"]
@@ -286,17 +286,21 @@ def _job(program: Program, local: Program, dist: Distribution, threads: bool) ->
                   f"    const int64_t p_{width_param(name)} = me_blk_{name} + "
                   f"{w.lo_halo + w.hi_halo};"]
         call += [f"p_{lo_param(name)}", f"p_{width_param(name)}"]
+    moved = {(o.kind, o.buffer): o.root for o in dist.root_ops.values()}
     for k, b in enumerate(args):
         c = b.dtype.c_name
         w = dist.windows.get(b.name)
         lb = window_decl(b, w)
+        root = moved.get(("scatter", b.name), moved.get(("gather", b.name)))
+        if root is not None:
+            lines += _root_copy(b, k, root, ("scatter", b.name) in moved)
         lines += ["    " + x for x in _local_dims(lb)]
         # the root's own array serves as its copy of a buffer that is not distributed
         mine = f"me_here ? ({c} *)me_root[{k}] : " if w is None else ""
         lines += [f"    {c} *l_{b.name} = {mine}({c} *)calloc((size_t)({_count(lb, 'ld')}) + 1, "
                   f"sizeof({c}));",
                   f"    if (l_{b.name} == NULL) me_fail(\"out of memory for {b.name}\");"]
-        if b.role in ("input", "inout"):
+        if b.role in ("input", "inout") and ("scatter", b.name) not in moved:
             lines += ["    if (me_dir != NULL) {", *("    " + x for x in _io(b, k, dist, False)),
                       "    } else {", *root_io(b, k, w, gather=False), "    }"]
     lines.append("    me_t[2] = me_clock();")
@@ -307,10 +311,21 @@ def _job(program: Program, local: Program, dist: Distribution, threads: bool) ->
               "    if (me_rc != 0) me_fail(\"out of memory in the kernel\");",
               "    me_t[3] = me_clock();"]
     for k, b in enumerate(args):
-        if b.role in ("output", "inout"):
+        if b.role not in ("output", "inout"):
+            continue
+        root = moved.get(("gather", b.name))
+        if root is not None:  # the gather operation brought it to the root's copy
+            size = f"({_count(b, 'd')}) * (int64_t)sizeof({b.dtype.c_name})"
+            lines += [f"    if (me_dir != NULL && me_r == {root}) me_whole(me_dir, \"out\", "
+                      f"{k}, me_root_copy[{k}], {size}, 1);"]
+        else:
+            root = 0
             lines += ["    if (me_dir != NULL) {", *("    " + x for x in _io(b, k, dist, True)),
                       "    } else {", *root_io(b, k, dist.windows.get(b.name), gather=True),
                       "    }"]
+        # in a running job, the outputs are the root's; the other ranks' are zeros
+        lines.append(f"    if (me_root != NULL && me_r != {root}) memset(me_root[{k}], 0, "
+                     f"(size_t)({_count(b, 'd')}) * sizeof({b.dtype.c_name}));")
     lines += ["    me_t[4] = me_clock();",
               # each phase's longest time over the ranks, for the kernel's last_phases
               "    double me_ph[4] = {me_t[1] - me_t[0], me_t[2] - me_t[1], me_t[3] - me_t[2], "
@@ -319,11 +334,32 @@ def _job(program: Program, local: Program, dist: Distribution, threads: bool) ->
               "    MPI_Allgather(&me_bytes_sent, 1, MPI_INT64_T, me_sent, 1, MPI_INT64_T, "
               "me_comm);",
               "    me_bytes_sent = 0;"]
-    for b in args:
+    for k, b in enumerate(args):
         keep = "if (!me_here) " if b.name not in dist.windows else ""
         lines.append(f"    {keep}free(l_{b.name});")
+        if ("scatter", b.name) in moved or ("gather", b.name) in moved:
+            lines += [f"    if (me_dir != NULL) free(me_root_copy[{k}]);",
+                      f"    me_root_copy[{k}] = NULL;"]
     lines += ["}", ""]
     return "\n".join(lines)
+
+
+def _root_copy(b: BufferDecl, k: int, root: int, scatter: bool) -> list[str]:
+    """The root's whole copy of argument ``k``, which a scatter or gather operation moves:
+    in a running job, the root's own array; under the launcher, read from (or, for a
+    gather, written to) the run directory's file whole by the root."""
+    c = b.dtype.c_name
+    n = f"({_count(b, 'd')})"
+    lines = [f"    me_root_copy[{k}] = NULL;",
+             f"    if (me_root != NULL && me_r == {root}) me_root_copy[{k}] = me_root[{k}];",
+             f"    if (me_dir != NULL && me_r == {root}) {{",
+             f"        me_root_copy[{k}] = calloc((size_t){n} + 1, sizeof({c}));",
+             f"        if (me_root_copy[{k}] == NULL) me_fail(\"out of memory for the whole "
+             f"{b.name}\");"]
+    if scatter:
+        lines.append(f"        me_whole(me_dir, \"in\", {k}, me_root_copy[{k}], {n} * "
+                     f"(int64_t)sizeof({c}), 0);")
+    return [*lines, "    }"]
 
 
 def _io(b: BufferDecl, k: int, dist: Distribution, write: bool) -> list[str]:

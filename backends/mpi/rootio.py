@@ -31,11 +31,12 @@ static void me_bcast(char *p, int64_t bytes) {
     }
 }
 /* A distributed argument seen as [outer][n][inner] elements of es bytes: rows r*blk ..
-   r*blk+blk-1 of the root's whole array g are rank r's block, at local row `at` of its
-   window l ([outer][lw][inner]). Scattered from the root (gather 0) or gathered to it. */
+   r*blk+blk-1 of the whole array g on rank root are rank r's block, at local row `at` of
+   its window l ([outer][lw][inner]). Scattered from the root (gather 0) or gathered to
+   it. */
 static void me_blocks_root(char *g, char *l, int64_t es, int64_t outer, int64_t n,
                            int64_t inner, int64_t blk, int64_t lw, int64_t lo_halo,
-                           int whole, int gather) {
+                           int whole, int gather, int root) {
     int size;
     MPI_Comm_size(me_comm, &size);
     int64_t row = inner * es;
@@ -59,9 +60,9 @@ static void me_blocks_root(char *g, char *l, int64_t es, int64_t outer, int64_t 
     int64_t a = (int64_t)me_rank_id * blk;
     char *mine = l + (whole ? (a < n ? a : 0) : lo_halo) * row;
     if (gather)
-        MPI_Gatherv(mine, cnt[me_rank_id], lt, g, cnt, dsp, gt, 0, me_comm);
+        MPI_Gatherv(mine, cnt[me_rank_id], lt, g, cnt, dsp, gt, root, me_comm);
     else
-        MPI_Scatterv(g, cnt, dsp, gt, mine, cnt[me_rank_id], lt, 0, me_comm);
+        MPI_Scatterv(g, cnt, dsp, gt, mine, cnt[me_rank_id], lt, root, me_comm);
     free(cnt);
     free(dsp);
     MPI_Type_free(&lt);
@@ -81,12 +82,29 @@ def root_io(b: BufferDecl, k: int, w: Window | None, gather: bool) -> list[str]:
             return ["        /* the root computed it in its own array */"]
         count = " * ".join(["1LL"] + [f"d_{b.name}_{q}" for q in range(len(b.sizes))])
         return [f"        me_bcast((char *)l_{b.name}, ({count}) * (int64_t)sizeof({c}));"]
-    outer = " * ".join(["1LL"] + [f"d_{b.name}_{q}" for q in range(w.dim)])
-    inner = " * ".join(["1LL"] + [f"d_{b.name}_{q}" for q in range(w.dim + 1, len(b.sizes))])
     blk = f"me_blk_{b.name}" if not w.whole else iexpr_c(w.block)
-    return [f"        me_blocks_root(me_here ? (char *)me_root[{k}] : NULL, (char *)l_{b.name}, "
-            f"(int64_t)sizeof({c}), {outer}, d_{b.name}_{w.dim}, {inner}, {blk}, "
-            f"ld_{b.name}_{w.dim}, {w.lo_halo}, {int(w.whole)}, {int(gather)});"]
+    return ["        " + blocks_call(b, w, f"me_here ? (char *)me_root[{k}] : NULL",
+                                      f"l_{b.name}", f"ld_{b.name}_{w.dim}", blk, gather, 0,
+                                      [f"d_{b.name}_{q}" for q in range(len(b.sizes))])]
+
+
+def blocks_call(b: BufferDecl, w: Window, whole: str, local: str, width: str, blk: str,
+                gather: bool, root: int, dims: list[str]) -> str:
+    """The call of ``me_blocks_root`` moving ``b``'s blocks (``blk`` rows each) between
+    the root's ``whole`` copy and each rank's window ``local`` (``width`` rows along the
+    distributed dim; ``dims``: the C expressions of ``b``'s global extents)."""
+    c = b.dtype.c_name
+    outer = " * ".join(["1LL", *dims[:w.dim]])
+    inner = " * ".join(["1LL", *dims[w.dim + 1:]])
+    return (f"me_blocks_root({whole}, (char *){local}, (int64_t)sizeof({c}), {outer}, "
+            f"{dims[w.dim]}, {inner}, {blk}, {width}, {w.lo_halo}, {int(w.whole)}, "
+            f"{int(gather)}, {root});")
+
+
+def root_copies(nargs: int) -> str:
+    """The root's whole copy of each argument that a scatter or gather operation moves
+    (set by ``me_run_job``, NULL elsewhere), for the kernel's operations."""
+    return f"static void *me_root_copy[{nargs + 1}];\n"
 
 
 LAUNCHER = r"""

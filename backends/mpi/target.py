@@ -31,7 +31,7 @@ from .cprint import MpiPrinter
 from .kernel import MpiKernel, local_env
 from .local import local_program
 from .main import RUNTIME, generate_main
-from .rootio import LAUNCHER
+from .rootio import LAUNCHER, ROOT_IO, root_copies
 
 INSTALL = "pip install mpich (the [mpi] extra; the README's commands install it)"
 LAUNCHER_NAME = "me_mpi_launch"
@@ -50,7 +50,7 @@ class MpiTarget(Target):
     name = "mpi"
     summary = "C + MPI, one process per rank (SPMD), built with mpicc, run with mpiexec"
     tags = frozenset({"distribute", "parallel", "vector", "unroll"})
-    operations = frozenset({"copy", "send", "receive", "exchange"})
+    operations = frozenset({"copy", "send", "receive", "exchange", "scatter", "gather"})
     options = (
         TargetOption("ranks", int, 2, "the number of ranks (MPI processes) it runs on"),
         TargetOption("fp_contract", bool, False, "allow fused multiply-add (float results "
@@ -93,12 +93,13 @@ class MpiTarget(Target):
             raise TargetError("target 'mpi' needs a program lowered for a number of ranks",
                               target=self.name)
         local = local_program(program, dist)
-        printer = MpiPrinter(local, dist)
+        printer = MpiPrinter(local, dist, program)
         kernel = printer.generate()
         threads = bool(printer.functions)  # parallel loops run on the cpu thread pool
         # the pool needs GNU extensions (sched_getaffinity), before any header
         head = "#define _GNU_SOURCE\n" if threads else ""
-        text = head + RUNTIME + kernel + generate_main(program, local, dist, threads)
+        text = (head + RUNTIME + ROOT_IO + root_copies(len(program.arguments)) + kernel
+                + generate_main(program, local, dist, threads))
         return [SourceText(f"{program.name}_mpi.c", "c", text)]
 
     def build(self, program: Program, sources: list[SourceText],

@@ -265,7 +265,7 @@ class CommandLog:
 # copies, the operation itself for send/receive.
 
 OPERATION_KINDS = ("copy", "barrier", "host_to_device", "device_to_host", "send", "receive",
-                   "exchange", "stream", "line_buffer")
+                   "exchange", "stream", "line_buffer", "scatter", "gather")
 # Memory spaces a buffer can be tagged with (Table II's tag_gpu_*), beside the host.
 MEMORY_SPACES = ("gpu_global", "gpu_shared", "gpu_local", "gpu_constant")
 SEND_PROPERTIES = ("sync", "async", "blocking", "nonblocking")
@@ -394,6 +394,26 @@ class Exchange(Command):
     name: str
 
 
+@dataclass(frozen=True)
+class Scatter(Command):
+    """``me.scatter(buffer, root)``: the distributed buffer ``comp`` starts whole on rank
+    ``root``, which sends each rank its block (MPI_Scatterv); runs first unless ordered
+    otherwise (Layer IV)."""
+
+    name: str
+    root: int = 0
+
+
+@dataclass(frozen=True)
+class Gather(Command):
+    """``me.gather(buffer, root)``: every rank sends its block of the distributed buffer
+    ``comp`` to rank ``root``, which ends with the whole buffer (MPI_Gatherv); runs last
+    unless ordered otherwise (Layer IV)."""
+
+    name: str
+    root: int = 0
+
+
 PARTITION_KINDS = ("cyclic", "block", "complete")
 
 
@@ -435,7 +455,7 @@ class LineBuffer(Command):
 
 
 OPERATION_COMMANDS = (CopyAt, BarrierAt, HostToDevice, DeviceToHost, Send, Receive,
-                      CacheSharedAt, CacheLocalAt, Exchange)
+                      CacheSharedAt, CacheLocalAt, Exchange, Scatter, Gather)
 
 
 def tags_of(c: Command) -> list[tuple[str, str]]:
@@ -472,6 +492,8 @@ def operations_of(c: Command) -> list[tuple[str, str]]:
         return [("receive" if isinstance(c, Receive) else "send", c.comp)]
     if isinstance(c, Exchange):
         return [("exchange", c.name)]
+    if isinstance(c, (Scatter, Gather)):
+        return [("scatter" if isinstance(c, Scatter) else "gather", c.name)]
     if isinstance(c, Stream):
         return [("stream", c.comp)]
     if isinstance(c, LineBuffer):

@@ -44,6 +44,16 @@ class Transfer:
 
 
 @dataclass(frozen=True)
+class RootOp:
+    """A scatter (``kind``) of ``buffer``'s blocks from rank ``root``, or a gather of
+    them to it: rank ``r`` receives (sends) exactly the block it owns."""
+
+    kind: str
+    buffer: str
+    root: int
+
+
+@dataclass(frozen=True)
 class Distribution:
     """``ranks`` the program runs on; ``windows`` by buffer name; ``exchanges``: each
     exchange operation's messages; ``tags``: each send and receive operation's message
@@ -60,6 +70,8 @@ class Distribution:
     # and that has one value there (ISL prints no loop for it, so a printer declares it
     # when it is not in scope), as an index expression over the params and outer ones
     loop_values: dict[str, tuple[tuple[str, IExpr], ...]] = field(default_factory=dict)
+    # each scatter and gather operation, by name
+    root_ops: dict[str, RootOp] = field(default_factory=dict)
 
 
 ELEMENT = "me_elem"  # the statement name of a Transfer's element

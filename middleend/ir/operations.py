@@ -117,6 +117,33 @@ def exchange(consumer: Any, buffer: Any, level: Any = cmd.ROOT, name: str | None
     return op
 
 
+def scatter(buffer: Any, root: int = 0, name: str | None = None) -> Operation:
+    """The distributed ``buffer`` (an input, ``buffer.distribute(dim)``) starts whole on
+    rank ``root``, which sends each rank its block (``MPI_Scatterv``: uneven blocks too).
+    Runs first unless ordered otherwise; it must come before every access of the buffer.
+    Without it, each rank reads its own block of the input (no message)."""
+    return _root_op(buffer, root, name, cmd.Scatter, "scatter")
+
+
+def gather(buffer: Any, root: int = 0, name: str | None = None) -> Operation:
+    """Every rank sends its block of the distributed ``buffer`` (an output) to rank
+    ``root``, which ends with the whole buffer (``MPI_Gatherv``). Runs last unless
+    ordered otherwise; it must come after every write of the buffer. Without it, each
+    rank writes its own block of the output."""
+    return _root_op(buffer, root, name, cmd.Gather, "gather")
+
+
+def _root_op(buffer: Any, root: int, name: str | None,
+             record: type[cmd.Scatter] | type[cmd.Gather], kind: str) -> Operation:
+    b = _buffer_name(buffer, kind)
+    if isinstance(root, bool) or not isinstance(root, int) or root < 0:
+        raise DefinitionError(f"{kind}({b}, root={root!r}): root must be a rank (an int >= 0)")
+    fn = _function_of(buffer)
+    op = Operation(fn, name or f"{kind}_{b}", kind)
+    fn.commands.add(record(b, op.name, root))
+    return op
+
+
 def distribute_buffer(buffer: Any, dim: int) -> None:
     """Block-partition ``buffer`` (or a computation's buffer) along ``dim`` across the
     ranks of a distributed target (rank r owns elements ``r*B .. r*B+B-1`` along ``dim``,
@@ -223,6 +250,16 @@ class _Placed:
                        ) -> Operation:
         """The same into each thread's private memory."""
         return cache_at(self, consumer, level, "local", name)
+
+    def scatter(self, root: int = 0, name: str | None = None) -> Operation:
+        """An operation scattering this distributed buffer's blocks from rank ``root``
+        (see :func:`scatter`)."""
+        return scatter(self, root, name)
+
+    def gather(self, root: int = 0, name: str | None = None) -> Operation:
+        """An operation gathering this distributed buffer's blocks to rank ``root`` (see
+        :func:`gather`)."""
+        return gather(self, root, name)
 
     def tag_gpu_global(self) -> None:
         tag_memory(self, "gpu_global")

@@ -30,6 +30,7 @@ from .layer1 import Layer1
 from .layer4 import Layer4
 from .physical import Physical
 from .placement import TimeSpace
+from .rootio import plan_root_ops
 
 MAX_RANKS = 64
 
@@ -184,7 +185,8 @@ def plan_distribution(l1: Layer1, l3: Layer3, l4: Layer4, ts: TimeSpace, ph: Phy
     check_exchange_order(rk, blocks, commands)
     values = {o.name: _loop_values(rk, o.name) for o in l4.ops.values()
               if o.kind == "exchange"}
-    return Distribution(ranks, windows, exchanges, tags, _fixed_ranks(rk), values)
+    root_ops = plan_root_ops(rk, blocks, program, commands)
+    return Distribution(ranks, windows, exchanges, tags, _fixed_ranks(rk), values, root_ops)
 
 
 def _loop_values(rk: _Ranks, name: str) -> tuple[tuple[str, IExpr], ...]:

@@ -110,6 +110,8 @@ def build_layer4(fn: Function, l1: Layer1, l3: Layer3, commands: list[cmd.Comman
             _send(l4, l1, l3, c, k)
         elif isinstance(c, cmd.Exchange):
             _exchange(l4, l1, l3, c, k)
+        elif isinstance(c, (cmd.Scatter, cmd.Gather)):
+            _root_op(l4, l1, l3, c, k)
         elif isinstance(c, (cmd.CacheSharedAt, cmd.CacheLocalAt)):
             _cache(l4, l1, l3, fn, c, k)
         elif isinstance(c, cmd.TagMemory):
@@ -262,6 +264,21 @@ def _exchange(l4: Layer4, l1: Layer1, l3: Layer3, c: cmd.Exchange, k: int) -> No
     acc = isl.Map.from_domain_and_range(l1.comps[p].domain, dom)
     l4.ops[c.name] = Op(c.name, "exchange", c.describe(), k, dom, [], "at", consumer=p,
                         level=c.level, src=buf, acc=acc)
+
+
+def _root_op(l4: Layer4, l1: Layer1, l3: Layer3, c: cmd.Scatter | cmd.Gather, k: int
+             ) -> None:
+    """A scatter (gather): one instance, first (last) unless ordered otherwise; which
+    elements go to (come from) which rank depends on the number of ranks and is computed
+    when a distributed target lowers (:mod:`middleend.passes.rootio`)."""
+    buf = l3.store.get(c.comp, c.comp)
+    if buf not in l3.buffers:
+        raise _fail(c, k, f"unknown buffer or computation {c.comp!r}")
+    kind = "scatter" if isinstance(c, cmd.Scatter) else "gather"
+    dom = isl.Set.universe(_named_elements(l1, c.name, []))
+    l4.ops[c.name] = Op(c.name, kind, c.describe(), k, dom, [],
+                        "first" if kind == "scatter" else "last", src=buf,
+                        properties=(f"root={c.root}",))
 
 
 def _host_device(l4: Layer4, l1: Layer1, l3: Layer3, c: cmd.HostToDevice | cmd.DeviceToHost,

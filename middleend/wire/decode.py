@@ -64,7 +64,7 @@ from .v1 import middleend_pb2 as pb
 # Commands called on a buffer or a computation's buffer.
 _ON_BUFFERS = frozenset({"host_to_device", "device_to_host", "cache_shared_at",
                          "cache_local_at", "tag_memory", "distribute_buffer",
-                         "partition_buffer"})
+                         "partition_buffer", "scatter", "gather"})
 SPACES = {pb.GPU_GLOBAL: "gpu_global", pb.GPU_SHARED: "gpu_shared", pb.GPU_LOCAL: "gpu_local",
           pb.GPU_CONSTANT: "gpu_constant"}
 # Commands that only a Layer I computation can take (not an operation).
@@ -451,6 +451,9 @@ class _Decoder:
         elif which in ("host_to_device", "device_to_host"):
             move = ops.host_to_device if which == "host_to_device" else ops.device_to_host
             self._op(move(buf, a.name or None))
+        elif which in ("scatter", "gather"):
+            at_root = ops.scatter if which == "scatter" else ops.gather
+            self._op(at_root(buf, a.root, a.name or None))
         else:
             if a.consumer not in self.comps:
                 raise self.fail(f"{path}.consumer", f"unknown computation "
