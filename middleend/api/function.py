@@ -9,12 +9,15 @@ sits at the top of the package: nothing below imports it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..driver.lowering import Lowered, lower
 from ..ir.function import Function as FunctionRecord
 from ..service.client import compile_via
 from ..wire.decode import Limits, decode_request
+
+if TYPE_CHECKING:  # the pictures load matplotlib: only when one is drawn
+    from .plot import PlotResult
 
 
 class Function(FunctionRecord):
@@ -42,7 +45,7 @@ class Function(FunctionRecord):
     def plot(self, path: Any, params: dict[str, int] | None = None,
              computations: Sequence[str] | None = None, dims: Sequence[str] | None = None,
              loops: Sequence[str] | None = None, max_points: int = 4096,
-             outputs: Sequence[Any] | None = None) -> Any:
+             outputs: Sequence[Any] | None = None) -> PlotResult:
         """Draw each computation's Layer I domain and Layer II time-space (tiles, tags,
         flow dependences) to ``path`` (.svg or .png), with every parameter fixed by
         ``params``; returns a :class:`~middleend.api.plot.PlotResult` with what was drawn

@@ -15,7 +15,7 @@ with more points than the cap after the scan, so a picture never hangs or exhaus
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import islpy as isl
@@ -27,6 +27,7 @@ from ..passes.legality import PARALLEL_TAGS
 
 Pt = tuple[int, ...]
 XY = tuple[int, int]
+Coords = tuple[Callable[[Pt], int], Callable[[Pt], int]]  # a point -> its (x, y)
 
 # how much larger than the point cap a bounding box may be before it is refused unscanned
 # (skewed and triangular sets fill part of their box; a box far larger is not drawable)
@@ -178,7 +179,7 @@ def axes_of(loops: Sequence[str], splits: Sequence[Split]) -> list[Axis]:
     return sorted(axes.values(), key=lambda a: max(pos[lp] for lp in a.loops))
 
 
-def project(pts: Sequence[Pt], fns: Sequence[object]) -> list[XY]:
+def project(pts: Sequence[Pt], fns: Coords) -> list[XY]:
     """Distinct 2-D images of ``pts`` in first-seen order (``fns``: two coordinate maps)."""
     seen: dict[XY, None] = {}
     for p in pts:
@@ -186,8 +187,8 @@ def project(pts: Sequence[Pt], fns: Sequence[object]) -> list[XY]:
     return list(seen)
 
 
-def _xy(p: Pt, fns: Sequence[object]) -> XY:
-    return (fns[0](p), fns[1](p))  # type: ignore[operator]
+def _xy(p: Pt, fns: Coords) -> XY:
+    return (fns[0](p), fns[1](p))
 
 
 @dataclass
@@ -234,13 +235,14 @@ def _panels(lw: Lowered, commands: Sequence[cmd.Command], params: Mapping[str, i
     # Layer I: x is the inner of the two dims, y the outer
     d = _dims(c, comp.vars, dims)
     idx = [comp.vars.index(v) for v in d if v in comp.vars]  # none for a scalar
-    f1 = ((lambda p: p[idx[-1]]) if idx else (lambda p: 0),
-          (lambda p: p[idx[0]]) if len(idx) == 2 else (lambda p: 0))
+    f1: Coords = ((lambda p: p[idx[-1]]) if idx else (lambda p: 0),
+                  (lambda p: p[idx[0]]) if len(idx) == 2 else (lambda p: 0))
     # Layer II: the two axes (the inner on x)
     axes = axes_of(inst.loops, splits_of(commands, c))
     ax = _choose_axes(c, axes, [_renamed(commands, c, v) for v in d], loops)
     tags = {lp: _tag(lw, c, k) for k, lp in enumerate(inst.loops)}
-    f2 = (_axis_fn(inst, ax[-1]), _axis_fn(inst, ax[0]) if len(ax) == 2 else (lambda t: 0))
+    f2: Coords = (_axis_fn(inst, ax[-1]),
+                  _axis_fn(inst, ax[0]) if len(ax) == 2 else (lambda t: 0))
     p1 = Panel(c, "I", f"{c}: Layer I, iteration domain", d[-1],
                d[0] if len(d) == 2 else "", project(dom, f1))
     p1.notes.append(_short(str(comp.domain)))
@@ -299,7 +301,7 @@ def _choose_axes(c: str, axes: list[Axis], d: list[str], loops: Sequence[str] | 
     return [a for a in axes if a in chosen]
 
 
-def _axis_fn(inst: _Instances, a: Axis):  # type: ignore[no-untyped-def]
+def _axis_fn(inst: _Instances, a: Axis) -> Callable[[Pt], int]:
     pos = [2 * inst.loops.index(lp) + 1 for lp in a.loops]
     w = a.weights
     return lambda t: sum(wk * t[pk] for wk, pk in zip(w, pos, strict=True))
@@ -331,8 +333,8 @@ def _short(text: str, limit: int = 110) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-def _tiles(inst: _Instances, ax: list[Axis], ordered: list[Pt], f2: Sequence[object],
-           p1: Panel, p2: Panel, f1: Sequence[object]) -> None:
+def _tiles(inst: _Instances, ax: list[Axis], ordered: list[Pt], f2: Coords,
+           p1: Panel, p2: Panel, f1: Coords) -> None:
     """Tile boxes (Layer II) and each point's tile, in both panels: the tile of an instance
     is the value of the tile loops of the axes drawn."""
     tl = [lp for a in ax for lp in a.tiles]
@@ -372,7 +374,7 @@ def _violates(source: Pt, sink: Pt, parallel: set[int]) -> bool:
 
 
 def _deps(lw: Lowered, c: str, fixed: isl.Set, at: str, inst: _Instances,
-          fns: tuple[Sequence[object], Sequence[object]], panels: tuple[Panel, Panel],
+          fns: tuple[Coords, Coords], panels: tuple[Panel, Panel],
           parallel: set[int], cap: int) -> None:
     """Flow dependences into ``c``, from the exact relation the legality check compares
     the scheduled program with (``Expected.sources``: each read instance -> the instance
