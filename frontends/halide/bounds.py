@@ -10,6 +10,7 @@ Sizes are constants here: the front-end specializes a pipeline on its output and
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import islpy as isl
@@ -27,9 +28,11 @@ Box = list[tuple[int, int]]
 @dataclass(frozen=True, eq=False, repr=False)
 class Opaque(Expr):
     """A value the bounds pass does not look into (a call's result during bounds
-    inference): only its type's range is known."""
+    inference): its type's range is known, and ``values(ranges)`` (when given) bounds it
+    further (a Func's value range, computed only if an index needs it)."""
 
     type_: DType
+    values: Callable[[dict[str, tuple[int, int]]], Interval] | None = None
 
     @property
     def dtype(self) -> DType:
@@ -91,7 +94,12 @@ def interval(e: Expr, ranges: dict[str, tuple[int, int]]) -> Interval:
         return (None, None) if r is None else r
     if isinstance(e, Opaque | Access):
         r = type_range(e.dtype)
-        return (None, None) if r is None or e.dtype.bits > 16 else r
+        t = (None, None) if r is None or e.dtype.bits > 16 else r
+        if isinstance(e, Opaque) and e.values is not None:
+            v = e.values(ranges)
+            return (t[0] if v[0] is None else v[0] if t[0] is None else max(v[0], t[0]),
+                    t[1] if v[1] is None else v[1] if t[1] is None else min(v[1], t[1]))
+        return t
     if isinstance(e, Cast):
         a = interval(e.a, ranges)
         r = type_range(e.type_)

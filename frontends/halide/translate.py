@@ -26,6 +26,7 @@ from frontends.halide.graph import definitions, exprs_of, producer_order, walk
 from frontends.halide.hir import HBound, HBuffer, HDefinition, HExpr, HFunc, HPipeline
 from frontends.halide.placement import Placement, place
 from frontends.halide.schedule import StagePlan, plan_func_schedule, schedule_stage
+from frontends.halide.values import value_range
 from frontends.names import Namer
 from middleend.ir.affine import AffineContext
 from middleend.ir.expr import Expr, wrap
@@ -160,6 +161,7 @@ class Translator:
         self.input_shapes = dict(spec.inputs)
         self.input_req: dict[str, list[tuple[int, int]] | None] = {}
         self.names = Namer()
+        self.value_ranges: dict[tuple[str, int, tuple[bd.Interval, ...]], bd.Interval] = {}
         # every computation's place in Halide's sequential order: (Func, stage, slot)
         self.seq: list[tuple[me.Computation, tuple[int, int, int]]] = []
 
@@ -297,11 +299,14 @@ class Translator:
 
     # ----------------------------------------------------------------- scopes
     def _scope(self, func: str, stage: int, vars_: dict[str, Expr],
-               record: list[tuple[str, int, tuple[Expr, ...]]] | None) -> Scope:
+               record: list[tuple[str, int, tuple[Expr, ...]]] | None,
+               busy: frozenset[str] = frozenset()) -> Scope:
         def call(name: str, vi: int, args: tuple[Expr, ...]) -> Expr:
             if record is not None:
                 record.append((name, vi, args))
-                return bd.Opaque(dtype_of(self.hp.func(name).output_types[vi], func, stage))
+                return bd.Opaque(dtype_of(self.hp.func(name).output_types[vi], func, stage),
+                                 lambda rs: value_range(self, name, vi, tuple(
+                                     bd.interval(a, rs) for a in args), busy))
             return self._func_access(func, stage, name, vi, args)
 
         def image(name: str, args: tuple[Expr, ...]) -> Expr:
