@@ -274,3 +274,23 @@ def test_violated_dependences_are_marked(tmp_path: Path, schedule: str) -> None:
             if broken((t0, i0), (t1, i1))}
     assert set(r.panel("h", "I").violated) == want
     assert r.violated("h", "II") == len(want)
+
+
+def test_dims_and_loops_choose_the_projections(tmp_path: Path) -> None:
+    """A 3-D domain drawn on (i, k) and on (j, k): the points are the distinct pairs; the
+    Layer II panel follows the dims through a tile, or the loops named."""
+    with me.Function("cube") as f:
+        i, j, k = me.Var("i", 0, 4), me.Var("j", 0, 3), me.Var("k", 0, 5)
+        a = me.Input("A", [4, 3, 5], me.float32)
+        c = me.Computation("c", [i, j, k], a[i, j, k] + 1)
+    c.tile("i", "j", 2, 2, "i0", "j0", "i1", "j1")
+    r = f.plot(tmp_path / "a.svg", dims=["i", "k"])
+    p1, p2 = r.panel("c", "I"), r.panel("c", "II")
+    assert set(p1.points) == {(kk, ii) for ii in range(4) for kk in range(5)}
+    assert p2.ylabel.startswith("i = 2·i0 + i1") and p2.xlabel == "k"
+    assert set(p2.points) == set(p1.points) and r.tiles("c") == 2  # i0 in {0, 1}
+    r = f.plot(tmp_path / "b.svg", loops=["j1", "k"])
+    assert r.panel("c", "II").ylabel.startswith("j = 2·j0 + j1") and r.points("c", "II") == 15
+    assert r.points("c", "I") == 3 * 5  # default dims: the two innermost, (j, k)
+    with pytest.raises(PlotError, match="cannot draw loops"):
+        f.plot(tmp_path / "c.svg", loops=["i0", "i1"])  # both in one axis
