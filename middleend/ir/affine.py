@@ -160,18 +160,12 @@ def access_map(indices: tuple[Expr, ...], ctx: AffineContext, target: str
     return m.set_tuple_name(isl.dim_type.out, target)
 
 
-def relaxed_access_map(indices: tuple[Expr, ...], ctx: AffineContext, target: str
-                       ) -> tuple[isl.Map, tuple[int, ...]]:
-    """An over-approximation of the access relation domain -> target[indices]: exact
-    along the quasi-affine indices, unconstrained along the others (whose positions are
-    returned; empty when the relation is exact). ``x[i, perm[j]]`` touches row ``i``."""
-    exact = access_map(indices, ctx, target)
-    if exact is not None:
-        return exact, ()
+def access_relation(indices: list[isl.PwAff | None], ctx: AffineContext, target: str
+                    ) -> tuple[isl.Map, tuple[int, ...]]:
+    """:func:`relaxed_access_map` from indices already converted (None: not quasi-affine)."""
     m = isl.Map.from_domain(isl.Set.universe(ctx.space))
     free = []
-    for k, ix in enumerate(indices):
-        pa = try_pw_aff(ix, ctx)
+    for k, pa in enumerate(indices):
         if pa is None:
             free.append(k)
             one = isl.Map.universe(isl.Map.from_pw_aff(ctx.const(0)).get_space())
@@ -179,3 +173,11 @@ def relaxed_access_map(indices: tuple[Expr, ...], ctx: AffineContext, target: st
             one = isl.Map.from_pw_aff(pa)
         m = m.flat_range_product(one)
     return m.set_tuple_name(isl.dim_type.out, target), tuple(free)
+
+
+def relaxed_access_map(indices: tuple[Expr, ...], ctx: AffineContext, target: str
+                       ) -> tuple[isl.Map, tuple[int, ...]]:
+    """An over-approximation of the access relation domain -> target[indices]: exact
+    along the quasi-affine indices, unconstrained along the others (whose positions are
+    returned; empty when the relation is exact). ``x[i, perm[j]]`` touches row ``i``."""
+    return access_relation([try_pw_aff(ix, ctx) for ix in indices], ctx, target)

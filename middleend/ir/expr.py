@@ -292,24 +292,84 @@ def walk(e: Expr) -> Iterator[Expr]:
         stack.extend(reversed(n.children()))
 
 
-def rebuild(e: Expr, f: Callable[[Expr], Expr | None]) -> Expr:
-    """Bottom-up rewrite: ``f`` returns a replacement for a node or None to keep it."""
+def structural_key(e: Expr, memo: dict[int, object]) -> object:
+    """A hashable key equal for structurally identical expressions (same nodes, operators,
+    types, constants, names and targets): expressions compare symbolically, so code that
+    must recognize repeated subexpressions (an inlined pipeline repeats the same indices
+    thousands of times) compares these. ``memo`` (by node identity; the nodes must stay
+    alive while it is used) makes a shared subtree cost one visit."""
+    k = memo.get(id(e))
+    if k is not None:
+        return k
+    if isinstance(e, Const):
+        key: object = ("const", repr(e.value), e.type_.name)
+    elif isinstance(e, Binary):
+        key = (e.op, e.type_.name, structural_key(e.a, memo), structural_key(e.b, memo))
+    elif isinstance(e, Unary):
+        key = (e.op, structural_key(e.a, memo))
+    elif isinstance(e, Select):
+        key = ("select", *(structural_key(x, memo) for x in e.children()))
+    elif isinstance(e, Cast):
+        key = ("cast", e.type_.name, structural_key(e.a, memo))
+    elif isinstance(e, Call):
+        key = ("call", e.fn, e.type_.name, *(structural_key(x, memo) for x in e.args))
+    elif isinstance(e, Access):
+        # Computation, Input, Buffer or a computation's buffer (``c.memory``), by name
+        tkey = (type(e.target).__name__, e.target.name)
+        key = ("access", tkey, *(structural_key(x, memo) for x in e.indices))
+    elif not e.children() and isinstance(getattr(e, "name", None), str):
+        key = (type(e).__name__, e.name, e.dtype.name)  # Var, Param, IterRef, ...
+    else:
+        key = ("node", id(e))  # unknown node kind: equal to itself only
+    memo[id(e)] = key
+    return key
+
+
+def walk_shared(e: Expr) -> Iterator[Expr]:
+    """Each distinct node of ``e`` once (by identity), parents before children: an
+    expression with shared subtrees (an inlined pipeline's) costs its number of distinct
+    nodes, not the size of the tree it stands for."""
+    seen: set[int] = set()
+    stack = [e]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        yield n
+        stack.extend(reversed(n.children()))
+
+
+def rebuild(e: Expr, f: Callable[[Expr], Expr | None],
+            memo: dict[int, Expr] | None = None) -> Expr:
+    """Bottom-up rewrite: ``f`` returns a replacement for a node or None to keep it.
+
+    ``memo`` (an empty dict, for a ``f`` that depends on the node only): a subtree shared
+    by several parents is rewritten once and stays shared in the result, so rewriting an
+    inlined pipeline costs its distinct nodes, not its tree size."""
+    if memo is not None:
+        got = memo.get(id(e))
+        if got is not None:
+            return got
     r = f(e)
-    if r is not None:
-        return r
-    if isinstance(e, Binary):
-        return Binary(e.op, rebuild(e.a, f), rebuild(e.b, f), e.type_)
-    if isinstance(e, Unary):
-        return Unary(e.op, rebuild(e.a, f))
-    if isinstance(e, Select):
-        return Select(rebuild(e.cond, f), rebuild(e.a, f), rebuild(e.b, f))
-    if isinstance(e, Cast):
-        return Cast(e.type_, rebuild(e.a, f))
-    if isinstance(e, Call):
-        return Call(e.fn, tuple(rebuild(a, f) for a in e.args), e.type_)
-    if isinstance(e, Access):
-        return Access(e.target, tuple(rebuild(a, f) for a in e.indices))
-    return e
+    if r is None:
+        if isinstance(e, Binary):
+            r = Binary(e.op, rebuild(e.a, f, memo), rebuild(e.b, f, memo), e.type_)
+        elif isinstance(e, Unary):
+            r = Unary(e.op, rebuild(e.a, f, memo))
+        elif isinstance(e, Select):
+            r = Select(rebuild(e.cond, f, memo), rebuild(e.a, f, memo), rebuild(e.b, f, memo))
+        elif isinstance(e, Cast):
+            r = Cast(e.type_, rebuild(e.a, f, memo))
+        elif isinstance(e, Call):
+            r = Call(e.fn, tuple(rebuild(a, f, memo) for a in e.args), e.type_)
+        elif isinstance(e, Access):
+            r = Access(e.target, tuple(rebuild(a, f, memo) for a in e.indices))
+        else:
+            r = e
+    if memo is not None:
+        memo[id(e)] = r
+    return r
 
 
 def as_index_tuple(idx: Any) -> tuple[Expr, ...]:

@@ -121,7 +121,7 @@ def _apply(program: Program, l1: Layer1, p: LinePlan) -> Program:
     origin: dict[int, Access] = {}
     _pairs(l1.comps[p.consumer].expr, info.value, origin)
     _pairs(l1.comps[p.consumer].guard, info.guard, origin)
-    ref_of = {id(r.node): r.ref for r in l1.comps[p.consumer].reads}
+    ref_of = {id(n): r.ref for r in l1.comps[p.consumer].reads for n in r.nodes}
     taken = {b.name for b in program.buffers}
     win = _fresh(f"{p.consumer}_{p.buffer}_window", taken)
     lines = _fresh(f"{p.consumer}_{p.buffer}_lines", taken) if p.rows else ""

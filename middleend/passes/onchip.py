@@ -130,8 +130,10 @@ def check_streams(l1: Layer1, l3: Layer3, l4: Layer4, exp: Expected, ph: Physica
                                     computations=(comp, consumer))
             _check_order(l1, ph, what, comp, consumer, w, fill)
             continue
-        if len(refs) != 1:
-            raise ScheduleError(f"{what}: {consumer!r} reads it through {len(refs)} "
+        # occurrences, not references: A[i] + A[i] pops the FIFO twice
+        count = sum(len(r.nodes) for r in refs)
+        if count != 1:
+            raise ScheduleError(f"{what}: {consumer!r} reads it through {count} "
                                 "references per instance; a FIFO is read once per instance "
                                 "(keep a buffer, or a line buffer, for a stencil)",
                                 computations=(comp, consumer))

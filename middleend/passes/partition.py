@@ -105,6 +105,17 @@ class _Clamps:
     def __init__(self, iters: Mapping[str, Linear]) -> None:
         self.iters = iters
         self.found: list[_Clamp] = []
+        # nodes visited (an inlined pipeline's expression shares subtrees: each is scanned
+        # once) and clamps recorded (each once)
+        self._seen: set[int] = set()
+        self._indexed: set[int] = set()
+        self._keys: set[tuple[object, ...]] = set()
+
+    def _record(self, c: _Clamp) -> None:
+        key = (tuple(sorted(c.form.items())), c.upper, c.bound)
+        if key not in self._keys:
+            self._keys.add(key)
+            self.found.append(c)
 
     def linear(self, e: Expr) -> Linear | None:
         """The affine form of an integer index expression, assuming its clamps do not
@@ -132,7 +143,7 @@ class _Clamps:
                 return None
             for x, y in ((a, b), (b, a)):
                 if set(y) <= {""}:  # min(x, const): the clamp binds unless x <= const
-                    self.found.append(_Clamp(x, e.op == "min", y.get("", 0)))
+                    self._record(_Clamp(x, e.op == "min", y.get("", 0)))
                     return x
         return None
 
@@ -141,12 +152,18 @@ class _Clamps:
         stack = [e]
         while stack:
             x = stack.pop()
+            if id(x) in self._seen:
+                continue
+            self._seen.add(id(x))
             if isinstance(x, BufAccess):
                 for ix in x.indices:
                     self._index(ix)
             stack.extend(x.children())
 
     def _index(self, e: Expr) -> None:
+        if id(e) in self._indexed:
+            return
+        self._indexed.add(id(e))
         if self.linear(e) is None:  # not affine: look for affine clamps inside it
             for c in e.children():
                 if not isinstance(c, BufAccess):

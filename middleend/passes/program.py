@@ -108,11 +108,14 @@ def _offsets(ph: Physical, buf: str) -> tuple[str, ...] | None:
 def _stmt_info(name: str, l1: Layer1, l3: Layer3, l4: Layer4, ph: Physical,
                device: bool) -> StmtInfo:
     c = l1.comps[name]
-    affine_nodes = {id(r.node) for r in c.reads if r.access is not None}
-    redirected = {id(r.node): l4.redirect[r.ref] for r in c.reads if r.ref in l4.redirect}
+    affine_nodes = {id(n) for r in c.reads if r.access is not None for n in r.nodes}
+    redirected = {id(n): l4.redirect[r.ref] for r in c.reads if r.ref in l4.redirect
+                  for n in r.nodes}
+
+    memo: dict[int, Expr] = {}  # shared subtrees (an inlined pipeline's) converted once
 
     def conv(e: Expr) -> Expr:
-        return rebuild(e, node)
+        return rebuild(e, node, memo)
 
     def node(n: Expr) -> Expr | None:
         if isinstance(n, Var):
