@@ -82,6 +82,28 @@ def main(case: str, R: int) -> None:
             np.testing.assert_allclose(got, heat_ref(a, T), rtol=1e-5)
         else:
             assert not got.any()
+    elif case == "threads":
+        # a parallel loop inside each rank: the cpu thread pool, in the caller's process
+        N, T = 12, 3
+        f = heat2d(N, N, T, R)
+        next(c for c in f.computations if c.name == "step").parallelize("j")
+        k = f.compile(target="mpi", ranks=R)
+        assert "me_parallel_for(" in k.artifact.text("source")
+        a = rng.random((N, N), dtype=np.float32)
+        got = k(u0=a)["u"]
+        if root:
+            np.testing.assert_allclose(got, heat_ref(a, T), rtol=1e-5)
+    elif case == "split":
+        # two jobs of R // 2 ranks side by side, each on its own communicator (k.comm)
+        sub = comm.Split(comm.Get_rank() % 2, comm.Get_rank())
+        half = sub.Get_size()
+        k = heat2d(9, 9, 2, half).compile(target="mpi", ranks=half)
+        k.comm = sub
+        a = np.random.default_rng(comm.Get_rank() % 2).random((9, 9), dtype=np.float32)
+        got = k(u0=a)["u"]
+        if sub.Get_rank() == 0:
+            np.testing.assert_allclose(got, heat_ref(a, 2), rtol=1e-5)
+        sub.Free()
     elif case == "wrong-ranks":
         k = heat2d(6, 6, 1, R + 1).compile(target="mpi", ranks=R + 1)
         try:

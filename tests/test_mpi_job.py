@@ -43,6 +43,14 @@ def test_matmul_in_a_running_job_broadcasts_what_is_not_distributed() -> None:
     _ok("matmul", 3)
 
 
+def test_parallel_loops_on_threads_in_a_running_job() -> None:
+    _ok("threads", 2)
+
+
+def test_two_kernels_side_by_side_on_their_own_communicators() -> None:
+    _ok("split", 4)
+
+
 def test_a_gather_to_another_root_in_a_running_job() -> None:
     _ok("rooted", 3)
 
