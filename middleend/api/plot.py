@@ -29,7 +29,10 @@ from .plot_data import Panel, PlotError, collect, show_params
 
 FORMATS = (".svg", ".png")
 _FLOW, _VIOLATED = "#c0392b", "#8e24aa"  # red arrows; a broken dependence in purple
-MAX_ARROWS_DRAWN = 3000  # more are counted, not drawn: a picture of a blot helps nobody
+# past these, dependence arrows are counted, not drawn (a picture of a blot helps nobody);
+# those the schedule violates are drawn up to MAX_ARROWS_DRAWN whatever the density
+MAX_ARROWS_DRAWN = 2000
+MAX_POINTS_WITH_ARROWS = 600
 
 
 @dataclass
@@ -158,17 +161,19 @@ def _panel(ax: Any, p: Panel) -> None:
     ax.scatter(xs, ys, s=size, c=cols, edgecolors="black", linewidths=0.4, zorder=3,
                gid=f"points-{p.layer}-{p.comp}")
     bad = set(p.violated)
-    drawn = p.arrows[:MAX_ARROWS_DRAWN]
-    _arrows(ax, [e for e in drawn if e not in bad], _FLOW, 0.0028, 4)
-    _arrows(ax, [e for e in drawn if e in bad], _VIOLATED, 0.0045, 5)
+    good = [e for e in p.arrows if e not in bad]
+    dense = len(p.points) > MAX_POINTS_WITH_ARROWS or len(good) > MAX_ARROWS_DRAWN
+    if not dense:
+        _arrows(ax, good, _FLOW, 0.0028, 4)
+    _arrows(ax, p.violated[:MAX_ARROWS_DRAWN], _VIOLATED, 0.0045, 5)
     if p.arrows:
-        more = len(p.arrows) - MAX_ARROWS_DRAWN
         handles.append(Line2D([], [], color=_FLOW, marker=">", label=(
-            f"flow dependences ({len(p.arrows)}" + (f", {more} not drawn)" if more > 0
+            f"flow dependences ({len(p.arrows)}" + ("; too dense to draw)" if dense
                                                     else ")"))))
     if bad:
+        more = len(bad) - MAX_ARROWS_DRAWN
         handles.append(Line2D([], [], color=_VIOLATED, marker=">", lw=1.6, label=(
-            f"violated ({len(bad)})")))
+            f"violated ({len(bad)}" + (f"; {more} not drawn)" if more > 0 else ")"))))
     ax.set_title(p.title, fontsize=11, loc="left")
     ax.set_xlabel(p.xlabel, fontsize=10)
     ax.set_ylabel(p.ylabel, fontsize=10)

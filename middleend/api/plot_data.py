@@ -105,14 +105,11 @@ def show_params(params: Mapping[str, int]) -> str:
     return ", ".join(f"{k}={v}" for k, v in params.items()) or "no parameters"
 
 
-def points(s: isl.Set | isl.BasicSet, what: str, cap: int) -> list[Pt]:
-    """The integer points of a bounded set with fixed parameters, refused past ``cap``."""
-    n = s.dim(isl.dim_type.set)
+def _check_box(s: isl.Set, what: str, cap: int) -> None:
+    """Refuse, before ISL scans it, a set whose bounding box is far beyond the cap."""
     vol = 1
-    for k in range(n):
+    for k in range(s.dim(isl.dim_type.set)):
         lo, hi = s.dim_min_val(k), s.dim_max_val(k)
-        if s.is_empty():
-            return []
         if not (lo.is_int() and hi.is_int()):
             raise PlotError(f"{what} is unbounded with these parameter values")
         vol *= hi.to_python() - lo.to_python() + 1
@@ -120,6 +117,16 @@ def points(s: isl.Set | isl.BasicSet, what: str, cap: int) -> list[Pt]:
             raise PlotError(f"{what} spans too many points to draw (its bounding box holds "
                             f"more than {BOX_SLACK * cap}; the cap is {cap}): give smaller "
                             "parameter values or raise max_points")
+
+
+def points(s: isl.Set, what: str, cap: int, boxed: bool = True) -> list[Pt]:
+    """The integer points of a bounded set with fixed parameters, refused past ``cap``
+    (``boxed``: also refused unscanned when its bounding box is far larger)."""
+    if s.is_empty():
+        return []
+    if boxed:
+        _check_box(s, what, cap)
+    n = s.dim(isl.dim_type.set)
     out: list[Pt] = []
 
     def visit(p: isl.Point) -> None:
@@ -134,9 +141,15 @@ def points(s: isl.Set | isl.BasicSet, what: str, cap: int) -> list[Pt]:
 
 
 def pairs(m: isl.Map, what: str, cap: int) -> list[tuple[Pt, Pt]]:
-    """The (source, sink) integer pairs of a map with fixed parameters."""
+    """The (source, sink) integer pairs of a map with fixed parameters. The box of the
+    pairs is the product of those of both ends (far larger than a function's graph), so
+    each end's box is checked instead, and the pairs counted after the scan."""
+    if m.is_empty():
+        return []
+    _check_box(m.domain(), what, cap)
+    _check_box(m.range(), what, cap)
     n_in = m.dim(isl.dim_type.in_)
-    return [(p[:n_in], p[n_in:]) for p in points(m.wrap(), what, cap)]
+    return [(p[:n_in], p[n_in:]) for p in points(m.wrap(), what, cap, boxed=False)]
 
 
 Split = tuple[str, int, str, str, bool]  # dim, factor, outer, inner, outlined as tiles
