@@ -294,3 +294,17 @@ def test_dims_and_loops_choose_the_projections(tmp_path: Path) -> None:
     assert r.points("c", "I") == 3 * 5  # default dims: the two innermost, (j, k)
     with pytest.raises(PlotError, match="cannot draw loops"):
         f.plot(tmp_path / "c.svg", loops=["i0", "i1"])  # both in one axis
+
+
+def test_a_larger_skewed_tiling_is_not_refused(tmp_path: Path) -> None:
+    """1,440 instances whose (domain, time-space) pairs span a box of billions: the caps
+    bound the points, not the product of the boxes."""
+    T, N = 30, 50
+    f, h = _heat1d()
+    h.skew("t", "i", 1, "t2", "i2")
+    h.tile("t2", "i2", 8, 8, "t0", "i0", "t1", "i1")
+    r = f.plot(tmp_path / "big.svg", params={"T": T, "N": N}, computations=["h"])
+    dom = _heat_domain(T, N)
+    assert r.points("h", "II") == len(dom) == 1440
+    assert r.tiles("h") == len({(t // 8, (t + i) // 8) for t, i in dom})
+    assert r.arrows("h") == len(_heat_deps(T, N)) and r.violated("h") == 0
