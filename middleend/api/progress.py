@@ -41,7 +41,7 @@ class Bar:
         """Print a result line on stdout; above the bar when both are the terminal (a
         plain print there would land in the middle of the bar's line)."""
         if self._p is not None and wanted(sys.stdout, False):
-            self._p.console.print(text, highlight=False, markup=False)
+            self._p.console.print(text, highlight=False, markup=False, soft_wrap=True)
         else:
             print(text, flush=True)
 
