@@ -112,6 +112,19 @@ def main(case: str, R: int) -> None:
             assert f"built for {R + 1}" in str(exc), exc
         else:
             raise AssertionError("a kernel for another number of ranks ran")
+        # ranks that pass other parameters: refused on every rank, nothing runs
+        with me.Function("jsc") as f:
+            n = me.Param("n")
+            i = me.Var("i", 0, n)
+            x = me.Input("x", [n], me.float64)
+            me.Computation("y", [i], x[i] * 2)
+        k = f.compile(target="mpi", ranks=R)
+        try:
+            k(x=np.ones(4 + comm.Get_rank()))
+        except me.KernelArgumentError as exc:
+            assert "the ranks disagree on the parameters" in str(exc), exc
+        else:
+            raise AssertionError("ranks with different shapes ran")
     else:
         raise SystemExit(f"unknown case {case!r}")
     comm.Barrier()
