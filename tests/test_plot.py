@@ -58,14 +58,14 @@ def _heat_deps(T: int, N: int) -> set[tuple[tuple[int, int], tuple[int, int]]]:
 
 
 def _svg_counts(path: Path) -> dict[str, int]:
-    """Markers per ``points-*`` group and the number of ``tile-*`` outlines."""
+    """Markers per ``points-*`` group and the outlines of the ``tiles-*`` groups."""
     out: dict[str, int] = {"tiles": 0}
     for g in ET.parse(path).getroot().iter(f"{SVG}g"):
         gid = g.get("id", "")
         if gid.startswith("points-"):
             out[gid] = len(list(g.iter(f"{SVG}use")))
-        elif gid.startswith("tile-"):
-            out["tiles"] += 1
+        elif gid.startswith("tiles-"):
+            out["tiles"] += len(list(g.iter(f"{SVG}path")))
     return out
 
 
