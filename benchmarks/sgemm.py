@@ -27,6 +27,11 @@ The formulations of ours, each checked against numpy before timing:
 * ``packed+fma A packed``: the chosen kernel with A packed too (``Ap``, the 6 rows of A
   a micro-tile row reads, copied k-major at ``i_uo``: ``store_in(ApB, [k, i])``). Packed
   again for every 64-column panel, it has cost more than it saved in our runs.
+* ``blocked+fma``: the reduction blocked by 256 as a BLAS blocks it
+  (:func:`middleend.api.examples.sgemm_blocked`): per column panel and 256-long block of
+  k, B's ``256 x 64`` panel is packed (64 KB, in L2, where the ``N x 64`` panel of
+  ``packed`` is 256 KB at N=1024 and 512 KB at 2048), the micro-kernel is the same, and
+  each micro-tile's block sum is added into C.
 * ``copy_at`` and ``copy_at off``: the packed schedule with the algorithm left alone (no
   ``Bp`` computation): the panel of B is packed by the Layer IV operation
   ``copy_at(upd, "j0", B, "Bp")``, whose footprint the compiler computes; ``copy_at off``
@@ -56,7 +61,7 @@ from peak import fma_peak
 
 import middleend as me
 from backends.cpu.build import compiler, float_lanes
-from middleend.api.examples import matmul, sgemm_copy_at, sgemm_packed
+from middleend.api.examples import matmul, sgemm_blocked, sgemm_copy_at, sgemm_packed
 
 N = 1024
 CHOSEN = "packed+fma"
@@ -94,6 +99,7 @@ VARIANTS: dict[str, tuple[Callable[[int], me.Function], dict[str, bool]]] = {
     "packed": (define_packed, {}),
     "packed+fma": (define_packed, {"fp_contract": True}),
     "packed+fma A packed": (lambda n: define_packed(n, pack_a=True), {"fp_contract": True}),
+    "blocked+fma": (lambda n: sgemm_blocked(n, nr=NR), {"fp_contract": True}),
     "copy_at": (sgemm_copy_at, {}),
     "copy_at off": (lambda n: sgemm_copy_at(n, pack=False), {}),
 }

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import middleend as me
-from middleend.api.examples import sgemm_packed
+from middleend.api.examples import sgemm_blocked, sgemm_packed
 from middleend.ir.loopast import Alloc, Block, For, If, Node, Stmt
 
 
@@ -65,6 +65,20 @@ def test_packed_a_sgemm_allocations_are_private_and_match_numpy() -> None:
     users = {"Bp": {"Bp", "upd"}, "acc": {"acc", "upd", "C"}, "ApB": {"Ap", "upd"}}
     assert _assert_thread_private(kernel.program, users) >= 6
     for n in (1, 7, 37):
+        rng = np.random.default_rng(n)
+        a = rng.random((n, n), dtype=np.float32)
+        b = rng.random((n, n), dtype=np.float32)
+        np.testing.assert_allclose(kernel(A=a, B=b)["C"], a @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_blocked_sgemm_is_private_and_matches_numpy() -> None:
+    """The reduction blocked by kc (a last partial block when kc does not divide N), B's
+    panel packed per block, a register tile per micro-tile: private to the parallel loop,
+    and A @ B (fp_contract: FMAs, as the benchmark builds it)."""
+    kernel = sgemm_blocked(None, kc=8, tj=16, mr=3, nr=8).compile(fp_contract=True)
+    users = {"Bp": {"Bp", "u"}, "acc": {"acc0", "u", "cs"}}
+    assert _assert_thread_private(kernel.program, users) >= 4
+    for n in (1, 7, 16, 37, 80):
         rng = np.random.default_rng(n)
         a = rng.random((n, n), dtype=np.float32)
         b = rng.random((n, n), dtype=np.float32)

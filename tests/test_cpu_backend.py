@@ -279,7 +279,7 @@ def test_local_tile_buffer(tile: int) -> None:
     prog = Program("tiled", ("N",), bufs, nest, infos)
     kernel = compile_kernel(prog)
     if tile <= STACK_LIMIT:
-        assert f"float b_tile[{tile}]" in kernel.source
+        assert f"float m_tile[{tile}]" in kernel.source  # on the stack
     else:
         assert "(float*)me_alloc(" in kernel.source and "free(b_tile);" in kernel.source
     inp = np.linspace(-3, 3, 45, dtype=np.float32)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..ir.commands import ROOT
+from ..ir.expr import minimum
 from ..ir.function import OUTPUT, Buffer, Computation, Input, Param, Var
 from ..ir.operations import copy_at
 from ..ir.types import float32
@@ -194,4 +196,65 @@ def sgemm_copy_at(n: int | None = None, tj: int = 64, mr: int = 6, nr: int = 16,
     if pack:
         cp = copy_at(upd, "j0", f.buffers[1], "Bp")
         cp.vectorize("Bp_1", nr)
+    return f
+
+
+def sgemm_blocked(n: int | None = None, kc: int = 256, tj: int = 64, mr: int = 6,
+                  nr: int = 16) -> Function:
+    """C = A @ B with the reduction blocked by ``kc`` as a BLAS blocks it: per column
+    panel ``j0`` (parallel) and block ``k0`` of the reduction, ``Bp`` packs the ``kc x tj``
+    panel of B (small enough for L2, where :func:`sgemm_packed`'s ``N x tj`` panel is
+    not), and each ``mr x nr`` micro-tile accumulates the block's ``kc`` products in a
+    register tile ``acc`` that is then added into C.
+
+    In Layer I the blocking is part of the algorithm, since a value read must have one
+    producer: ``acc`` has a ``k0`` index (a fresh accumulator per block: ``acc0`` zeroes
+    it, ``u`` accumulates, ``u`` at ``k1 = 0`` reading ``acc0``'s element), and ``cs``
+    adds block ``k0``'s sum to C (``cs[i, j, k0 - 1]``; at ``k0 = 0`` C's initial value,
+    ``cz``). The schedule then gives the loops j0 / k0 / i_uo / j1_vo / k1 / i_ui (unrolled
+    ``mr``) / j1_vi (vector ``nr``), ``acc`` allocated per micro-tile (so ``k0`` collapses
+    and gcc keeps the tile in registers), ``Bp`` computed and allocated at ``k0``.
+    ``n`` None gives a Param N (a last partial block of ``N mod kc``)."""
+    with Function("sgemm_blocked") as f:
+        size = Param("N") if n is None else n
+        nk = (size + (kc - 1)) // kc
+        i, j = Var("i", 0, size), Var("j", 0, size)
+        k0 = Var("k0", 0, nk)
+        k1 = Var("k1", 0, minimum(kc, size - k0 * kc))
+        a = Input("A", [size, size], float32)
+        b = Input("B", [size, size], float32)
+        kk, jj = Var("kk", 0, size), Var("jj", 0, size)
+        bp = Computation("Bp", [kk, jj], b[kk, jj])
+        cb = Buffer("C", [size, size], float32, kind=OUTPUT)
+        cz = Computation("cz", [i, j], 0.0)
+        cz.store_in(cb, [i, j])
+        accb = Buffer("acc", [size, size, nk], float32)
+        acc0 = Computation("acc0", [i, j, k0], 0.0)
+        acc0.store_in(accb, [i, j, k0])
+        u = Computation("u", [i, j, k0, k1], dtype=float32)
+        u.set_expression(u[i, j, k0, k1 - 1] + a[i, k0 * kc + k1] * bp[k0 * kc + k1, j])
+        u.store_in(accb, [i, j, k0])
+        cs = Computation("cs", [i, j, k0], dtype=float32)
+        cs.set_expression(cs[i, j, k0 - 1]
+                          + u[i, j, k0, minimum(kc, size - k0 * kc) - 1])
+        cs.store_in(cb, [i, j])
+    cz.parallelize("i")
+    for x in (acc0, u, cs):
+        x.split("j", tj, "j0", "j1")  # i j0 j1 k0 [k1]
+        x.interchange("i", "j0")  # j0 i j1 k0
+        x.interchange("j1", "k0")  # j0 i k0 j1
+        x.interchange("i", "k0")  # j0 k0 i j1
+        x.unroll("i", mr)
+        x.vectorize("j1", nr)
+        x.interchange("i_ui", "j1_vo")  # j0 k0 i_uo j1_vo i_ui j1_vi [k1]
+        x.parallelize("j0")
+    u.interchange("i_ui", "k1")  # ... j1_vo k1 j1_vi i_ui
+    u.interchange("j1_vi", "i_ui")  # ... j1_vo k1 i_ui j1_vi
+    acc0.after(cz, ROOT)
+    u.after(acc0, "j1_vo")
+    cs.after(u, "j1_vo")
+    acc0.allocate_at(cs, "j1_vo")
+    bp.vectorize("jj", nr)
+    bp.compute_at(u, "k0")
+    bp.allocate_at(u, "k0")
     return f
