@@ -11,6 +11,7 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import middleend as me
@@ -163,7 +164,10 @@ def test_mistakes_are_plot_errors(tmp_path: Path) -> None:
         f.plot(tmp_path / "a.png", params={"T": 3, "N": 8}, max_points=10)
     with pytest.raises(PlotError, match="too many points"):
         f.plot(tmp_path / "a.png", params={"T": 10**6, "N": 10**6})
+    with pytest.raises(PlotError, match="'T' must be an int"):
+        f.plot(tmp_path / "a.png", params={"T": 2.5, "N": 5})
     assert not (tmp_path / "a.png").exists()
+    assert f.plot(tmp_path / "b.svg", params={"T": np.int64(2), "N": 5}).points("h") == 6
 
 
 def _run(argv: list[str]) -> int:

@@ -15,6 +15,7 @@ with more points than the cap after the scan, so a picture never hangs or exhaus
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -91,10 +92,10 @@ def fix_params(lw: Lowered, params: Mapping[str, int]) -> isl.Set:
     sp = lw.l1.param_space
     fixed = isl.Set.universe(sp)
     for n, v in params.items():
-        if not isinstance(v, int) or isinstance(v, bool):
+        if not isinstance(v, numbers.Integral) or isinstance(v, bool):
             raise PlotError(f"parameter {n!r} must be an int, got {quoted(v)}")
         fixed = fixed.fix_val(isl.dim_type.param, sp.find_dim_by_name(isl.dim_type.param, n),
-                              isl.Val.int_from_si(lw.l1.ctx, v))
+                              isl.Val(str(int(v)), lw.l1.ctx))
     if fixed.intersect(lw.l1.context).is_empty():
         raise PlotError(f"function {lw.fn_name!r}: {show_params(params)} violates the "
                         f"parameters' assumptions {lw.l1.context}")
