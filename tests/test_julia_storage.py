@@ -1,6 +1,7 @@
 """The storage directives of ``@schedule`` (issue 13): ``store_in`` (an array expanded
-along loops, folded, copied back into an argument) and ``copy_at`` (a packed copy read in
-its place), against numpy under several schedules, and their refusals."""
+along loops, folded, copied back into an argument), ``copy_at`` (a packed copy read in
+its place) and ``pack`` (later reads through a copy with permuted dims), against numpy
+under several schedules, and their refusals."""
 
 from __future__ import annotations
 
@@ -45,6 +46,7 @@ def _src(template: str, schedule: str) -> str:
     "store_in(sum, q % 2, r); parallelize(U, r)",
     "store_in(sum, r, q % 3)",
     "store_in(sum, r); parallelize(U, r); split(U, p, 4); unroll(U, p1)",
+    "pack(C4, C4t, 2, 1); store_in(sum, r); interchange(C4t, C4t_2, C4t_1)",
 ])
 def test_store_in_expands_doitgens_sum(schedule: str) -> None:
     rng = np.random.default_rng(1)
@@ -191,6 +193,76 @@ def test_copy_at_packs_an_operand(schedule: str) -> None:
     ("copy_at(T, j, B, Bp); vectorize(Bp, Bp_7, 4)", r"has no loop 'Bp_7'"),
 ])
 def test_copy_at_refusals(schedule: str, message: str) -> None:
+    rng = np.random.default_rng(4)
+    with pytest.raises(UnsupportedJulia, match=message):
+        compile_source(_src(MM, schedule), "mm!")(np.zeros((3, 4), order="F"), F(rng, 3, 2),
+                                                  F(rng, 2, 4))
+
+
+@pytest.mark.parametrize("schedule", [
+    "pack(B, Bt, 2, 1)",
+    "pack(B, Bt, 2, 1); pack(A, At, 2, 1); vectorize(Bt, Bt_1, 4); interchange(At, At_1, At_2)",
+    "pack(B, Bt, 2, 1); tile(T, i, j, 4, 4); interchange(T, i1, k); parallelize(T, i0); "
+    "tile(Bt, Bt_2, Bt_1, 4, 4)",
+])
+def test_pack_reads_a_transposed_copy(schedule: str) -> None:
+    rng = np.random.default_rng(5)
+    A, B, C = F(rng, 9, 7), F(rng, 7, 11), np.zeros((9, 11), order="F")
+    compile_source(_src(MM, schedule), "mm!")(C, A, B)
+    np.testing.assert_allclose(C, A @ B, rtol=1e-12)
+
+
+GRAM = """
+@acc function gram!(G::Matrix{Float64}, X::Matrix{Float64}, c::Vector{Float64})
+    n, m = size(X)
+    @schedule begin
+        SCHEDULE
+    end
+    for j in 1:m, i in 1:n
+        X[i, j] -= c[j]
+    end
+    for i in 1:m, j in 1:m
+        G[i, j] = 0.0
+        for k in 1:n
+            @name P G[i, j] += X[k, i] * X[k, j]
+        end
+    end
+    for j in 1:m
+        X[1, j] += 1.0
+    end
+end
+"""
+
+
+@pytest.mark.parametrize("schedule", ["", "pack(X, Xt, 2, 1)",
+                                      "pack(X, Xt, 2, 1); vectorize(P, i, 4)"])
+def test_pack_of_an_array_the_kernel_writes_before_and_after(schedule: str) -> None:
+    """The copy is made after the last write before its readers: the centring before is
+    seen, the update after still lands in X (and is not read through the copy)."""
+    rng = np.random.default_rng(6)
+    X, c, G = F(rng, 8, 5), rng.random(5), np.zeros((5, 5), order="F")
+    Xc = X - c
+    if schedule:  # the last write (X[1, j] += 1) comes after the product: nothing to pack
+        with pytest.raises(UnsupportedJulia, match="no statement after the last write of "
+                           "'X' reads it"):
+            compile_source(_src(GRAM, schedule), "gram!")(G, X.copy(order="F"), c)
+        src = GRAM.replace("X[1, j] += 1.0", "c[j] += 1.0")
+    else:
+        src = GRAM
+    compile_source(_src(src, schedule), "gram!")(G, X, c)
+    np.testing.assert_allclose(G, Xc.T @ Xc, rtol=1e-12)
+
+
+@pytest.mark.parametrize("schedule, message", [
+    ("pack(B, Bt, 1, 1)", r"\[1, 1\] is not a permutation of the 2 dims of 'B'"),
+    ("pack(B, Bt, 1)", r"\[1\] is not a permutation"),
+    ("pack(B, A, 2, 1)", r"'A' already names an array"),
+    ("pack(B, T, 2, 1)", r"'T' already names an array or a statement"),
+    ("pack(q, Bt, 2, 1)", r"the first argument must be an array"),
+    ("pack(C, Ct, 2, 1)", r"no statement after the last write of 'C' reads it"),
+    ("pack(B, Bt, 2, 1); vectorize(Bt, Bt_3, 4)", r"has no loop 'Bt_3'"),
+])
+def test_pack_refusals(schedule: str, message: str) -> None:
     rng = np.random.default_rng(4)
     with pytest.raises(UnsupportedJulia, match=message):
         compile_source(_src(MM, schedule), "mm!")(np.zeros((3, 4), order="F"), F(rng, 3, 2),

@@ -31,11 +31,12 @@ from middleend.ir.errors import KernelArgumentError
 def translate(fn: J.Function, spec: Spec, use_schedule: bool = True) -> Built:
     """The middle-end Function of ``fn`` specialized on ``spec``, with its directives (if
     ``use_schedule``) and the ordering commands applied."""
-    stores = tuple(d for d in fn.schedule if d.fn == "store_in") if use_schedule else ()
+    stores = tuple(d for d in fn.schedule if d.fn in ("store_in", "pack")) if use_schedule \
+        else ()
     b = Translator(fn, spec, stores).build()
     dims = {c.name: [Dim(n, f"L{lid}") for n, lid in zip(
         b.loop_names[k], b.loop_ids[k], strict=True)] for k, c in b.comps.items()}
-    comps = [b.comps[k] for k in sorted(b.comps)]
+    comps = [b.comps[k] for k in sorted(b.comps, key=lambda k: (b.placed_at[k], k))]
     sch = Scheduler(fn.name, comps, b.names, dims, b.arrays)
     if use_schedule:
         for d in fn.schedule:

@@ -29,7 +29,7 @@ BUILTIN_NAMES = frozenset({"true", "false", "pi", "π"})
 
 DIRECTIVES = frozenset({"tile", "split", "interchange", "parallelize", "parallel",
                         "vectorize", "unroll", "skew", "shift", "reverse", "after", "before",
-                        "compute_at", "allocate_at", "store_in", "copy_at"})
+                        "compute_at", "allocate_at", "store_in", "copy_at", "pack"})
 _TYPE_CALLS = frozenset({"zero", "one", *ELEMENT})  # calls whose argument may be a type
 _SIZE_CALLS = frozenset({"size", "length"})
 _DEFAULT_NAME = re.compile(r"S[0-9]+(_[0-9]+)?")  # an unlabelled statement's computation
@@ -65,6 +65,8 @@ class _Checker:
         for d in self.fn.schedule:  # a copy's name labels it for later directives
             if d.fn == "copy_at" and len(d.args) == 4 and isinstance(d.args[3], J.Name):
                 self.labels.add(d.args[3].id)
+            if d.fn == "pack" and len(d.args) > 1 and isinstance(d.args[1], J.Name):
+                self.labels.add(d.args[1].id)
         for d in self.fn.schedule:
             self.directive(d)
 
@@ -239,9 +241,9 @@ class _Checker:
             raise self.fail(d.line, f"directive {d.fn}: unknown directive (directives: "
                             f"{', '.join(sorted(DIRECTIVES))})")
         arrays = self.local_arrays | {a for a, t in self.types.items() if t is None or t.ndim}
-        if d.fn == "store_in":
+        if d.fn in ("store_in", "pack"):
             if not d.args or not isinstance(d.args[0], J.Name) or d.args[0].id not in arrays:
-                raise self.fail(d.line, "directive store_in: the first argument must be an "
+                raise self.fail(d.line, f"directive {d.fn}: the first argument must be an "
                                 f"array (arrays: {sorted(arrays)})")
             return
         if not d.args or not isinstance(d.args[0], J.Name):

@@ -82,8 +82,8 @@ class Scheduler:
 
     def apply(self, d: J.Call) -> None:
         k = d.fn
-        if k == "store_in":
-            return  # applied by the translator: it changes where every access goes
+        if k in ("store_in", "pack"):
+            return  # applied by the translator: they change where accesses go
         a = _names(d.args, d.line, self.fn)
         if not a:
             raise self.fail(d, "no arguments")
@@ -230,7 +230,7 @@ class Scheduler:
             raise self.fail(d, f"unknown directive or wrong arguments {a} (directives: "
                             "tile, split, interchange, parallelize, vectorize, unroll, "
                             "skew, shift, reverse, after, before, compute_at, allocate_at, "
-                            "store_in, copy_at)")
+                            "store_in, copy_at, pack)")
 
     @staticmethod
     def _replace(dims: list[Dim], p: int, names: list[str], how: str) -> None:

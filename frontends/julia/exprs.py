@@ -32,6 +32,7 @@ class Array:
     sizes: tuple[int, ...]
     elem: DType
     prefix: tuple[Expr, ...] = ()  # leading indices of an expanded array (``store_in``)
+    perm: tuple[int, ...] = ()  # a packed copy's index k is the source's index perm[k]
 
 
 ScalarRead = Callable[[str, int], Expr]
@@ -196,6 +197,8 @@ class Exprs:
             raise self.fail(e.line, f"{e.array}[...] with {len(e.indices)} indices on a "
                             f"{len(arr.sizes)}-d array (linear or partial indexing)")
         idx = [self.index(i) for i in e.indices]
+        if arr.perm:
+            idx = [idx[p] for p in arr.perm]
         return arr.prefix + tuple(i - 1 for i in reversed(idx))  # type: ignore[operator]
 
     def cond(self, e: J.Expr) -> Expr:

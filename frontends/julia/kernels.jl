@@ -121,12 +121,16 @@ end
     np, nq, nr = size(A)
     @schedule begin
         # a GEMM (C4' times the columns of A) whose operands both run along s, the
-        # reduction: gcc may not reorder a sum, so p is the vector dim (C4[s, p:p+7] a
-        # strided gather) and the register tile is 8 p x 4 q, each gathered C4 vector used
-        # for 4 columns of A (broadcasts of A[s, q, r]). That needs 4 sum vectors at once and
+        # reduction: gcc may not reorder a sum, so p must be the vector dim, along which C4
+        # is strided: pack reads it through a transposed copy C4t[p, s] (200 KB, once per
+        # call), contiguous in p. The register tile is 8 p x 4 q: a plain p1 loop of 8 that
+        # gcc unrolls and vectorizes (SLP), keeping the 32 sums in 8 registers across s
+        # (an omp-simd p1 loop would load and store them every s), each C4t vector used for
+        # 4 columns of A (broadcasts of A[s, q, r]). That needs 4 sum vectors at once and
         # one set per r for the r loop to run over the cores: store_in(sum, q % 4, r) (Z
         # resets sum in every (q, r): no value crosses them; sum's last values are copied
         # back); q in blocks of 4 for Z, U and W alike so that they share the q0 loop
+        pack(C4, C4t, 2, 1)
         store_in(sum, q % 4, r)
         shift(Z, q, -1)
         shift(U, q, -1)
@@ -140,7 +144,6 @@ end
         interchange(U, q1, p1)
         interchange(U, p1, s)
         unroll(U, q1)
-        vectorize(U, p1, 8)
         parallelize(U, r)
     end
     for r in 1:nr, q in 1:nq

@@ -30,6 +30,7 @@ from frontends.julia.expand import Expansion, Planner
 from frontends.julia.exprs import Array, Exprs, _ex
 from frontends.julia.jtypes import ArgType, promote
 from frontends.julia.localarrays import LocalArray
+from frontends.julia.pack import Pack, plan_pack
 from frontends.julia.program import (
     RESULT,
     Flattener,
@@ -68,6 +69,9 @@ class Built:
     loop_names: dict[int, list[str]] = field(default_factory=dict)  # stmt -> loop names
     loop_ids: dict[int, list[int]] = field(default_factory=dict)  # stmt -> source loop ids
     arrays: dict[str, me.Buffer] = field(default_factory=dict)  # Julia array -> buffer
+    # each computation's top-level position, doubled (the front-end's own ones, packs
+    # and copies back, lie between or after the statements'): the order of `after`s
+    placed_at: dict[int, int] = field(default_factory=dict)
     # what ``return x`` returns: ("arg", position), ("array", buffer) or ("value", buffer)
     returns: tuple[str, int | str] | None = None
 
@@ -79,6 +83,8 @@ class Translator:
         self.names = Namer()
         self.loop_names = Namer()  # loops keep their Julia names, which directives use
         self.expanded: dict[str, tuple[Array, Expansion]] = {}  # store_in: array -> plan
+        self.packs: list[Pack] = []
+        self.pack_view: dict[str, Array] = {}  # a pack's copy as its array is read
 
     def fail(self, line: int, what: str) -> UnsupportedJulia:
         return UnsupportedJulia(line, what, self.jf.name)
@@ -130,7 +136,8 @@ class Translator:
             self.built = built
             self._loops(prog)
             self._analyse(prog)
-            plans = [self._expansion(d, args) for d in self.stores]
+            plans = [self._expansion(d, args) for d in self.stores if d.fn == "store_in"]
+            self.packs = [self._pack(d) for d in self.stores if d.fn == "pack"]
             self._computations(prog)
             for plan in plans:
                 self._finish_expansion(plan)
@@ -350,13 +357,22 @@ class Translator:
         write Julia's loops would have made last."""
         depth = max(len(x.loops) for x in self.prog.stmts)
         outs: list[str] = []
-        for d in range(depth + 1):
-            outs.append(str(s.pos[d]) if d < len(s.pos) else "0")
+        for d in range(depth + 1):  # top-level positions doubled: packs go in between
+            outs.append(str(s.pos[d] * (2 if d == 0 else 1)) if d < len(s.pos) else "0")
             if d < depth:
                 outs.append(vs[d].name if d < len(vs) else "0")
         return f"{{ {cname}[{', '.join(v.name for v in vs)}] -> [{', '.join(outs)}] }}"
 
     def _computation(self, s: Stmt) -> None:
+        saved = self.ex.arrays
+        later = {p.array: self.pack_view[p.copy] for p in self.packs if 2 * s.pos[0] > p.at}
+        self.ex.arrays = {**saved, **later}  # reads after a pack read the copy
+        try:
+            self._statement(s)
+        finally:
+            self.ex.arrays = saved
+
+    def _statement(self, s: Stmt) -> None:
         n = s.node
         self.ex.loops = self._scope(s)
         self.ex.scalar = self._read_scalar(s)
@@ -395,6 +411,7 @@ class Translator:
         elif idx is not None:
             comp.store_in(self.sbuf[t.id], idx)
         self.built.comps[s.index] = comp
+        self.built.placed_at[s.index] = 2 * s.pos[0]
         self.built.loop_names[s.index] = [v.name for v in vs]
         self.built.loop_ids[s.index] = [lp.id for lp in s.loops]
         for lab in s.labels:
@@ -434,8 +451,8 @@ class Translator:
     def _finish_expansion(self, plan: Expansion) -> None:
         """The storage folds, and the copy back into an argument's own memory."""
         arr, _ = self.expanded[plan.array]
-        writers = [c for k, c in self.built.comps.items()
-                   if isinstance(self.prog.stmts[k].node.target, J.Ref) and
+        writers = [c for k, c in self.built.comps.items() if k < len(self.prog.stmts) and
+                   isinstance(self.prog.stmts[k].node.target, J.Ref) and
                    self.prog.stmts[k].node.target.array == plan.array]
         for k, f in enumerate(plan.folds):
             if f is not None:
@@ -452,7 +469,7 @@ class Translator:
                                                       strict=True))
         src = self.ex.arrays[plan.array].buffer
         cname = self._fresh(f"{plan.array}_back")
-        end = max(s.pos[0] for s in self.prog.stmts) + 1
+        end = 2 * max(s.pos[0] for s in self.prog.stmts) + 2
         outs = [str(end)]
         for d in range(depth):
             outs += [vs[d].name if d < len(vs) else "0", "0"]
@@ -461,8 +478,46 @@ class Translator:
         comp.store_in(arr.buffer, list(vs))
         k = len(self.prog.stmts) + len(self.built.comps)
         self.built.comps[k] = comp
+        self.built.placed_at[k] = end
         self.built.loop_names[k] = [v.name for v in vs]
         self.built.loop_ids[k] = [-1 - 100 * k - j for j in range(len(vs))]
+
+    def _pack(self, d: J.Call) -> Pack:
+        """``pack(A, At, dims...)``: the copy's buffer and the computation filling it
+        (:mod:`.pack`), placed at its doubled top-level position."""
+        arrays = self.ex.arrays
+        p = plan_pack(d, self.prog, set(arrays), {n: len(a.sizes) for n, a in arrays.items()},
+                      self.jf.name)
+        src = arrays[p.array]
+        if src.prefix:
+            raise self.fail(d.line, f"directive pack: {p.array!r} is stored by store_in")
+        sizes = tuple(src.sizes[k] for k in p.perm)
+        buf = me.Buffer(self.names(p.copy), list(reversed(sizes)), src.elem)
+        self.pack_view[p.copy] = Array(p.array, buf, src.sizes, src.elem, perm=p.perm)
+        depth = max(len(x.loops) for x in self.prog.stmts)
+        if len(sizes) > depth:
+            raise self.fail(d.line, f"directive pack: a copy of {len(sizes)} dims in a "
+                            f"function of {depth} nested loops")
+        vs = [me.Var(self.loop_names(f"{p.copy}_{k + 1}"), 0, n) for k, n in enumerate(sizes)]
+        order = list(reversed(vs))  # the copy's memory order: its first index innermost
+        at_src = [vs[0]] * len(sizes)
+        for k, q in enumerate(p.perm):
+            at_src[q] = vs[k]
+        cname = self._fresh(p.copy)
+        outs = [str(p.at)]
+        for k in range(depth):
+            outs += [order[k].name if k < len(order) else "0", "0"]
+        comp = me.Computation(
+            cname, order, src.buffer[tuple(reversed(at_src))], dtype=src.elem,
+            order=f"{{ {cname}[{', '.join(v.name for v in order)}] -> [{', '.join(outs)}] }}")
+        comp.store_in(buf, list(reversed(vs)))
+        key = len(self.prog.stmts) * 4 + len(self.built.comps)
+        self.built.comps[key] = comp
+        self.built.loop_names[key] = [v.name for v in order]
+        self.built.loop_ids[key] = [-1 - 100 * key - j for j in range(len(order))]
+        self.built.names[p.copy] = [comp]
+        self.built.placed_at[key] = p.at
+        return p
 
     def _fresh(self, want: str) -> str:
         """A computation name no other one has: one labelled statement may become several

@@ -1,0 +1,69 @@
+"""The ``pack`` directive: later reads of an array go through a copy with its dimensions
+permuted, made once where the array holds its final value::
+
+    pack(C4, C4t, 2, 1)     # C4t[p, s] = C4[s, p]: doitgen's C4[s, p:p+7] is contiguous
+
+Both operands of a product like ``data' * data`` or ``C4' * A`` run along the reduction
+index, the contiguous one; gcc may not reorder a floating-point sum, so the vector
+dimension must be another one, along which the array is strided (a gather per vector).
+A transposed copy (what a BLAS packs) makes it contiguous. The copy is a computation of
+its own, labelled ``C4t``, with loops ``C4t_1, C4t_2, ...`` (``C4t_1`` the first Julia
+index, innermost: the copy writes contiguously), scheduled like any other.
+
+It is placed right after the last top-level statement that writes the array (before
+everything when nothing does), and every read of the array in a later top-level statement
+reads the copy; those statements see the values they would have read, since nothing
+writes the array after the copy. Refused when no later statement reads the array.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from frontends.julia import jast as J
+from frontends.julia.errors import UnsupportedJulia
+from frontends.julia.expand import accesses
+from frontends.julia.program import Program, Stmt
+
+
+@dataclass(frozen=True)
+class Pack:
+    array: str
+    copy: str
+    perm: tuple[int, ...]  # the copy's Julia index k is the array's index perm[k] (0-based)
+    at: int  # its place among the top-level positions, doubled (statements are even)
+    line: int
+
+
+def plan_pack(d: J.Call, prog: Program, arrays: set[str], rank: dict[str, int], fn: str
+              ) -> Pack:
+    def bad(what: str) -> UnsupportedJulia:
+        return UnsupportedJulia(d.line, f"directive pack: {what} (pack(array, copy, dims...): "
+                                "the copy's dims as the array's, e.g. pack(A, At, 2, 1))", fn)
+
+    a = d.args
+    if len(a) < 3 or not isinstance(a[0], J.Name) or not isinstance(a[1], J.Name):
+        raise bad("expected an array, a name for the copy and its dims")
+    name, copy = a[0].id, a[1].id
+    if name not in arrays:
+        raise bad(f"{name!r} is not an array")
+    if copy in arrays or any(copy in s.labels for s in prog.stmts):
+        raise bad(f"{copy!r} already names an array or a statement")
+    dims: list[int] = []
+    for x in a[2:]:
+        if not isinstance(x, J.Num) or x.type != "Int64":
+            raise bad("a dim that is not an Int")
+        dims.append(int(x.value))
+    if sorted(dims) != list(range(1, rank[name] + 1)):
+        raise bad(f"{dims} is not a permutation of the {rank[name]} dims of {name!r}")
+    writes = [s.pos[0] for s in prog.stmts
+              if isinstance(s.node.target, J.Ref) and s.node.target.array == name]
+    at = 2 * max(writes) + 1 if writes else -1
+    readers = [s for s in prog.stmts if 2 * s.pos[0] > at and _reads(s, name)]
+    if not readers:
+        raise bad(f"no statement after the last write of {name!r} reads it")
+    return Pack(name, copy, tuple(k - 1 for k in dims), at, d.line)
+
+
+def _reads(s: Stmt, name: str) -> bool:
+    return any(not w for _, w in accesses(s, name))
