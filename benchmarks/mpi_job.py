@@ -2,6 +2,9 @@
 root's arrays scattered and gathered with MPI_Scatterv/Gatherv) against the same kernel
 launched by ``mpiexec`` from a plain process (the anchor: launch, MPI start, per-rank
 file I/O, exit), heat-2D with a halo exchange every step, same data, at 1 and 2 ranks.
+Then, launched, the same kernel with ``me.scatter``/``me.gather`` operations (the root
+reads the whole input, scatters, gathers and writes the whole output) against per-rank
+file I/O (the anchor), interleaved call by call.
 
 Rounds alternate between the two ways (each round: a few calls launched from here, then
 a job of R processes started once that makes the same number of calls in-process and
@@ -24,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+import middleend as me
 from middleend.api.examples_mpi import heat2d
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,6 +90,28 @@ def main() -> None:
             job.append(_in_job(R, o.n, o.steps, o.calls))
         lm, jm = statistics.median(launched), statistics.median(job)
         print(f"{R:>5} {lm * 1e3:>10.1f} {jm * 1e3:>10.1f} {jm / lm:>13.2f}")
+    print(f"\nlaunched: scatter + gather through rank 0 against per-rank file I/O "
+          f"(median ms of {o.calls * o.rounds} interleaved calls)")
+    print(f"{'ranks':>5} {'per rank':>10} {'root':>10} {'root/per rank':>14}")
+    for R in (1, 2):
+        plain = heat2d(o.n, o.n, o.steps, R).compile(target="mpi", ranks=R)
+        f = heat2d(o.n, o.n, o.steps, R, name="heat_root")
+        for b in f.buffers:
+            if b.name == "u0":
+                b.distribute(0)
+                me.scatter(b)
+            elif b.name == "u":
+                me.gather(b)
+        rooted = f.compile(target="mpi", ranks=R)
+        np.testing.assert_array_equal(rooted(u0=a)["u"], plain(u0=a)["u"])
+        ts: dict[str, list[float]] = {"plain": [], "root": []}
+        for _ in range(o.calls * o.rounds):
+            for key, k in (("plain", plain), ("root", rooted)):
+                t0 = time.perf_counter()
+                k(u0=a)
+                ts[key].append(time.perf_counter() - t0)
+        pm, rm = statistics.median(ts["plain"]), statistics.median(ts["root"])
+        print(f"{R:>5} {pm * 1e3:>10.1f} {rm * 1e3:>10.1f} {rm / pm:>14.2f}")
 
 
 if __name__ == "__main__":
