@@ -20,6 +20,7 @@ iteration of the loops, e.g. the last one), so the caller sees what Julia leaves
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import islpy as isl
@@ -27,8 +28,12 @@ import islpy as isl
 from frontends.julia import jast as J
 from frontends.julia.errors import UnsupportedJulia
 from frontends.julia.program import Program, Stmt, reads_of
-from frontends.julia.scalars import _maps, _sched_map
+from frontends.julia.scalars import sched_map
 from middleend.ir.affine import AffineContext, access_map
+from middleend.ir.expr import Expr
+from middleend.ir.islutil import maps_of
+
+Subscript = Callable[[Stmt, J.Ref], tuple[Expr | int, ...]]
 
 
 @dataclass(frozen=True)
@@ -114,8 +119,8 @@ class Planner:
 
     def __init__(self, prog: Program, fn: str, domains: dict[int, isl.Set],
                  counters: dict[int, list[str]], guarded: set[int],
-                 var_names: dict[int, list[str]], subscript, data_names: set[str]
-                 ) -> None:  # type: ignore[no-untyped-def]
+                 var_names: dict[int, list[str]], subscript: Subscript,
+                 data_names: set[str]) -> None:
         self.prog, self.fn, self.domains, self.counters = prog, fn, domains, counters
         self.guarded, self.var_names, self.subscript = guarded, var_names, subscript
         self.data_names = data_names  # arrays and scalars: an index reading one is not affine
@@ -144,7 +149,7 @@ class Planner:
         depth = [lp.id for lp in users[0].loops]
         pos = [depth.index(i) for i in ids]
         deps, final, elems = self._flow(d, array, users)
-        for m in _maps(deps):
+        for m in maps_of(deps):
             for p in pos:
                 if not _equal_at(m, p):
                     src = self.prog.stmts[int(m.get_tuple_name(isl.dim_type.in_)[1:])]
@@ -206,7 +211,7 @@ class Planner:
                 else:
                     sinks = sinks.union(isl.UnionMap.from_map(m))
             for tag in ("W", "R"):
-                sched = sched.union(_sched_map(ctx, s, loops, f"{tag}{s.index}",
+                sched = sched.union(sched_map(ctx, s, loops, f"{tag}{s.index}",
                                                self.counters))
         if elems is None:
             raise self.fail(d.line, f"no statement writes {array!r}")
@@ -214,7 +219,7 @@ class Planner:
         flow = info.set_schedule_map(sched).compute_flow()
         nosrc = flow.get_may_no_source()
         if not nosrc.is_empty():
-            k = min(int(m.get_tuple_name(isl.dim_type.in_)[1:]) for m in _maps(nosrc))
+            k = min(int(m.get_tuple_name(isl.dim_type.in_)[1:]) for m in maps_of(nosrc))
             raise self.fail(d.line, f"line {self.prog.stmts[k].node.line} reads what "
                             f"{array!r} held before the loops (a copy per iteration would "
                             "not hold it)")
@@ -236,7 +241,7 @@ class Planner:
         """The counters of the expansion loops in the one iteration holding every
         element's last write."""
         point: tuple[int, ...] | None = None
-        for m in _maps(last):
+        for m in maps_of(last):
             dom = m.domain()
             for k in range(dom.dim(isl.dim_type.set) - 1, -1, -1):
                 if k not in pos:

@@ -73,10 +73,10 @@ def plan_scalars(prog: Program, domains: dict[int, isl.Set], guarded: set[int],
                 may = may.union(w)
             else:
                 must = must.union(w)
-            sched = sched.union(_sched_map(ctx, s, depth, f"W{s.index}", counters))
+            sched = sched.union(sched_map(ctx, s, depth, f"W{s.index}", counters))
         for s in uses:
             sinks = sinks.union(_access(domains[s.index], f"R{s.index}", var))
-            sched = sched.union(_sched_map(ctx, s, depth, f"R{s.index}", counters))
+            sched = sched.union(sched_map(ctx, s, depth, f"R{s.index}", counters))
         info = isl.UnionAccessInfo.from_sink(sinks).set_must_source(must).set_may_source(may)
         flow = info.set_schedule_map(sched).compute_flow()
         deps = flow.get_may_dependence()
@@ -121,7 +121,7 @@ def _access(dom: isl.Set, name: str, var: str) -> isl.UnionMap:
     return isl.UnionMap.from_map(m)
 
 
-def _sched_map(ctx: isl.Context, s: Stmt, depth: int, name: str,
+def sched_map(ctx: isl.Context, s: Stmt, depth: int, name: str,
                counters: dict[int, list[str]]) -> isl.UnionMap:
     return isl.UnionMap.read_from_str(ctx, "{ " + _sched(s, depth, name, counters[s.index])
                                       + " }")
