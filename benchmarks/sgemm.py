@@ -31,7 +31,8 @@ The formulations of ours, each checked against numpy before timing:
   (:func:`middleend.api.examples.sgemm_blocked`): per column panel and 256-long block of
   k, B's ``256 x 64`` panel is packed (64 KB, in L2, where the ``N x 64`` panel of
   ``packed`` is 256 KB at N=1024 and 512 KB at 2048), the micro-kernel is the same, and
-  each micro-tile's block sum is added into C.
+  each micro-tile's block sum is added into C. ``A packed``: the same with the ``6 x 256``
+  block of A each micro-tile row reads copied k-major at ``i_uo``.
 * ``copy_at`` and ``copy_at off``: the packed schedule with the algorithm left alone (no
   ``Bp`` computation): the panel of B is packed by the Layer IV operation
   ``copy_at(upd, "j0", B, "Bp")``, whose footprint the compiler computes; ``copy_at off``
@@ -100,6 +101,8 @@ VARIANTS: dict[str, tuple[Callable[[int], me.Function], dict[str, bool]]] = {
     "packed+fma": (define_packed, {"fp_contract": True}),
     "packed+fma A packed": (lambda n: define_packed(n, pack_a=True), {"fp_contract": True}),
     "blocked+fma": (lambda n: sgemm_blocked(n, nr=NR), {"fp_contract": True}),
+    "blocked+fma A packed": (lambda n: sgemm_blocked(n, nr=NR, pack_a=True),
+                             {"fp_contract": True}),
     "copy_at": (sgemm_copy_at, {}),
     "copy_at off": (lambda n: sgemm_copy_at(n, pack=False), {}),
 }

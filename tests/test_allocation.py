@@ -71,13 +71,18 @@ def test_packed_a_sgemm_allocations_are_private_and_match_numpy() -> None:
         np.testing.assert_allclose(kernel(A=a, B=b)["C"], a @ b, rtol=1e-5, atol=1e-5)
 
 
-def test_blocked_sgemm_is_private_and_matches_numpy() -> None:
+@pytest.mark.parametrize("pack_a", [False, True])
+def test_blocked_sgemm_is_private_and_matches_numpy(pack_a: bool) -> None:
     """The reduction blocked by kc (a last partial block when kc does not divide N), B's
-    panel packed per block, a register tile per micro-tile: private to the parallel loop,
-    and A @ B (fp_contract: FMAs, as the benchmark builds it)."""
-    kernel = sgemm_blocked(None, kc=8, tj=16, mr=3, nr=8).compile(fp_contract=True)
+    panel packed per block (and A's rows per micro-tile row), a register tile per
+    micro-tile: private to the parallel loop, and A @ B (fp_contract: FMAs, as the
+    benchmark builds it)."""
+    kernel = sgemm_blocked(None, kc=8, tj=16, mr=3, nr=8, pack_a=pack_a).compile(
+        fp_contract=True)
     users = {"Bp": {"Bp", "u"}, "acc": {"acc0", "u", "cs"}}
-    assert _assert_thread_private(kernel.program, users) >= 4
+    if pack_a:
+        users["ApB"] = {"Ap", "u"}
+    assert _assert_thread_private(kernel.program, users) >= 4 + 2 * pack_a
     for n in (1, 7, 16, 37, 80):
         rng = np.random.default_rng(n)
         a = rng.random((n, n), dtype=np.float32)

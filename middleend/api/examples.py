@@ -200,7 +200,7 @@ def sgemm_copy_at(n: int | None = None, tj: int = 64, mr: int = 6, nr: int = 16,
 
 
 def sgemm_blocked(n: int | None = None, kc: int = 256, tj: int = 64, mr: int = 6,
-                  nr: int = 16) -> Function:
+                  nr: int = 16, pack_a: bool = False) -> Function:
     """C = A @ B with the reduction blocked by ``kc`` as a BLAS blocks it: per column
     panel ``j0`` (parallel) and block ``k0`` of the reduction, ``Bp`` packs the ``kc x tj``
     panel of B (small enough for L2, where :func:`sgemm_packed`'s ``N x tj`` panel is
@@ -214,7 +214,9 @@ def sgemm_blocked(n: int | None = None, kc: int = 256, tj: int = 64, mr: int = 6
     ``cz``). The schedule then gives the loops j0 / k0 / i_uo / j1_vo / k1 / i_ui (unrolled
     ``mr``) / j1_vi (vector ``nr``), ``acc`` allocated per micro-tile (so ``k0`` collapses
     and gcc keeps the tile in registers), ``Bp`` computed and allocated at ``k0``.
-    ``n`` None gives a Param N (a last partial block of ``N mod kc``)."""
+    ``n`` None gives a Param N (a last partial block of ``N mod kc``). ``pack_a`` also
+    copies the ``mr x kc`` block of A a micro-tile row reads, k-major (``Ap`` stored in
+    ``ApB[k, i]``), at ``i_uo``, so that the micro-kernel reads A contiguously."""
     with Function("sgemm_blocked") as f:
         size = Param("N") if n is None else n
         nk = (size + (kc - 1)) // kc
@@ -225,6 +227,11 @@ def sgemm_blocked(n: int | None = None, kc: int = 256, tj: int = 64, mr: int = 6
         b = Input("B", [size, size], float32)
         kk, jj = Var("kk", 0, size), Var("jj", 0, size)
         bp = Computation("Bp", [kk, jj], b[kk, jj])
+        ap = None
+        if pack_a:
+            ia, ka = Var("ia", 0, size), Var("ka", 0, size)
+            ap = Computation("Ap", [ia, ka], a[ia, ka])
+            ap.store_in(Buffer("ApB", [size, size], float32), [ka, ia])
         cb = Buffer("C", [size, size], float32, kind=OUTPUT)
         cz = Computation("cz", [i, j], 0.0)
         cz.store_in(cb, [i, j])
@@ -232,7 +239,8 @@ def sgemm_blocked(n: int | None = None, kc: int = 256, tj: int = 64, mr: int = 6
         acc0 = Computation("acc0", [i, j, k0], 0.0)
         acc0.store_in(accb, [i, j, k0])
         u = Computation("u", [i, j, k0, k1], dtype=float32)
-        u.set_expression(u[i, j, k0, k1 - 1] + a[i, k0 * kc + k1] * bp[k0 * kc + k1, j])
+        u.set_expression(u[i, j, k0, k1 - 1]
+                         + (a if ap is None else ap)[i, k0 * kc + k1] * bp[k0 * kc + k1, j])
         u.store_in(accb, [i, j, k0])
         cs = Computation("cs", [i, j, k0], dtype=float32)
         cs.set_expression(cs[i, j, k0 - 1]
@@ -257,4 +265,7 @@ def sgemm_blocked(n: int | None = None, kc: int = 256, tj: int = 64, mr: int = 6
     bp.vectorize("jj", nr)
     bp.compute_at(u, "k0")
     bp.allocate_at(u, "k0")
+    if ap is not None:
+        ap.compute_at(u, "i_uo")
+        ap.allocate_at(u, "i_uo")
     return f
