@@ -631,3 +631,21 @@ def test_chained_assignment_and_fastmath_same_tree_as_tree_sitter() -> None:
     assert tmp.target.id.startswith("#chain") and s1.value == tmp.target == s2.value
     assert [s.label for s in (tmp, s1, s2)] == ["S"] * 3
     assert all(s.fastmath for s in (tmp, s1, s2, c)) and not a0.fastmath
+
+
+def test_storage_directives_from_julia_exprs() -> None:
+    """``store_in(sum, q % 4, r)`` and ``pack(C4, C4t, 2, 1)`` as Acc.jl sends them, and
+    ``return s`` (a value: the tree, which the bridge then refuses)."""
+    fn = ex("function", call("f!", typed("s", curly("Vector", sym("Float64")))),
+            ex("block", ln(1),
+               ln(2), macro("@schedule", 2, ex(
+                   "block", ln(3), call("store_in", sym("s"), call("%", sym("q"), i64(4)),
+                                        sym("r")),
+                   ln(4), call("pack", sym("C4"), sym("C4t"), i64(2), i64(1)))),
+               ln(6), ex("return", ref("s", i64(1)))))
+    f = function_from_json(fn)
+    assert [(d.fn, len(d.args)) for d in f.schedule] == [("store_in", 3), ("pack", 4)]
+    fold = f.schedule[0].args[1]
+    assert isinstance(fold, j.Call) and fold.fn == "%" and fold.args[1] == j.Num(4, "Int64", 3)
+    (ret,) = f.body
+    assert isinstance(ret, j.Return) and isinstance(ret.value, j.Ref) and ret.line == 6
