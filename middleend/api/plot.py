@@ -108,7 +108,7 @@ def _draw(out: Path, title: str, rows: list[tuple[Panel, Panel]]) -> None:
     for k, (p1, p2) in enumerate(rows):
         _panel(axs[k][0], p1)
         _panel(axs[k][1], p2)
-    fig.savefig(out, dpi=110)
+    fig.savefig(out, dpi=110, bbox_inches="tight", pad_inches=0.25)  # nothing cut off
 
 
 def _row_height(row: tuple[Panel, Panel]) -> float:
@@ -120,7 +120,7 @@ def _row_height(row: tuple[Panel, Panel]) -> float:
             xs, ys = [x for x, _ in p.points], [y for _, y in p.points]
             ratio = max(ratio, (max(ys) - min(ys) + 1.6) / (max(xs) - min(xs) + 1.6))
     lines = max(len(_note_lines(p)) for p in row)
-    return 5.0 * min(ratio, 1.3) + 2.2 + 0.2 * lines
+    return 5.0 * min(ratio, 1.3) + 2.0 + 0.15 * lines
 
 
 def _note_lines(p: Panel) -> list[str]:
@@ -139,6 +139,7 @@ def _panel(ax: Any, p: Panel) -> None:
     from matplotlib.lines import Line2D
     from matplotlib.patches import Rectangle
     from matplotlib.ticker import MaxNLocator
+    from matplotlib.transforms import ScaledTranslation
 
     xs = [x for x, _ in p.points]
     ys = [y for _, y in p.points]
@@ -195,15 +196,15 @@ def _panel(ax: Any, p: Panel) -> None:
     ax.grid(True, color="0.92", lw=0.6, zorder=0)
     ax.set_axisbelow(True)
     # below the x label, in points (not axes fractions: rows differ in height)
-    ncol = 3
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0), ncol=ncol,
-              fontsize=8.5, frameon=False, borderaxespad=4.2)
-    if p.notes:
-        lines = _note_lines(p)
-        below = 44 + 14 * -(-len(handles) // ncol)  # the legend's rows, in points
-        ax.annotate("\n".join(lines), xy=(0, 0), xycoords="axes fraction",
-                    xytext=(0, -below), textcoords="offset points", fontsize=8, va="top",
-                    family="monospace", color="0.25")
+    # below the x label; the notes (the domain, the schedule) as the legend's title, so
+    # that the layout makes room for them as for the legend
+    below = ax.transAxes + ScaledTranslation(0, -0.5, ax.figure.dpi_scale_trans)
+    leg = ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(0, 0),
+                    bbox_transform=below, ncol=3, fontsize=8.5, frameon=False,
+                    borderaxespad=0, borderpad=0, alignment="left",
+                    title="\n".join(_note_lines(p)) or None,
+                    title_fontproperties={"family": "monospace", "size": 8})
+    leg.get_title().set_color("0.25")
 
 
 def _arrows(ax: Any, arrows: list[tuple[tuple[int, int], tuple[int, int]]], color: str,
