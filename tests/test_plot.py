@@ -217,6 +217,11 @@ def test_progress_bar_only_on_a_terminal(tmp_path: Path,
     assert cap.out.count("wrote ") == 2
     assert (tmp_path / "out" / "sq3" / "entry_point.json").exists()
     assert (tmp_path / "out" / "sq4" / "entry_point.json").exists()
+    missing = str(tmp_path / "gone.json")
+    assert _run(["compile", str(progs[0]), missing, "-o", str(tmp_path / "out2")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert f"{missing} (2 of 2" in err and "No such file" in err, err
 
     class Tty(io.StringIO):
         def isatty(self) -> bool:

@@ -103,11 +103,20 @@ def cmd_compile(args: argparse.Namespace) -> int:
                          "one's artifact goes to -o DIR/<name>")
     with bar(len(programs), sys.stderr, wanted(sys.stderr, args.quiet or args.verbose)
              ) as b, _client(args) as client:
-        for program, out in zip(programs, outs, strict=True):
+        for k, (program, out) in enumerate(zip(programs, outs, strict=True)):
             b.start(program)
-            req = read_program(program)
-            _set_target(req, args.target, args.option or [])
-            b.echo(_compile_one(args, client, req, out))
+            try:
+                req = read_program(program)
+                _set_target(req, args.target, args.option or [])
+                b.echo(_compile_one(args, client, req, out))
+            except (MiddleEndError, OSError) as e:
+                if len(programs) == 1:
+                    raise
+                why = (f"{type(e).__name__}: {e}" if isinstance(e, MiddleEndError)
+                       else e.strerror or str(e))
+                raise SystemExit(f"middleend compile: {program} ({k + 1} of "
+                                 f"{len(programs)}; the ones before it are written): "
+                                 f"{why}") from None
             b.advance()
     return 0
 
