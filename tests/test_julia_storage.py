@@ -267,3 +267,20 @@ def test_pack_refusals(schedule: str, message: str) -> None:
     with pytest.raises(UnsupportedJulia, match=message):
         compile_source(_src(MM, schedule), "mm!")(np.zeros((3, 4), order="F"), F(rng, 3, 2),
                                                   F(rng, 2, 4))
+
+
+def test_pack_then_return_of_a_value() -> None:
+    """The value ``return`` stores is read through a pack too (its array is made while
+    the pack's view is in place)."""
+    src = """
+function tr(A::Matrix{Float64})
+    @schedule pack(A, At, 2, 1)
+    s = 0.0
+    for i in 1:size(A, 1)
+        s += A[i, i] * A[1, i]
+    end
+    return s + A[2, 1]
+end"""
+    A = F(np.random.default_rng(7), 4, 4)
+    got = compile_source(src, "tr")(A)
+    assert np.isclose(got, np.trace(A * A[0][None, :]) + A[1, 0], rtol=1e-12)

@@ -137,6 +137,7 @@ class Translator:
             self._loops(prog)
             self._analyse(prog)
             plans = [self._expansion(d, args) for d in self.stores if d.fn == "store_in"]
+            self.depth = self._depth(prog, plans)
             self.packs = [self._pack(d) for d in self.stores if d.fn == "pack"]
             self._computations(prog)
             for plan in plans:
@@ -355,7 +356,7 @@ class Translator:
         """The statement's place in Julia's execution order (the 2d+1 schedule: its
         position in each loop body, then that loop's counter), so memory reads see the
         write Julia's loops would have made last."""
-        depth = max(len(x.loops) for x in self.prog.stmts)
+        depth = self.depth
         outs: list[str] = []
         for d in range(depth + 1):  # top-level positions doubled: packs go in between
             outs.append(str(s.pos[d] * (2 if d == 0 else 1)) if d < len(s.pos) else "0")
@@ -364,12 +365,16 @@ class Translator:
         return f"{{ {cname}[{', '.join(v.name for v in vs)}] -> [{', '.join(outs)}] }}"
 
     def _computation(self, s: Stmt) -> None:
-        saved = self.ex.arrays
         later = {p.array: self.pack_view[p.copy] for p in self.packs if 2 * s.pos[0] > p.at}
+        if not later:
+            self._statement(s)
+            return
+        saved = self.ex.arrays
         self.ex.arrays = {**saved, **later}  # reads after a pack read the copy
         try:
             self._statement(s)
         finally:
+            saved.update((k, v) for k, v in self.ex.arrays.items() if k not in later)
             self.ex.arrays = saved
 
     def _statement(self, s: Stmt) -> None:
@@ -459,10 +464,7 @@ class Translator:
                 writers[0].storage_fold(k, f)
         if plan.copy_back is None:
             return
-        depth = max(len(x.loops) for x in self.prog.stmts)
-        if len(plan.box) > depth:
-            raise self.fail(plan.line, f"directive store_in: copying {plan.array!r} back "
-                            "needs as many loops as it has dimensions")
+        depth = self.depth
         vs = [me.Var(self.loop_names(f"{plan.array}_b{k}"), lo, hi + 1)
               for k, (lo, hi) in enumerate(plan.box)]
         at = tuple(_ex(c - lo) for c, (lo, _) in zip(plan.copy_back, plan.extents,
@@ -482,6 +484,15 @@ class Translator:
         self.built.loop_names[k] = [v.name for v in vs]
         self.built.loop_ids[k] = [-1 - 100 * k - j for j in range(len(vs))]
 
+    def _depth(self, prog: Program, plans: list[Expansion]) -> int:
+        """How many loops the order maps give room for: the deepest statement's, or more
+        for a pack or a copy back with more dims (each runs a loop per dim)."""
+        ranks = [len(self.ex.arrays[d.args[0].id].sizes) for d in self.stores
+                 if d.fn == "pack" and d.args and isinstance(d.args[0], J.Name) and
+                 d.args[0].id in self.ex.arrays]
+        ranks += [len(p.box) for p in plans if p.copy_back is not None]
+        return max([len(s.loops) for s in prog.stmts] + ranks)
+
     def _pack(self, d: J.Call) -> Pack:
         """``pack(A, At, dims...)``: the copy's buffer and the computation filling it
         (:mod:`.pack`), placed at its doubled top-level position."""
@@ -494,10 +505,7 @@ class Translator:
         sizes = tuple(src.sizes[k] for k in p.perm)
         buf = me.Buffer(self.names(p.copy), list(reversed(sizes)), src.elem)
         self.pack_view[p.copy] = Array(p.array, buf, src.sizes, src.elem, perm=p.perm)
-        depth = max(len(x.loops) for x in self.prog.stmts)
-        if len(sizes) > depth:
-            raise self.fail(d.line, f"directive pack: a copy of {len(sizes)} dims in a "
-                            f"function of {depth} nested loops")
+        depth = self.depth
         vs = [me.Var(self.loop_names(f"{p.copy}_{k + 1}"), 0, n) for k, n in enumerate(sizes)]
         order = list(reversed(vs))  # the copy's memory order: its first index innermost
         at_src = [vs[0]] * len(sizes)
