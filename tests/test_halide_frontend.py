@@ -140,19 +140,6 @@ def test_tuple_update_reading_an_updated_element(rng: np.random.Generator) -> No
     np.testing.assert_array_equal(k.realize([9], a=data)[1], np.argmax(data, axis=1))
 
 
-def test_compute_at_of_a_func_with_updates_is_refused(rng: np.random.Generator) -> None:
-    x, y = hl.Var("x"), hl.Var("y")
-    a = hl.ImageParam(hl.Float(32), 2, "a")
-    f, g = hl.Func("acc"), hl.Func("out")
-    f[x, y] = a[x, y]
-    f[x, y] += 1
-    g[x, y] = f[x, y] * 2
-    f.compute_at(g, y)
-    with pytest.raises(UnsupportedHalideFeature, match="compute_at") as info:
-        compile_pipeline(g).realize([17, 9], a=_f32(rng, 9, 19))
-    assert info.value.func == f.name()
-
-
 # ------------------------------------------------------------ Halide-legal, refused by us
 
 @pytest.mark.xfail(strict=True, raises=me.ScheduleError,

@@ -178,19 +178,22 @@ def test_compute_at_a_stage_that_does_not_use_it_is_refused() -> None:
         compile_pipeline(consumer).realize([10])
 
 
-@pytest.mark.xfail(strict=True, raises=UnsupportedHalideFeature,
-                   reason="front-end gap: a producer read at its compute_at loop both by the "
-                          "consumer and by a Func computed there; the middle-end's compute_at "
-                          "places a producer for the footprint of one consumer")
-def test_producer_read_by_the_consumer_and_a_sibling(rng: np.random.Generator) -> None:
+@pytest.mark.parametrize("schedule", ["rows", "q_at_x", "wide"])
+def test_producer_read_by_the_consumer_and_a_sibling(schedule: str,
+                                                     rng: np.random.Generator) -> None:
+    """``p`` at ``c2``'s rows is read there by ``c2`` and by ``q``, computed at the same
+    loop (or deeper): it is computed for both footprints (``wide``: ``c2`` reads columns
+    of ``p`` that ``q`` does not)."""
     p, q, c, inputs = _chain(rng)
     x, y = c.args()
     c2 = hl.Func("c2")
-    c2[x, y] = c[x, y] + p[x, y]
+    c2[x, y] = c[x, y] + (p[x + 4, y + 2] if schedule == "wide" else p[x, y])
     c.compute_inline()
-    q.compute_at(c2, y)
+    q.compute_at(c2, x if schedule == "q_at_x" else y)
     p.compute_at(c2, y)
-    check(c2, [20, 12], inputs)
+    if schedule == "wide":
+        c2.vectorize(x, 4)
+    check(c2, [18, 10], inputs)
 
 
 def test_a_use_outside_the_realization_is_refused_as_halide_does(
@@ -259,3 +262,62 @@ def test_interpolate(schedule: str, rng: np.random.Generator) -> None:
     k = check(out, [24, 16, 3], [(inp, rng.random((4, 16, 24), dtype=np.float32))])
     with pytest.raises(me.KernelArgumentError, match=r"'inp' dimension 2 .* extent 5"):
         k.realize([24, 16, 3], inp=rng.random((5, 16, 24), dtype=np.float32))
+
+
+# ------------------------------------------------------------ a Func with updates at a loop
+
+@pytest.mark.parametrize("schedule", ["at_y", "tiled"])
+def test_reduction_computed_at_a_loop(schedule: str, rng: np.random.Generator) -> None:
+    """A 3x3 weighted sum (pure definition + RDom update) computed per row / per tile of
+    its consumer: both stages run there, for the region the consumer reads."""
+    x, y, xo, yo, xi, yi = _vars("x y xo yo xi yi")
+    a, inputs = _image(rng, 18, 29)
+    f, out = hl.Func("conv"), hl.Func("out")
+    r = hl.RDom([(0, 3), (0, 3)], "r")
+    f[x, y] = hl.f32(0)
+    f[x, y] += a[x + r.x, y + r.y] * hl.f32(r.x + 2 * r.y + 1)
+    out[x, y] = f[x, y] * 2 + f[x + 1, y]
+    if schedule == "at_y":
+        f.compute_at(out, y)
+    else:
+        g = hl.TailStrategy.GuardWithIf
+        out.tile(x, y, xo, yo, xi, yi, 8, 4, g).parallel(yo)
+        f.compute_at(out, xo).vectorize(x, 4, g)
+        f.update(0).vectorize(x, 4, g)
+    k = check(out, [21, 13], inputs)
+    built, _ = k.build([21, 13], a=inputs[0][1])
+    text = built.fn.layers()
+    layer2 = text[text.index("== Layer II"):text.index("== Layer III")]
+    loop = "y_o, " if schedule == "at_y" else "y_yo, x_xo, "
+    for line in (ln for ln in layer2.splitlines() if ln.startswith("{ conv")):
+        assert line.split("[", 1)[1].startswith(loop), line  # inside out's loop
+
+
+def test_per_row_histogram_computed_at_a_row(rng: np.random.Generator) -> None:
+    """A scatter (data-dependent store index) per row, computed at each row of its
+    consumer: every update of that row runs there."""
+    x, y = _vars("x y")
+    im = hl.ImageParam(hl.UInt(8), 2, "im")
+    h, out = hl.Func("rowhist"), hl.Func("cnt")
+    r = hl.RDom([(0, im.width())], "r")
+    h[x, y] = 0
+    h[hl.cast(hl.Int(32), im[r.x, y]) // 16, y] += 1
+    out[x, y] = h[x, y] * 10 + x
+    h.compute_at(out, y)
+    check(out, [16, 9], [(im, rng.integers(0, 256, (9, 30), dtype=np.uint8))])
+
+
+@pytest.mark.xfail(strict=True, raises=me.ScheduleError,
+                   reason="front-end gap: a scan (an update reading other elements of its "
+                          "Func) computed at a loop is computed only for the elements the "
+                          "consumer reads there; Halide runs the whole scan there")
+def test_scan_computed_at_a_loop(rng: np.random.Generator) -> None:
+    x, = _vars("x")
+    im = hl.ImageParam(hl.UInt(8), 1, "im")
+    c, out = hl.Func("cdf"), hl.Func("o")
+    r = hl.RDom([(1, 15)], "r")
+    c[x] = hl.i32(im[x])
+    c[r.x] = c[r.x - 1] + c[r.x]
+    out[x] = c[x] + 1
+    c.compute_at(out, x)
+    check(out, [16], [(im, rng.integers(0, 256, (16,), dtype=np.uint8))])

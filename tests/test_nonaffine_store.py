@@ -291,12 +291,27 @@ def test_index_computed_after_its_use_is_refused() -> None:
         index_in_a_computation(lambda i, h, u: i.after(u, me.ROOT)).compile(outputs=["hist"])
 
 
-def test_compute_at_of_a_data_dependent_store_is_refused() -> None:
-    """Nothing reads such a computation by value, so it has no footprint to recompute."""
+def test_compute_at_of_a_data_dependent_store_alone_is_refused() -> None:
+    """``look`` reads the buffer ``hu`` scatters into, so ``hu`` is placed for the elements
+    it reads per iteration (any: every instance); without ``hist``'s zeros there too, the
+    second iteration would add to the first one's counts: refused, naming the command."""
     def sched(h: me.Computation, hu: me.Computation, look: me.Computation) -> None:
         hu.compute_at(look, "i")
-    with pytest.raises(me.ScheduleError, match="'look' does not read 'hu'"):
+    with pytest.raises(me.ScheduleError, match=r"'hu' would not read the value of 'hist'(.|\n)*"
+                       r"broken by: hu.compute_at"):
         lookup(sched).compile()
+
+
+def test_compute_at_of_a_histogram_and_its_zeros(rng: np.random.Generator) -> None:
+    """Both stages at ``look``'s loop: the histogram is rebuilt per iteration (wasteful,
+    and the values are the same)."""
+    def sched(h: me.Computation, hu: me.Computation, look: me.Computation) -> None:
+        h.compute_at(look, "i")
+        hu.compute_at(look, "i")
+    im = rng.integers(0, 256, 7).astype(np.uint8)
+    v = rng.integers(0, 256, 7).astype(np.int32)
+    out = lookup(sched).compile()(im=im, v=v)["look"]
+    np.testing.assert_array_equal(out, np.bincount(im, minlength=256)[v])
 
 
 def test_guarded_histogram(rng: np.random.Generator) -> None:

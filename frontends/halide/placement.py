@@ -55,6 +55,8 @@ class Placement:
     info: dict[str, FuncInfo]
     sites: dict[str, list[int]] = field(default_factory=dict)
     _busy: set[str] = field(default_factory=set)
+    # (Func, realization) -> the computation it is computed at (filled by place())
+    consumers: dict[tuple[str, int], Any] = field(default_factory=dict)
 
     def computed_at(self, name: str) -> bool:
         fi = self.info[name]
@@ -211,9 +213,9 @@ def place(tr: Translator, fi: FuncInfo) -> None:
         if not s.store_level.is_inlined and not s.store_level.is_root:
             raise UnsupportedHalideFeature(f.name, None, "store_at inside a compute_root Func")
         return
-    if f.updates:
-        raise UnsupportedHalideFeature(f.name, None, "compute_at of a Func with update "
-                                       "definitions (use compute_root)")
+    if fi.temps:
+        raise UnsupportedHalideFeature(f.name, None, "compute_at of a Func whose Tuple update "
+                                       "elements read each other (use compute_root)")
     pl = tr.placement
     outside = pl.outside(f.name)
     if outside:
@@ -229,16 +231,27 @@ def place(tr: Translator, fi: FuncInfo) -> None:
     for r, site in enumerate(pl.stages(f.name)):
         comps = fi.comps[0] if r == 0 else fi.copies[r - 1]
         readers = pl.readers(f.name, site)
-        if len(readers) != 1:
+        if not readers:
+            raise UnsupportedHalideFeature(f.name, None, f"compute_at({cl.func_name}, "
+                                           f"{cl.var_name}) where nothing reads it")
+        # several readers in the realization (the consumer and a Func computed there):
+        # placed for the computation they are all computed at, the middle-end computes it
+        # for every read made inside that iteration
+        bufs = [b.name for b in (fi.storage if r == 0 else fi.copy_storage[r - 1])]
+        cands = {id(c): c for c in (_reading(tr, g, j, comps, bufs) if len(readers) == 1 else
+                                    _site_consumer(tr, g, j, cl.func_name, site, comps, bufs)
+                                    for g, j in readers)}
+        if len(cands) != 1:
             raise UnsupportedHalideFeature(
                 f.name, None, f"compute_at({cl.func_name}, {cl.var_name}) where "
-                + ("nothing reads it" if not readers else
-                   f"{len(readers)} stages read it ({', '.join(g for g, _ in readers)}); "
-                   "the middle-end places a producer for one consumer"))
-        g, j = readers[0]
-        consumer = _reading(tr, g, j, comps)
+                f"{len(readers)} stages read it ({', '.join(g for g, _ in readers)}) "
+                "computed at different Tuple elements of the consumer")
+        consumer = next(iter(cands.values()))
+        pl.consumers[(f.name, r)] = consumer
         level, plan = _loop(tr, f.name, cl.func_name, site, cl.var_name)
-        for c in comps:
+        # all stages, in order, at that loop: the updates of what the consumer reads there
+        # (the middle-end places them by the buffer elements the consumer reads)
+        for c in comps + ([c for cs in fi.comps[1:] for c in cs] if r == 0 else []):
             c.compute_at(consumer, level)
         if sl.is_root:
             continue
@@ -252,10 +265,11 @@ def place(tr: Translator, fi: FuncInfo) -> None:
             barrier_at(consumer, level)
 
 
-def _reading(tr: Translator, g: str, j: int, comps: list[Any]) -> Any:
-    """The computation of stage ``j`` of ``g`` (a Tuple element) that reads ``comps``,
-    directly or through inlined computations (the first element when none can be told)."""
-    names = {c.name for c in comps}
+def _reading(tr: Translator, g: str, j: int, comps: list[Any], bufs: list[str]) -> Any:
+    """The computation of stage ``j`` of ``g`` (a Tuple element) that reads ``comps`` (or
+    their buffers ``bufs``), directly or through inlined computations (the first element
+    when none can be told)."""
+    names = {c.name for c in comps} | set(bufs)
     inlined = {c.name: c for fi in tr.info.values() if fi.inline for c in fi.comps[0]}
 
     def reads(e: Any, seen: frozenset[str]) -> bool:
@@ -275,6 +289,22 @@ def _reading(tr: Translator, g: str, j: int, comps: list[Any]) -> Any:
         if c.expr is not None and reads(c.expr, frozenset()):
             return c
     return tr.info[g].comps[j][0]
+
+
+def _site_consumer(tr: Translator, g: str, j: int, f: str, site: int, comps: list[Any],
+                   bufs: list[str]) -> Any:
+    """The computation of stage ``site`` of ``f`` inside whose loops stage ``j`` of ``g``
+    runs: its own when ``g`` is ``f``, else the one the Func around ``g`` is computed at."""
+    if g == f:
+        return _reading(tr, g, j, comps, bufs)
+    h = g
+    while tr.info[h].f.schedule.compute_level.func_name != f:
+        h = tr.info[h].f.schedule.compute_level.func_name
+    got = tr.placement.consumers.get((h, tr.placement.stages(h).index(site)))
+    if got is None:
+        raise UnsupportedHalideFeature(g, None, f"a read inside {f!r} from {h!r}, which is not "
+                                       "placed there yet")
+    return got
 
 
 def _loop(tr: Translator, producer: str, func: str, stage: int, var: str) -> tuple[str, Any]:

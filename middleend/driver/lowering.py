@@ -57,7 +57,7 @@ from ..passes.linebuffer_ast import apply_line_buffers
 from ..passes.onchip import check_streams, layout
 from ..passes.partition import partition_loops
 from ..passes.physical import Physical, build_physical
-from ..passes.placement import TimeSpace, finalize
+from ..passes.placement import TimeSpace, finalize, memory_reads
 from ..passes.program import build_program
 from ..passes.recurrence import check_pipelines
 from ..passes.schedule import apply_command, check_index_range, initial
@@ -148,7 +148,7 @@ def _analyse_unchecked(fn: Function, commands: list[cmd.Command],
               (time.perf_counter() - t0) * 1e3)
     dev = _timed("device plan", plan_device, fn, l1, l3, l4, scheds, commands)
     ts = _timed("layer II (time-space)", finalize, scheds, l1.declared, events, l1.reads_of,
-                l4.ops)
+                l4.ops, memory_reads(l1, l3))
     ph = _timed("physical accesses", build_physical, l1, l3, ts, exp, l4, dev)
     return Analysis(l1, l3, l4, exp, ts, ph, dev, commands)
 

@@ -17,6 +17,9 @@ import islpy as isl
 
 from ..ir import commands as cmd
 from ..ir.errors import ScheduleError
+from .data import Layer3
+from .dataflow import logical_access, read_buffer
+from .layer1 import Layer1
 from .layer4 import Op
 from .schedule import CompSchedule, _range_map
 
@@ -81,8 +84,12 @@ def _identity_ext(s: CompSchedule) -> None:
 
 
 def _resolve_compute_at(comps: dict[str, CompSchedule], events: list[cmd.Command],
-                        reads_of: ReadsOf) -> None:
+                        reads_of: ReadsOf, memory_reads_of: ReadsOf | None = None
+                        ) -> dict[str, list[str]]:
+    """Place every compute_at; returns, per producer, the other computations placed in its
+    consumer's loops that it is computed for too (it must precede them)."""
     at: dict[str, cmd.ComputeAt] = {}
+    also: dict[str, list[str]] = {}
     for e in events:
         if isinstance(e, cmd.ComputeAt):
             if e.consumer not in comps:
@@ -118,26 +125,62 @@ def _resolve_compute_at(comps: dict[str, CompSchedule], events: list[cmd.Command
                                 command=e.describe())
         lvl = ext_dims.index(e.level) + 1
         acc = reads_of(e.consumer, name)
-        if acc is None:
+        if acc is None and memory_reads_of is not None:
+            acc = memory_reads_of(e.consumer, name)
+        more = []
+        for other in at:
+            # computations placed inside this iteration of the consumer's loops read the
+            # producer there too: it is computed for all their reads
+            if other == name or not inside(other, e.consumer, name):
+                continue
+            o_acc = reads_of(other, name)
+            if o_acc is None:
+                continue
+            resolve(other, [*stack, name])
+            o = comps[other]
+            if o.n_outer >= lvl and o.ext_dims[:lvl] == ext_dims[:lvl]:
+                more.append((o, o_acc))
+                also.setdefault(name, []).append(other)
+        if acc is None and not more:
             raise ScheduleError(f"{e.describe()}: {e.consumer!r} does not read {name!r}",
                                 computations=(name, e.consumer), command=e.describe())
-        extend_at(s, c, lvl, acc)
+        extend_at(s, c, lvl, acc, more)
         done.add(name)
+
+    def inside(x: str, consumer: str, producer: str) -> bool:
+        """Whether ``x`` is computed at ``consumer`` (directly or through computations
+        computed there), not through ``producer``."""
+        seen = {x}
+        while x in at and x != producer:
+            x = at[x].consumer
+            if x == consumer:
+                return True
+            if x in seen:
+                return False
+            seen.add(x)
+        return False
 
     for name in comps:
         resolve(name, [])
+    return also
 
 
-def extend_at(s: CompSchedule, c: CompSchedule, lvl: int, acc: isl.Map) -> None:
+def extend_at(s: CompSchedule, c: CompSchedule, lvl: int, acc: isl.Map | None,
+              more: list[tuple[CompSchedule, isl.Map]] | None = None) -> None:
     """Place ``s`` inside the first ``lvl`` loops of ``c`` (already placed): its domain is
     extended with those loops' values and restricted, per iteration, to the instances
     ``acc`` says the instances of ``c`` below it need (``acc``: Layer I instance of ``c``
-    -> instance of ``s``). This is compute_at's placement, and a Layer IV copy's."""
-    assert c.ext_sched is not None and c.proj is not None
-    csched: isl.Map = c.ext_sched
-    n = csched.dim(isl.dim_type.out)
-    outer = csched.project_out(isl.dim_type.out, lvl, n - lvl)
-    rel = outer.reverse().apply_range(c.proj.apply_range(acc)).intersect_range(s.domain)
+    -> instance of ``s``), and those that ``more``'s computations, placed in the same
+    loops, need. This is compute_at's placement, and a Layer IV copy's."""
+    rel: isl.Map | None = None
+    for r, a in ([(c, acc)] if acc is not None else []) + list(more or []):
+        assert r.ext_sched is not None and r.proj is not None
+        rsched: isl.Map = r.ext_sched
+        n = rsched.dim(isl.dim_type.out)
+        outer = rsched.project_out(isl.dim_type.out, lvl, n - lvl)
+        part = outer.reverse().apply_range(r.proj.apply_range(a)).intersect_range(s.domain)
+        rel = part if rel is None else rel.union(part)
+    assert rel is not None
     rel = rel.coalesce()
     names = _ext_names(c.ext_dims[:lvl], s.domain)
     ext = _named(rel.wrap().flatten().set_tuple_name(s.name), names).coalesce()
@@ -235,8 +278,31 @@ class _Order:
             self.share[k - 1] = prev
 
 
+def memory_reads(l1: Layer1, l3: Layer3) -> ReadsOf:
+    """``reads(consumer, producer)``: the instances of ``producer`` that write the buffer
+    elements ``consumer`` reads through memory (an update chain's buffer), per instance of
+    ``consumer``; None when it reads none. compute_at places a producer that its consumer
+    reads this way (a reduction computed per tile: its initialization and every update
+    of the elements the tile reads)."""
+    def reads(consumer: str, producer: str) -> isl.Map | None:
+        buf = l3.store.get(producer)
+        p = l1.comps.get(producer)
+        if buf is None or p is None or consumer not in l1.comps:
+            return None
+        writers = l3.logical[producer].intersect_domain(p.domain).reverse()
+        out: isl.Map | None = None
+        for r in l1.comps[consumer].reads:
+            if r.kind == "value" or read_buffer(l3, r) != buf:
+                continue
+            m = logical_access(l1, l3, r).apply_range(writers)
+            out = m if out is None else out.union(m)
+        return out
+    return reads
+
+
 def finalize(comps: dict[str, CompSchedule], declared: list[str], events: list[cmd.Command],
-             reads_of: ReadsOf, ops: Mapping[str, Op] | None = None) -> TimeSpace:
+             reads_of: ReadsOf, ops: Mapping[str, Op] | None = None,
+             memory_reads_of: ReadsOf | None = None) -> TimeSpace:
     """Resolve compute_at, place the Layer IV operations (``ops``, whose schedules are in
     ``comps`` too) and resolve the ordering; build each statement's full time-space map.
 
@@ -245,7 +311,7 @@ def finalize(comps: dict[str, CompSchedule], declared: list[str], events: list[c
     lands after a producer computed at the same loop, and an explicit ``op.after(...)``
     always has the last word."""
     ops = ops or {}
-    _resolve_compute_at(comps, events, reads_of)
+    also = _resolve_compute_at(comps, events, reads_of, memory_reads_of)
     for o in ops.values():
         if o.placement in ("at", "after"):
             assert o.consumer is not None and o.level is not None and o.acc is not None
@@ -265,7 +331,7 @@ def finalize(comps: dict[str, CompSchedule], declared: list[str], events: list[c
 
     for e in events:
         if not involves_op(e):
-            _apply_event(order, comps, e)
+            _apply_event(order, comps, e, also)
     first = 0
     for o in ops.values():
         if o.placement == "at":
@@ -281,7 +347,7 @@ def finalize(comps: dict[str, CompSchedule], declared: list[str], events: list[c
             order.append(o.name)
     for e in events:
         if involves_op(e):
-            _apply_event(order, comps, e)
+            _apply_event(order, comps, e, also)
     ctx = next(iter(comps.values())).domain.get_ctx() if comps else isl.DEFAULT_CONTEXT
     depth = max([len(comps[n].ext_dims) for n in order.items] or [0])
     prev: list[int] | None = None
@@ -304,7 +370,8 @@ def finalize(comps: dict[str, CompSchedule], declared: list[str], events: list[c
     return TimeSpace(order.items, comps, depth)
 
 
-def _apply_event(order: _Order, comps: dict[str, CompSchedule], e: cmd.Command) -> None:
+def _apply_event(order: _Order, comps: dict[str, CompSchedule], e: cmd.Command,
+                 also: dict[str, list[str]]) -> None:
     if isinstance(e, cmd.After):
         for who in (e.comp, e.other):
             if who not in comps:
@@ -316,7 +383,9 @@ def _apply_event(order: _Order, comps: dict[str, CompSchedule], e: cmd.Command) 
         depth = 0 if e.level == cmd.ROOT else _level_depth(comps, e)
         order.insert_after(e.later, e.earlier, depth)
     elif isinstance(e, cmd.ComputeAt):
-        order.insert_before(e.comp, e.consumer, comps[e.comp].n_outer)
+        # before the consumer and every computation placed in its loops that reads it
+        first = min([e.consumer, *also.get(e.comp, [])], key=order.items.index)
+        order.insert_before(e.comp, first, comps[e.comp].n_outer)
 
 
 def _level_depth(comps: dict[str, CompSchedule], e: cmd.After) -> int:

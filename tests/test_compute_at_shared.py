@@ -1,0 +1,51 @@
+"""compute_at of a producer that several computations read inside the same iteration: the
+consumer, and a computation itself computed at that consumer's loop. The producer is
+computed, per iteration, for all their reads (the union of the footprints) and before all
+of them; checked against numpy, and by the producer's placement in Layer II."""
+
+from __future__ import annotations
+
+import islpy as isl
+import numpy as np
+import pytest
+
+import middleend as me
+
+
+def _pipeline(q_level: str, wide: bool) -> me.Function:
+    """p = 2a; q[i, j] = p[i, j] + p[i + 1, j]; c[i, j] = q[i, j] + p[i, j + s]."""
+    s = 3 if wide else 0
+    with me.Function("shared") as f:
+        n, m = 9, 11
+        i, j = me.Var("i", 0, n), me.Var("j", 0, m)
+        pi, pj = me.Var("i", 0, n + 1), me.Var("j", 0, m + s)
+        a = me.Input("a", [n + 1, m + s], me.float32)
+        p = me.Computation("p", [pi, pj], a[pi, pj] * 2)
+        q = me.Computation("q", [i, j], p[i, j] + p[i + 1, j])
+        c = me.Computation("c", [i, j], q[i, j] + p[i, j + s])
+        q.compute_at(c, q_level)
+        p.compute_at(c, "i")
+    return f
+
+
+@pytest.mark.parametrize("q_level", ["i", "j"])
+@pytest.mark.parametrize("wide", [False, True])
+def test_producer_computed_for_the_consumer_and_a_sibling(q_level: str, wide: bool,
+                                                          rng: np.random.Generator) -> None:
+    s = 3 if wide else 0
+    a = rng.random((10, 11 + s), dtype=np.float32)
+    f = _pipeline(q_level, wide)
+    got = f.compile(outputs=["c"])(a=a)["c"]
+    p = a * 2
+    ref = p[:-1, :11] + p[1:, :11] + p[:-1, s:s + 11]
+    np.testing.assert_allclose(got, ref, rtol=1e-6)
+    # per iteration i_o of c's loop i: row i_o for c (and q) and row i_o + 1 for q
+    text = f.layers()
+    text = text[text.index("== Layer II"):text.index("== Layer III")]
+    line = next(ln for ln in text.splitlines() if ln.startswith("{ p["))
+    per = isl.Map(line).domain().fix_val(isl.dim_type.set, 0, isl.Val("4"))
+    rows = {4: 11 + s, 5: 11}
+    for row, cols in rows.items():
+        got_row = per.fix_val(isl.dim_type.set, 1, isl.Val(str(row)))
+        assert got_row.count_val().to_python() == cols, (row, line)
+    assert per.count_val().to_python() == sum(rows.values()), line
