@@ -283,6 +283,13 @@ def test_violated_dependences_are_marked(tmp_path: Path, schedule: str) -> None:
             if broken((t0, i0), (t1, i1))}
     assert set(r.panel("h", "I").violated) == want
     assert r.violated("h", "II") == len(want)
+    # and the legality check agrees: illegal exactly when some dependence is broken
+    try:
+        f.lower()
+        legal = True
+    except me.ScheduleError:
+        legal = False
+    assert legal == (not want)
 
 
 def test_dims_and_loops_choose_the_projections(tmp_path: Path) -> None:
