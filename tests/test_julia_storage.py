@@ -284,3 +284,10 @@ end"""
     A = F(np.random.default_rng(7), 4, 4)
     got = compile_source(src, "tr")(A)
     assert np.isclose(got, np.trace(A * A[0][None, :]) + A[1, 0], rtol=1e-12)
+
+
+def test_copy_at_of_the_array_a_statement_updates_is_refused_by_the_legality_check() -> None:
+    rng = np.random.default_rng(8)
+    with pytest.raises(ScheduleError, match="'T' writes 'C': a read-only copy"):
+        compile_source(_src(MM, "copy_at(T, j, C, Cp)"), "mm!")(
+            np.zeros((3, 4), order="F"), F(rng, 3, 2), F(rng, 2, 4))
