@@ -1,15 +1,21 @@
 """mpi kernels called inside a running MPI job (mpi4py under mpiexec): they run in-process
 on the job's ranks, the root's whole arrays scattered and gathered (MPI_Scatterv /
-MPI_Gatherv), checked against numpy by tests/mpi_in_job.py at 1-4 ranks."""
+MPI_Gatherv), checked against numpy by tests/mpi_in_job.py at 1-4 ranks; and a job kept
+up between calls (``with k.job()``)."""
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+from test_mpi import heat_planes
+
+from middleend.api.examples_mpi import heat2d
 
 pytestmark = pytest.mark.mpi
 
@@ -57,3 +63,22 @@ def test_a_gather_to_another_root_in_a_running_job() -> None:
 
 def test_a_kernel_for_another_number_of_ranks_is_refused_in_a_job() -> None:
     _ok("wrong-ranks", 2)
+
+
+@pytest.mark.parametrize("R", [1, 2, 3])
+def test_a_kept_job_answers_several_calls(R: int) -> None:
+    """``with k.job()``: one job for the calls inside, ended on leaving the block; a job
+    that died is started again at the next call."""
+    k = heat2d(12, 12, 3, R).compile(target="mpi", ranks=R)
+    with k.job():
+        for s in range(2):
+            a = np.random.default_rng(s).random((12, 12), dtype=np.float32)
+            np.testing.assert_allclose(k(u0=a)["u"], np.stack(heat_planes(a, 3)), rtol=1e-5)
+        job = k._kept
+        assert job is not None and job.alive
+        os.killpg(job.proc.pid, signal.SIGKILL)  # the job dies between two calls
+        job.proc.wait()
+        np.testing.assert_allclose(k(u0=a)["u"], np.stack(heat_planes(a, 3)), rtol=1e-5)
+        again = k._kept
+        assert again is not None and again is not job
+    assert k._kept is None and again.proc.poll() is not None  # nothing left running

@@ -59,13 +59,15 @@ class InProcess:
         self.entry.restype = ctypes.c_int
         self.entry.argtypes = [ctypes.c_int64, ctypes.POINTER(ctypes.c_int64),
                                ctypes.POINTER(ctypes.c_void_p),
-                               ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_int64)]
+                               ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_int64),
+                               ctypes.c_int]
 
-    def __call__(self, comm: Any, params: list[int], arrays: list[np.ndarray]
-                 ) -> tuple[list[int], list[float]]:
+    def __call__(self, comm: Any, params: list[int], arrays: list[np.ndarray],
+                 shared: bool = False) -> tuple[list[int], list[float]]:
         """Run this rank's part; returns the bytes each rank sent and the slowest rank's
         seconds per phase (start, input, compute, output). The program zeroes the outputs
-        of the ranks that are not their root."""
+        of the ranks that are not their root, unless the ranks' ``arrays`` are ``shared``
+        (the same memory: a kept job's files)."""
         every = comm.allgather(params)  # collective: every rank sees the same answer
         for r, got in enumerate(every):
             if got != every[0]:
@@ -77,7 +79,7 @@ class InProcess:
         ptrs = (ctypes.c_void_p * max(1, len(arrays)))(*(a.ctypes.data for a in arrays))
         phases = (ctypes.c_double * 4)()
         sent = (ctypes.c_int64 * self.ranks)()
-        rc = self.entry(comm.py2f(), p, ptrs, phases, sent)
+        rc = self.entry(comm.py2f(), p, ptrs, phases, sent, 0 if shared else 1)
         if rc == 11:
             raise KernelRuntimeError(f"kernel {self.name}: the communicator does not have "
                                      f"{self.ranks} ranks")

@@ -8,11 +8,12 @@ MPI job of ``R`` processes (mpi4py), it runs in-process instead
 
 from __future__ import annotations
 
+import contextlib
 import os
-import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +23,8 @@ from middleend.ir.errors import KernelRuntimeError
 from middleend.target import Kernel
 
 from .inproc import InProcess, job_comm
+from .persist import RANK_LINE, TIMEOUT_ENV, KeptJob
 
-_RANK_LINE = re.compile(r"middleend rank (\d+): (.*)")
-TIMEOUT_ENV = "MIDDLEEND_MPI_TIMEOUT"
 # MPICH's transport between processes of one machine: libfabric's shared-memory provider
 # starts and stops in about half the time of the default (UCX); and with UCX unused, its
 # memory hooks, which it installs whenever libmpi is loaded (~45 ms of binary patching per
@@ -78,6 +78,8 @@ class MpiKernel(Kernel):
         self.mpiexec = mpiexec
         self.comm: Any = None
         self._inproc: InProcess | None = None
+        self._kept: KeptJob | None = None
+        self._keeping = False
         self.ranks = ranks
         self.env = dict(env or {})
         self.last_bytes_sent: list[int] = []
@@ -89,6 +91,57 @@ class MpiKernel(Kernel):
         return [self.mpiexec, "-launcher", "fork", "-n", str(self.ranks),
                 str(self.launcher), str(self.library)]
 
+    @contextlib.contextmanager
+    def job(self) -> Iterator[MpiKernel]:
+        """``with k.job(): k(...); k(...)``: the calls inside run on one MPI job that
+        stays up between them (:mod:`backends.mpi.persist`), started at the first call and
+        ended on leaving the block, instead of launching a job per call. Inside a running
+        MPI job (mpi4py) the calls run in-process anyway."""
+        if self._keeping:
+            yield self
+            return
+        self._keeping = True
+        try:
+            yield self
+        finally:
+            self._keeping = False
+            if self._kept is not None:
+                self._kept.close()
+                self._kept = None
+
+    def _invoke_kept(self, params: list[int], arrays: list[np.ndarray]) -> int:
+        """One call on the kept job (started, or started again after a failure)."""
+        timeout = float(os.environ.get(TIMEOUT_ENV, "600"))
+        if self._kept is not None and not self._kept.alive:
+            self._kept.close(kill=True)
+            self._kept = None
+        if self._kept is None:
+            self._kept = KeptJob(self.launch_line[:-2], self.library, self.ranks,
+                                 self.signature.name, self.env, timeout)
+        args = self.signature.arguments
+        roles = [b.role for b in args]
+        run = Path(tempfile.mkdtemp(prefix="me-mpi-", dir=_run_root()))
+        try:
+            for k, (r, a) in enumerate(zip(roles, arrays, strict=True)):
+                if r in ("input", "inout"):
+                    np.ascontiguousarray(a).tofile(run / f"in_{k}.bin")
+                else:
+                    with open(run / f"out_{k}.bin", "wb") as fh:
+                        fh.truncate(a.nbytes)
+            try:
+                stats = self._kept.call(run, params, arrays, roles)
+            except KernelRuntimeError:
+                self._kept = None
+                raise
+            for k, (r, a) in enumerate(zip(roles, arrays, strict=True)):
+                if r in ("output", "inout"):
+                    self._read_into(run / f"{'in' if r == 'inout' else 'out'}_{k}.bin", a)
+        finally:
+            shutil.rmtree(run, ignore_errors=True)
+        self.last_bytes_sent = [int(x) for x in stats["sent"]]
+        self.last_phases = dict(zip(PHASES, map(float, stats["phases"]), strict=True))
+        return 0
+
     def _invoke(self, params: list[int], arrays: list[np.ndarray]) -> int:
         comm = job_comm(self.ranks, self.comm, self.signature.name)
         if comm is not None:
@@ -97,6 +150,8 @@ class MpiKernel(Kernel):
             self.last_bytes_sent, phases = self._inproc(comm, params, arrays)
             self.last_phases = dict(zip(PHASES, phases, strict=True))
             return 0
+        if self._keeping:
+            return self._invoke_kept(params, arrays)
         args = self.signature.arguments
         run = Path(tempfile.mkdtemp(prefix="me-mpi-", dir=_run_root()))
         try:
@@ -105,7 +160,7 @@ class MpiKernel(Kernel):
                     np.ascontiguousarray(a).tofile(run / f"in_{k}.bin")
             cmd = [*self.launch_line, str(run), *map(str, params)]
             proc = self._run(cmd, self.env)
-            if proc.returncode != 0 and self.env and not _RANK_LINE.search(proc.stderr):
+            if proc.returncode != 0 and self.env and not RANK_LINE.search(proc.stderr):
                 proc = self._run(cmd, {})  # the transport did not start: the default one
                 if proc.returncode == 0:
                     self.env = {}
@@ -151,7 +206,7 @@ class MpiKernel(Kernel):
     def _failure(self, proc: subprocess.CompletedProcess[str]) -> str:
         """The first rank's own report, else the end of what mpiexec said."""
         for line in proc.stderr.splitlines():
-            m = _RANK_LINE.search(line)
+            m = RANK_LINE.search(line)
             if m:
                 return f"kernel {self.signature.name}: rank {m.group(1)}: {m.group(2)}"
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]

@@ -43,6 +43,7 @@ RUNTIME = r"""
    runs the kernel in-process (mpi4py) */
 static MPI_Comm me_comm = MPI_COMM_NULL;
 static int me_rank_id = 0;
+static int me_zero_others = 1;
 static int64_t me_bytes_sent = 0;
 static MPI_Request *me_reqs = NULL;
 static void **me_req_bufs = NULL;
@@ -241,8 +242,11 @@ def generate_main(program: Program, local: Program, dist: Distribution,
               "    }", "    MPI_Finalize();", "    return 0;", "}", "",
               # in a running job: 10 MPI is not initialised, 11 the communicator's size is
               # not the ranks, 12 no MPI_THREAD_FUNNELED, 13 not the thread that initialised
+              # zero_others: the other ranks' outputs are zeroed (each rank has its own
+              # arrays); 0 when the ranks share the root's (a kept job's files)
               "int me_inproc(int64_t comm_f, const int64_t *me_p, void **arrays, "
-              "double *phases, int64_t *sent) {",
+              "double *phases, int64_t *sent, int zero_others) {",
+              "    me_zero_others = zero_others;",
               "    double me_t[5];", "    me_t[0] = me_clock();",
               "    int me_ok = 0, me_n = 0;", "    MPI_Initialized(&me_ok);",
               "    if (!me_ok) return 10;", "    me_comm = MPI_Comm_f2c((MPI_Fint)comm_f);",
@@ -324,7 +328,8 @@ def _job(program: Program, local: Program, dist: Distribution, threads: bool) ->
                       "    } else {", *root_io(b, k, dist.windows.get(b.name), gather=True),
                       "    }"]
         # in a running job, the outputs are the root's; the other ranks' are zeros
-        lines.append(f"    if (me_root != NULL && me_r != {root}) memset(me_root[{k}], 0, "
+        lines.append(f"    if (me_root != NULL && me_zero_others && me_r != {root}) "
+                     f"memset(me_root[{k}], 0, "
                      f"(size_t)({_count(b, 'd')}) * sizeof({b.dtype.c_name}));")
     lines += ["    me_t[4] = me_clock();",
               # each phase's longest time over the ranks, for the kernel's last_phases

@@ -1,0 +1,155 @@
+"""A job that stays up between calls: ``with k.job(): ...`` (see
+:meth:`backends.mpi.kernel.MpiKernel.job`).
+
+A launched call pays ``mpiexec``'s launch, MPI's start and the exit every time (tens of
+milliseconds here). Inside ``with k.job()``, one job of ``R`` Python processes runs this
+module's :func:`serve` under ``mpiexec`` (with mpi4py) and loads the kernel's shared
+object once; each call writes the inputs into a run directory in shared memory as before,
+sends rank 0 one line on the job's standard input, and reads the outputs back when rank 0
+answers on its standard output. Rank 0 broadcasts the call; every rank maps the run
+directory's files (the same shared memory) and runs its part in-process, the root
+scattering from and gathering into the mapped files (``me_inproc`` with shared arrays:
+nothing else is copied). A rank's failure aborts the job; the call then raises, naming
+the rank, and the next call starts a new job.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from middleend.ir.errors import KernelRuntimeError
+
+from .inproc import InProcess
+
+RANK_LINE = re.compile(r"middleend rank (\d+): (.*)")
+TIMEOUT_ENV = "MIDDLEEND_MPI_TIMEOUT"
+
+
+def _arrays(run: Path, specs: list[dict[str, Any]]) -> list[np.ndarray]:
+    """The run directory's files, mapped (every rank maps the same shared memory)."""
+    out = []
+    for k, s in enumerate(specs):
+        shape = tuple(s["shape"])
+        name = f"in_{k}.bin" if s["role"] in ("input", "inout") else f"out_{k}.bin"
+        out.append(np.memmap(run / name, dtype=np.dtype(s["dtype"]), mode="r+", shape=shape))
+    return out
+
+
+def serve(library: str, ranks: int, name: str) -> None:
+    """Answer calls until standard input closes (run on every rank of the job)."""
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD
+    run_it = InProcess(Path(library), name, ranks)
+    root = comm.Get_rank() == 0
+    if root:
+        print(json.dumps({"ready": True}), flush=True)
+    while True:
+        # between calls the other ranks sleep-poll a barrier that rank 0 enters once a
+        # call (or the end) came, instead of spinning in the broadcast on a shared core
+        line = sys.stdin.readline() if root else None
+        done = comm.Ibarrier()
+        while not done.Test():
+            time.sleep(0.0005)
+        call = comm.bcast(json.loads(line) if line else None, root=0)
+        if call is None:
+            break
+        arrays = _arrays(Path(call["run"]), call["arrays"])
+        sent, phases = run_it(comm, call["params"], arrays, shared=True)
+        for a in arrays:
+            if root:
+                a.flush()
+        del arrays
+        comm.Barrier()  # every rank is done with the files before the caller reads them
+        if root:
+            print(json.dumps({"sent": sent, "phases": phases}), flush=True)
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1], int(sys.argv[2]), sys.argv[3])
+
+
+class KeptJob:
+    """The caller's side: the job's process, one call at a time."""
+
+    def __init__(self, launch: list[str], library: Path, ranks: int, name: str,
+                 env: dict[str, str], timeout: float) -> None:
+        self.name, self.timeout = name, timeout
+        self.log = tempfile.TemporaryFile(mode="w+")  # the job's stderr (rank messages)
+        cmd = [*launch, sys.executable, "-m", "backends.mpi.persist", str(library),
+               str(ranks), name]
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self.log, text=True, start_new_session=True,
+                                     env={**env, **os.environ} if env else None)
+        self._answer()  # {"ready": true}
+
+    def _answer(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        ready, _, _ = select.select([self.proc.stdout], [], [], self.timeout)
+        line = self.proc.stdout.readline() if ready else ""
+        if not line:
+            self.close(kill=True)
+            raise KernelRuntimeError(self._failure(bool(ready)))
+        return json.loads(line)  # type: ignore[no-any-return]
+
+    def _failure(self, ended: bool) -> str:
+        self.log.seek(0)
+        text = self.log.read()
+        for line in text.splitlines():
+            m = RANK_LINE.search(line)
+            if m:
+                return f"kernel {self.name}: rank {m.group(1)}: {m.group(2)}"
+        if not ended:
+            return (f"kernel {self.name}: the kept MPI job did not answer within "
+                    f"{self.timeout:g} s (${TIMEOUT_ENV}); it was stopped")
+        tail = " | ".join(text.strip().splitlines()[-3:]) or "no output"
+        return f"kernel {self.name}: the kept MPI job ended: {tail}"
+
+    def call(self, run: Path, params: list[int], arrays: list[np.ndarray],
+             roles: list[str]) -> dict[str, Any]:
+        """One call on the run directory's files; returns the job's statistics."""
+        specs = [{"shape": list(a.shape), "dtype": a.dtype.str, "role": r}
+                 for a, r in zip(arrays, roles, strict=True)]
+        msg = json.dumps({"run": str(run), "params": params, "arrays": specs})
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(msg + "\n")
+            self.proc.stdin.flush()
+        except OSError:
+            self.close(kill=True)
+            raise KernelRuntimeError(self._failure(True)) from None
+        return self._answer()
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def close(self, kill: bool = False) -> None:
+        """End the job: standard input closed (every rank leaves its loop and finalises
+        MPI), or its process group killed when it does not end (or ``kill``)."""
+        if self.proc.stdin is not None and not self.proc.stdin.closed:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+        try:
+            self.proc.wait(timeout=0 if kill else 30)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
