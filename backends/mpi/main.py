@@ -10,7 +10,9 @@ its part of the input arrays from the run directory's files (the block of a dist
 buffer it owns, the whole of any other), runs the kernel on its windows, and writes its
 part of the outputs into the output files (its block of a distributed one; rank 0 the
 whole of any other), in place: nothing is scattered or gathered through rank 0, which
-used to cost more than the computation (benchmarks/mpi.py). The ranks must see the run
+used to cost more than the computation (benchmarks/mpi.py), unless a ``me.scatter`` /
+``me.gather`` operation asks for it (its root then reads / writes the whole file, and
+the operation moves the blocks where it is scheduled). The ranks must see the run
 directory: on this machine (the kernel's loopback launch) or a shared file system. Any
 failure on any rank prints ``middleend rank <r>: <what>`` and aborts the job, so the
 caller can say which rank failed and why. The bytes each rank sent in sends and exchanges
