@@ -75,6 +75,8 @@ def index_range(e: Expr, dom: isl.Set, ac: AffineContext,
     except NonAffine:
         lo, hi = interval(e, ranges)
         if lo is None or hi is None or math.isinf(lo) or math.isinf(hi):
+            lo, hi = interval(e, ranges, deep=True)
+        if lo is None or hi is None or math.isinf(lo) or math.isinf(hi):
             raise Unbounded(f"cannot bound the index {e!r}") from None
         return (math.floor(lo), math.ceil(hi))
     img = isl.Map.from_pw_aff(pa).intersect_domain(dom).range()
@@ -84,8 +86,10 @@ def index_range(e: Expr, dom: isl.Set, ac: AffineContext,
     return (lo_v.to_python(), hi_v.to_python())
 
 
-def interval(e: Expr, ranges: dict[str, tuple[int, int]]) -> Interval:
-    """Interval arithmetic over Layer I expressions (None: no bound on that side)."""
+def interval(e: Expr, ranges: dict[str, tuple[int, int]], deep: bool = False) -> Interval:
+    """Interval arithmetic over Layer I expressions (None: no bound on that side);
+    ``deep``: calls bounded by the range of the called Func's values too (costly in a
+    large inlined pipeline, so only where the types alone do not bound an index)."""
     if isinstance(e, Const):
         v = float(e.value) if e.type_.is_float else int(e.value)
         return (v, v)
@@ -95,13 +99,13 @@ def interval(e: Expr, ranges: dict[str, tuple[int, int]]) -> Interval:
     if isinstance(e, Opaque | Access):
         r = type_range(e.dtype)
         t = (None, None) if r is None or e.dtype.bits > 16 else r
-        if isinstance(e, Opaque) and e.values is not None:
+        if deep and isinstance(e, Opaque) and e.values is not None:
             v = e.values(ranges)
             return (t[0] if v[0] is None else v[0] if t[0] is None else max(v[0], t[0]),
                     t[1] if v[1] is None else v[1] if t[1] is None else min(v[1], t[1]))
         return t
     if isinstance(e, Cast):
-        a = interval(e.a, ranges)
+        a = interval(e.a, ranges, deep)
         r = type_range(e.type_)
         if r is None:
             return a
@@ -112,27 +116,27 @@ def interval(e: Expr, ranges: dict[str, tuple[int, int]]) -> Interval:
             return a
         return r if e.type_.bits <= 16 else (None, None)
     if isinstance(e, Select):
-        a, b = interval(e.a, ranges), interval(e.b, ranges)
-        known = _truth(e.cond, ranges)
+        a, b = interval(e.a, ranges, deep), interval(e.b, ranges, deep)
+        known = _truth(e.cond, ranges, deep)
         if known is not None:
             return a if known else b
         return (_opt(min, a[0], b[0]), _opt(max, a[1], b[1]))
     if isinstance(e, Call) and e.fn == "abs":
-        a = interval(e.args[0], ranges)
+        a = interval(e.args[0], ranges, deep)
         if a[0] is not None and a[0] >= 0:
             return a
         if a[0] is None or a[1] is None:
             return (0, None)
         return (0 if a[1] >= 0 else -a[1], max(-a[0], a[1]))
     if isinstance(e, Unary) and e.op == "neg":
-        a = interval(e.a, ranges)
+        a = interval(e.a, ranges, deep)
         return (None if a[1] is None else -a[1], None if a[0] is None else -a[0])
     if isinstance(e, Call) and e.fn in ("floor", "ceil", "round", "trunc"):
-        a = interval(e.args[0], ranges)
+        a = interval(e.args[0], ranges, deep)
         return (None if a[0] is None else math.floor(a[0]),
                 None if a[1] is None else math.ceil(a[1]))
     if isinstance(e, Binary):
-        return _binary(e, interval(e.a, ranges), interval(e.b, ranges))
+        return _binary(e, interval(e.a, ranges, deep), interval(e.b, ranges, deep))
     return (None, None)
 
 
@@ -140,13 +144,13 @@ _CMP = {"lt": lambda x, y: x < y, "le": lambda x, y: x <= y, "gt": lambda x, y: 
         "ge": lambda x, y: x >= y, "eq": lambda x, y: x == y, "ne": lambda x, y: x != y}
 
 
-def _truth(c: Expr, ranges: dict[str, tuple[int, int]]) -> bool | None:
+def _truth(c: Expr, ranges: dict[str, tuple[int, int]], deep: bool) -> bool | None:
     """The value of a comparison of two constants (Halide's boundary conditions select on
     such conditions, e.g. the sign of a constant modulus); None when not constant."""
     if isinstance(c, Const) and c.type_.is_bool:
         return bool(c.value)
     if isinstance(c, Binary) and c.op in _CMP:
-        a, b = interval(c.a, ranges), interval(c.b, ranges)
+        a, b = interval(c.a, ranges, deep), interval(c.b, ranges, deep)
         if None not in a and None not in b and a[0] == a[1] and b[0] == b[1]:
             return bool(_CMP[c.op](a[0], b[0]))
     return None

@@ -306,7 +306,7 @@ class Translator:
                 record.append((name, vi, args))
                 return bd.Opaque(dtype_of(self.hp.func(name).output_types[vi], func, stage),
                                  lambda rs: value_range(self, name, vi, tuple(
-                                     bd.interval(a, rs) for a in args), busy))
+                                     bd.interval(a, rs, deep=True) for a in args), busy))
             return self._func_access(func, stage, name, vi, args)
 
         def image(name: str, args: tuple[Expr, ...]) -> Expr:

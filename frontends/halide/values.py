@@ -44,7 +44,10 @@ def value_range(tr: Translator, name: str, vi: int, args: tuple[bd.Interval, ...
                   if a[0] is not None and a[1] is not None}
         rec: list[tuple[str, int, tuple[me.Expr, ...]]] = []
         scope = tr._scope(name, k, dict(vars_), rec, busy=busy | {name})
-        lo, hi = bd.interval(translate(d.values[vi], scope), ranges)  # type: ignore[arg-type]
+        e = translate(d.values[vi], scope)
+        lo, hi = bd.interval(e, ranges)  # type: ignore[arg-type]
+        if lo is None or hi is None:  # the called Funcs' values, only when needed
+            lo, hi = bd.interval(e, ranges, deep=True)  # type: ignore[arg-type]
         out = (lo, hi) if out is None else (
             None if lo is None or out[0] is None else min(lo, out[0]),
             None if hi is None or out[1] is None else max(hi, out[1]))
