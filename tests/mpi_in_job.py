@@ -104,6 +104,18 @@ def main(case: str, R: int) -> None:
         if sub.Get_rank() == 0:
             np.testing.assert_allclose(got, heat_ref(a, 2), rtol=1e-5)
         sub.Free()
+    elif case == "explicit":
+        # the papers' Figure 3-(c): explicit sends and receives between the ranks
+        from test_mpi import _explicit_blur
+
+        N, M = 22, 7
+        k = _explicit_blur(N, M, R).compile(target="mpi", ranks=R)
+        a = rng.random((N, M, 3), dtype=np.float32)
+        got = k(inp=a)["out"]
+        if root:
+            ref = (a[:-2] + a[1:-1] + a[2:]) / np.float32(3)
+            np.testing.assert_allclose(got[:N - 2], ref, rtol=1e-6)
+        assert k.last_bytes_sent == [0] + [2 * M * 3 * 4] * (R - 1)
     elif case == "wrong-ranks":
         k = heat2d(6, 6, 1, R + 1).compile(target="mpi", ranks=R + 1)
         try:

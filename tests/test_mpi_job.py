@@ -49,6 +49,10 @@ def test_matmul_in_a_running_job_broadcasts_what_is_not_distributed() -> None:
     _ok("matmul", 3)
 
 
+def test_explicit_sends_and_receives_in_a_running_job() -> None:
+    _ok("explicit", 3)
+
+
 def test_parallel_loops_on_threads_in_a_running_job() -> None:
     _ok("threads", 2)
 
