@@ -49,3 +49,28 @@ def test_producer_computed_for_the_consumer_and_a_sibling(q_level: str, wide: bo
         got_row = per.fix_val(isl.dim_type.set, 1, isl.Val(str(row)))
         assert got_row.count_val().to_python() == cols, (row, line)
     assert per.count_val().to_python() == sum(rows.values()), line
+
+
+@pytest.mark.parametrize("level", ["i", "root"])
+def test_a_scan_computed_at_its_consumer(level: str, rng: np.random.Generator) -> None:
+    """A prefix sum (``s[r] += s[r - 1]``) that its consumer reads through memory, computed
+    per iteration of the consumer: every earlier element of the scan is recomputed there
+    (the closure of the scan's own reads), its initialization first."""
+    n = 9
+    with me.Function("scan") as f:
+        i, r = me.Var("i", 0, n), me.Var("r", 1, n)
+        a = me.Input("a", [n], me.int32)
+        s = me.Computation("s", [i], a[i])
+        su = s.update([r], lambda prev: prev + s.memory[r - 1], at=[r], name="su")
+        c = me.Computation("c", [i], s.memory[i] * 3)
+        if level == "i":
+            s.compute_at(c, "i")
+            su.compute_at(c, "i")
+    a = rng.integers(-50, 50, n).astype(np.int32)
+    np.testing.assert_array_equal(f.compile(outputs=["c"])(a=a)["c"], np.cumsum(a) * 3)
+    if level == "i":
+        text = f.layers()
+        line = next(ln for ln in text[text.index("== Layer II"):].splitlines()
+                    if ln.startswith("{ su["))
+        per = isl.Map(line).domain().fix_val(isl.dim_type.set, 0, isl.Val("5"))
+        assert per.count_val().to_python() == 5, line  # r = 1..5 at i = 5

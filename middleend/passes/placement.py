@@ -90,6 +90,7 @@ def _resolve_compute_at(comps: dict[str, CompSchedule], events: list[cmd.Command
     consumer's loops that it is computed for too (it must precede them)."""
     at: dict[str, cmd.ComputeAt] = {}
     also: dict[str, list[str]] = {}
+    names = list(comps)  # declaration order: the sequential order of memory reads
     for e in events:
         if isinstance(e, cmd.ComputeAt):
             if e.consumer not in comps:
@@ -134,6 +135,11 @@ def _resolve_compute_at(comps: dict[str, CompSchedule], events: list[cmd.Command
             if other == name or not inside(other, e.consumer, name):
                 continue
             o_acc = reads_of(other, name)
+            if o_acc is None and memory_reads_of is not None and \
+                    names.index(other) > names.index(name):
+                # a later update of the same buffer reads what this one writes (the
+                # updates of a scan read the elements its initialization writes)
+                o_acc = memory_reads_of(other, name)
             if o_acc is None:
                 continue
             resolve(other, [*stack, name])
@@ -290,13 +296,25 @@ def memory_reads(l1: Layer1, l3: Layer3) -> ReadsOf:
         if buf is None or p is None or consumer not in l1.comps:
             return None
         writers = l3.logical[producer].intersect_domain(p.domain).reverse()
-        out: isl.Map | None = None
-        for r in l1.comps[consumer].reads:
-            if r.kind == "value" or read_buffer(l3, r) != buf:
-                continue
-            m = logical_access(l1, l3, r).apply_range(writers)
-            out = m if out is None else out.union(m)
-        return out
+
+        def read_by(comp: str) -> isl.Map | None:
+            out: isl.Map | None = None
+            for r in l1.comps[comp].reads:
+                if r.kind == "value" or read_buffer(l3, r) != buf:
+                    continue
+                m = logical_access(l1, l3, r).apply_range(writers)
+                out = m if out is None else out.union(m)
+            return out
+
+        got = read_by(consumer)
+        own = read_by(producer)
+        if got is None or own is None:
+            return got
+        # and the earlier instances of the producer whose values those read (a scan reads
+        # its own earlier elements): the transitive closure, exact or over-approximated
+        own = own.intersect(isl.Map.lex_gt(own.get_space().domain()))
+        closure, _exact = own.transitive_closure()
+        return got.union(got.apply_range(closure)).coalesce()
     return reads
 
 
@@ -329,6 +347,7 @@ def finalize(comps: dict[str, CompSchedule], declared: list[str], events: list[c
     def involves_op(e: cmd.Command) -> bool:
         return e.comp in ops or (isinstance(e, cmd.After) and e.other in ops)
 
+    events = _readers_first(events, also)
     for e in events:
         if not involves_op(e):
             _apply_event(order, comps, e, also)
@@ -368,6 +387,26 @@ def finalize(comps: dict[str, CompSchedule], declared: list[str], events: list[c
         outs.append(str(betas[depth]))
         s.full = s.ext_sched.apply_range(_range_map(ctx, n, outs))
     return TimeSpace(order.items, comps, depth)
+
+
+def _readers_first(events: list[cmd.Command], also: dict[str, list[str]]
+                   ) -> list[cmd.Command]:
+    """The events with each producer's compute_at moved after those of the computations
+    it is also computed for (``also``), so that it is placed once they are: moving one of
+    them later would take the producer out of the loops it shares with them."""
+    out = list(events)
+    for _ in range(len(out) * len(out)):  # each move puts an event later: bounded
+        for k, e in enumerate(out):
+            if not isinstance(e, cmd.ComputeAt) or not also.get(e.comp):
+                continue
+            last = max((j for j, x in enumerate(out) if isinstance(x, cmd.ComputeAt)
+                        and x.comp in also[e.comp]), default=-1)
+            if last > k:
+                out.insert(last, out.pop(k))
+                break
+        else:
+            return out
+    return out
 
 
 def _apply_event(order: _Order, comps: dict[str, CompSchedule], e: cmd.Command,
