@@ -8,10 +8,13 @@ realization each), and a stage uses it when it calls it, directly, through inlin
 through Funcs realized inside that stage's loops (a producer of a producer computed at the
 same loop). ``compute_at(consumer.update(k), x)`` names the stage.
 
-The middle-end's ``compute_at(c, level)`` computes what one computation ``c`` reads per
-iteration of its loop ``level``, so each realization is placed for the one computation that
-reads the producer there: the consumer's stage itself, or the Func realized inside it that
-does (its loops extend the consumer's, so the consumer's loop name is one of its loops too).
+The middle-end's ``compute_at(c, level)`` computes what ``c`` reads per iteration of its
+loop ``level``, and what the computations computed at ``c`` inside that iteration read, so
+each realization is placed for the computation the readers there are computed at: the
+consumer's stage itself, or the Func realized inside it that reads the producer (its loops
+extend the consumer's, so the consumer's loop name is one of its loops too). A Func with
+updates is read through its buffer: every stage is computed at the loop, and the middle-end
+places each stage's instances that write what is read there (a scan's earlier ones too).
 Several realizations of one Func are copies of its computations (:class:`Placement` tells
 the translator which copy each reader reads).
 """
