@@ -65,11 +65,6 @@ def _consumer(f: hl.Func) -> hl.Func:
     return g
 
 
-def _specialize(a: hl.ImageParam, f: hl.Func) -> tuple[hl.Func, hl.Func]:
-    f.specialize(a.width() > 64).vectorize(f.args()[0], 8)
-    return f, f
-
-
 def _prefetch(a: hl.ImageParam, f: hl.Func) -> tuple[hl.Func, hl.Func]:
     f.prefetch(a, f.args()[1], f.args()[1], 2)
     return f, f
@@ -92,7 +87,6 @@ def _value(e: Callable[[hl.Expr], hl.Expr]) -> Build:
 
 _REFUSED: list[tuple[str, Build, str]] = [
     ("async", _async, "async_()"),
-    ("specialize", _specialize, "specialize()"),
     ("prefetch", _prefetch, "prefetch()"),
     ("shift_left", _value(lambda v: v << 2), "shift_left"),
     ("shift_right", _value(lambda v: v >> 1), "shift_right"),

@@ -343,7 +343,12 @@ def _check_other_directives(pl: HPipeline) -> None:
     gs = pl.func("g")
     (b,) = gs.schedule.bounds
     assert (b.min, b.extent, b.modulus.value, b.remainder.kind) == (None, None, 8, "Mod")
-    assert gs.init is not None and gs.init.specializations == 1
+    assert gs.init is not None
+    (spec,) = gs.init.specializations  # a copy of the stage, with its own schedule
+    cond = spec.condition
+    assert (cond.kind, cond.args[0].name, cond.args[1].value) == ("GT", "p", 2)
+    assert spec.failure_message == "" and spec.definition.values[0].kind == \
+        gs.init.values[0].kind and not spec.definition.specializations
 
     hf = pl.func("h")
     assert hf.traced and hf.init is not None

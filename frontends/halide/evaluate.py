@@ -68,6 +68,7 @@ class Env:
     images: dict[str, Image]
     scalars: dict[str, np.generic]
     lets: dict[str, np.generic] = field(default_factory=dict)
+    named: dict[str, np.generic] = field(default_factory=dict)  # e.g. "out.extent.0"
 
 
 def np_type(t: HType | None) -> np.dtype:
@@ -145,6 +146,8 @@ def evaluate(e: HExpr, env: Env, depth: int = 0) -> np.generic:
 def _variable(e: HExpr, env: Env) -> np.generic:
     if e.name in env.lets:
         return env.lets[e.name]
+    if e.name in env.named:
+        return env.named[e.name]
     if e.param_name and e.name == e.param_name:
         return env.scalars[e.name]
     base, _, rest = e.name.partition(".")
@@ -196,9 +199,11 @@ def _call(e: HExpr, args: list[np.generic]) -> np.generic:
     raise HalideCheckError(f"cannot evaluate the call {name!r} in a check")
 
 
-def unsupported_node(e: HExpr, params: Mapping[str, HParameter]) -> str | None:
-    """What in ``e`` :func:`evaluate` cannot evaluate (None: all of it)."""
-    lets = {n.name for n in walk(e) if n.kind == "Let"}
+def unsupported_node(e: HExpr, params: Mapping[str, HParameter],
+                     named: frozenset[str] = frozenset()) -> str | None:
+    """What in ``e`` :func:`evaluate` cannot evaluate (None: all of it); ``named``: the
+    Variables an :class:`Env`'s ``named`` will give (an output's sizes)."""
+    lets = {n.name for n in walk(e) if n.kind == "Let"} | named
     for n in walk(e):
         k = n.kind
         if k == "Variable":

@@ -186,7 +186,20 @@ class HDefinition:
     values: tuple[HExpr, ...]
     args: tuple[HExpr, ...]
     schedule: HStageSchedule
-    specializations: int = 0  # how many (the front-end refuses any)
+    specializations: tuple[HSpecialization, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class HSpecialization:
+    """``stage.specialize(condition)``: ``definition`` is the stage again (the same values,
+    args and predicate, Halide copies them) with the schedule used when ``condition`` holds
+    at run time (and its own nested specializations). ``stage.specialize_fail(message)``
+    is one whose ``failure_message`` is set (its condition is ``true``): reaching it is
+    an error."""
+
+    condition: HExpr
+    definition: HDefinition
+    failure_message: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,9 +2,10 @@
 
 The pipeline is read once (``hl.serialize_pipeline`` and our reader). A realization is
 specialized on its sizes (output extents, input shapes, and the Params that index or bound
-something): the first ``realize`` of each specialization translates and compiles (through
-the wire format, embedded or remote, so the artifact cache also serves later processes);
-the following ones only call the kernel. Every other Param is a scalar argument of the
+something) and on the branch each ``specialize()``d stage takes (:mod:`.specialize`):
+the first ``realize`` of each specialization translates and compiles (through the wire
+format, embedded or remote, so the artifact cache also serves later processes); the
+following ones only call the kernel. Every other Param is a scalar argument of the
 kernel, of its own type. Halide's checks (requirements, ImageParam constraints, Param
 ranges; :mod:`.checks`) run on every call, before anything is built.
 """
@@ -26,6 +27,7 @@ from frontends.halide.graph import producer_order
 from frontends.halide.hir import HPipeline
 from frontends.halide.noops import warn_ignored
 from frontends.halide.reader import read_pipeline
+from frontends.halide.specialize import Specializations, without_output_buffers
 from frontends.halide.translate import Built, Spec, Translator, index_params
 from frontends.halide.wrappers import apply_wrappers
 from middleend.ir.errors import KernelArgumentError
@@ -54,6 +56,7 @@ class HalideKernel:
         self.checks = checks or Checks(str(outputs), self.params, hp.requirements)
         self._kinds = {n: ScalarKind.of(p) for n, p in self.params.items() if not p.is_buffer}
         self._label = str(outputs)
+        self.specializations = Specializations(hp, order, outputs, self.params, self._label)
         self._builds: dict[Spec, tuple[Built, Any]] = {}
         self._lock = threading.Lock()
         self.compiles = 0  # how many specializations were built (tests check reuse)
@@ -94,7 +97,8 @@ class HalideKernel:
         shapes = tuple((n, tuple(reversed(a.shape))) for n, a in sorted(images.items()))
         index = tuple((n, v.item()) for n, v in sorted(scalars.items())
                       if n in self.index_params)
-        return Spec(tuple(int(s) for s in sizes), shapes, index)
+        return Spec(tuple(int(s) for s in sizes), shapes, index,
+                    self.specializations.choose(sizes, images, scalars))
 
     def build(self, sizes: Sequence[int], **inputs: Any) -> tuple[Built, Any]:
         """The translated Function and its kernel for this specialization."""
@@ -243,6 +247,7 @@ def compile_pipeline(outputs: Any, target: str = "cpu", service: Any = None,
     for n in names:
         if n not in hp.funcs_by_name:
             raise UnsupportedHalideFeature(n, None, "an output missing from the serialization")
+    hp = without_output_buffers(hp, names)
     checks = build_checks(hp, live, str(names))
     warn_ignored(hp, producer_order(hp, names))
     return HalideKernel(hp, names, target, service, check_legality, extra_schedule,

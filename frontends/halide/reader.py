@@ -33,6 +33,7 @@ from frontends.halide.hir import (
     HRDom,
     HRequirement,
     HRVar,
+    HSpecialization,
     HSplit,
     HStageSchedule,
     HStorageDim,
@@ -305,8 +306,18 @@ def _definition(t: FbTable) -> HDefinition:
         values=_expr_vector(t, 3, "Definition.values"),
         args=_expr_vector(t, 5, "Definition.args"),
         schedule=_stage_schedule(t.table(7)),
-        specializations=t.vector_len(8),
+        specializations=tuple(_specialization(s) for s in t.tables(8)),
     )
+
+
+def _specialization(t: FbTable) -> HSpecialization:
+    """One ``Specialization`` (condition, definition, failure_message); its definition's
+    own specializations are read with it (nesting is as deep as the user wrote it)."""
+    d = t.table(2)
+    if d is None:
+        raise FlatBufferError("a specialization without its definition")
+    return HSpecialization(_req_expr(t, 0, "specialization condition"), _definition(d),
+                           t.string(3))
 
 
 def _bound(t: FbTable) -> HBound:

@@ -63,8 +63,6 @@ def plan_func_schedule(fi: FuncInfo, is_output: bool) -> None:
                                        "returns the output in Halide's dimension order)")
     for k, d in enumerate(definitions(f)):
         st = d.schedule
-        if d.specializations:
-            raise UnsupportedHalideFeature(f.name, k, "specialize()")
         if st.prefetches:
             raise UnsupportedHalideFeature(f.name, k, "prefetch()")
         if st.fused_pairs or (st.fuse_level is not None and not st.fuse_level.is_inlined):

@@ -26,6 +26,7 @@ from frontends.halide.graph import definitions, exprs_of, producer_order, walk
 from frontends.halide.hir import HBound, HBuffer, HDefinition, HExpr, HFunc, HPipeline
 from frontends.halide.placement import Placement, place
 from frontends.halide.schedule import StagePlan, plan_func_schedule, schedule_stage
+from frontends.halide.specialize import Choice, schedules, with_choices
 from frontends.halide.values import value_range
 from frontends.names import Namer
 from middleend.ir.affine import AffineContext
@@ -39,6 +40,7 @@ class Spec:
     sizes: tuple[int, ...]
     inputs: tuple[tuple[str, tuple[int, ...]], ...]
     index_values: tuple[tuple[str, int | float | bool], ...]  # the Params of index_params
+    choices: tuple[Choice, ...] = ()  # the branch of each specialize()d stage
 
 
 @dataclass
@@ -113,7 +115,8 @@ def index_params(hp: HPipeline, order: list[str]) -> set[str]:
             lets = _let_params(d)
             roots: list[HExpr] = list(d.args)
             roots.extend(e for rv in d.schedule.rvars for e in (rv.min, rv.extent))
-            roots.extend(sp.factor for sp in d.schedule.splits if sp.factor is not None)
+            roots.extend(sp.factor for sch in schedules(d) for sp in sch.splits
+                         if sp.factor is not None)
             for v in (*d.values, *d.args):
                 roots.extend(a for n in walk(v) if n.kind == "Call"
                              and n.call_type in ("Halide", "Image") for a in n.args)
@@ -151,7 +154,7 @@ def _let_params(d: HDefinition) -> dict[str, set[str]]:
 
 class Translator:
     def __init__(self, hp: HPipeline, outputs: list[str], spec: Spec) -> None:
-        self.hp = hp
+        self.hp = hp = with_choices(hp, spec.choices)
         self.outputs = outputs
         self.spec = spec
         self.order = producer_order(hp, outputs)
