@@ -189,7 +189,8 @@ def cmd_plot(args: argparse.Namespace) -> int:
     fn, _ = ApiFunction.from_request(read_program(args.program))
     result = fn.plot(args.output, params=_param_values(args.params or []),
                      computations=_names(args.computations), dims=_names(args.dims),
-                     loops=_names(args.loops), max_points=args.max_points)
+                     loops=_names(args.loops), max_points=args.max_points,
+                     together=args.together)
     print(result.summary())
     return 0
 
@@ -443,6 +444,9 @@ def parser() -> argparse.ArgumentParser:
                                                     "panel (default: the same dims' axes)")
     pl.add_argument("--max-points", type=_count, default=4096,
                     help="most points enumerated per set (default 4096)")
+    pl.add_argument("--together", action="store_true",
+                    help="also draw all of them in one time-space, with the dependences "
+                         "between them (a producer computed per tile appears in each)")
     pl.set_defaults(run=cmd_plot)
     ex = sub.add_parser("example", help="write one of the papers' programs as a request")
     ex.add_argument("name", choices=tuple(_EXAMPLES), help="which program")

@@ -45,15 +45,16 @@ class Function(FunctionRecord):
     def plot(self, path: Any, params: dict[str, int] | None = None,
              computations: Sequence[str] | None = None, dims: Sequence[str] | None = None,
              loops: Sequence[str] | None = None, max_points: int = 4096,
-             outputs: Sequence[Any] | None = None) -> PlotResult:
+             outputs: Sequence[Any] | None = None, together: bool = False) -> PlotResult:
         """Draw each computation's Layer I domain and Layer II time-space (tiles, tags,
         flow dependences) to ``path`` (.svg or .png), with every parameter fixed by
-        ``params``; returns a :class:`~middleend.api.plot.PlotResult` with what was drawn
-        (see :func:`middleend.api.plot.plot`)."""
+        ``params``, and with ``together`` all of them in one time-space with the
+        dependences between them; returns a :class:`~middleend.api.plot.PlotResult` with
+        what was drawn (see :func:`middleend.api.plot.plot`)."""
         from .plot import plot
 
         return plot(self, path, params=params, computations=computations, dims=dims,
-                    loops=loops, max_points=max_points, outputs=outputs)
+                    loops=loops, max_points=max_points, outputs=outputs, together=together)
 
     def compile(self, target: str = "cpu", outputs: Sequence[Any] | None = None,
                 check_legality: bool = True, service: Any = None, **options: Any) -> Any:

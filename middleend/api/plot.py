@@ -26,6 +26,7 @@ from typing import Any
 from ..driver.lowering import lower
 from ..ir.function import Function
 from .plot_data import Panel, PlotError, collect, show_params
+from .plot_shared import SharedPanel, collect_shared
 
 FORMATS = (".svg", ".png")
 _FLOW, _VIOLATED = "#c0392b", "#8e24aa"  # red arrows; a broken dependence in purple
@@ -41,6 +42,7 @@ class PlotResult:
 
     path: Path
     panels: list[Panel]
+    shared: SharedPanel | None = None  # together=True: all computations in one time-space
 
     def panel(self, comp: str, layer: str) -> Panel:
         for p in self.panels:
@@ -66,6 +68,14 @@ class PlotResult:
                 f"{len(p.arrows)} dependence arrows"
                 + (f" ({len(p.violated)} violated)" if p.violated else "")
                 for p in self.panels]
+        if self.shared is not None:
+            sp = self.shared
+            rows.append("together: " + ", ".join(
+                f"{c} {len(sp.points[c])} points ({sp.runs[c]} instances run)"
+                for c in sp.comps))
+            rows += [f"  {a} -> {b}: {len(e)} dependence arrows"
+                     + (f" ({sp.broken(a, b)} violated)" if sp.broken(a, b) else "")
+                     for (a, b), e in sp.arrows.items()]
         return "\n".join([f"wrote {self.path}", *rows])
 
 
@@ -80,34 +90,43 @@ def check_path(path: str | Path) -> Path:
 def plot(fn: Function, path: str | Path, params: Mapping[str, int] | None = None,
          computations: Sequence[str] | None = None, dims: Sequence[str] | None = None,
          loops: Sequence[str] | None = None, max_points: int = 4096,
-         outputs: Sequence[Any] | None = None) -> PlotResult:
+         outputs: Sequence[Any] | None = None, together: bool = False) -> PlotResult:
     """Draw ``fn``'s computations (default: all) to ``path`` (.svg or .png).
 
     ``params`` gives every parameter a value; ``dims`` names the one or two Layer I
     dimensions to project on (default the two innermost); ``loops`` the time-space loops
     of the Layer II panel (default the axes of the same dimensions when the schedule keeps
-    them, else the two innermost); ``max_points`` caps each set enumerated. The schedule
-    is drawn whether or not it is legal: a picture is how one sees why it is not."""
+    them, else the two innermost); ``max_points`` caps each set enumerated; ``together``
+    adds one panel with all of them in the shared time-space and the dependences between
+    them (:mod:`middleend.api.plot_shared`). The schedule is drawn whether or not it is
+    legal: a picture is how one sees why it is not."""
     out = check_path(path)
     if max_points < 1:
         raise PlotError(f"max_points must be at least 1, got {max_points}")
     lw = lower(fn, outputs=outputs, check_legality=False)
-    rows = collect(lw, list(fn.commands.items), dict(params or {}), computations, dims,
-                   loops, max_points)
-    _draw(out, f"{fn.name}   ({show_params(params or {})})", rows)
-    return PlotResult(out, [p for row in rows for p in row])
+    commands = list(fn.commands.items)
+    rows = collect(lw, commands, dict(params or {}), computations, dims, loops, max_points)
+    shared = (collect_shared(lw, commands, dict(params or {}), computations, dims,
+                             max_points) if together else None)
+    _draw(out, f"{fn.name}   ({show_params(params or {})})", rows, shared)
+    return PlotResult(out, [p for row in rows for p in row], shared)
 
 
-def _draw(out: Path, title: str, rows: list[tuple[Panel, Panel]]) -> None:
+def _draw(out: Path, title: str, rows: list[tuple[Panel, Panel]],
+          shared: SharedPanel | None = None) -> None:
     from matplotlib.figure import Figure
 
     heights = [_row_height(row) for row in rows]
+    if shared is not None:
+        heights += [0.5, _shared_height(shared)]  # a spacer: the layout misses the legends
     fig = Figure(figsize=(13, sum(heights) + 0.6), layout="constrained")
     fig.suptitle(title, fontsize=13, fontweight="bold")
-    axs = fig.subplots(len(rows), 2, squeeze=False, gridspec_kw={"height_ratios": heights})
+    gs = fig.add_gridspec(len(heights), 2, height_ratios=heights)
     for k, (p1, p2) in enumerate(rows):
-        _panel(axs[k][0], p1)
-        _panel(axs[k][1], p2)
+        _panel(fig.add_subplot(gs[k, 0]), p1)
+        _panel(fig.add_subplot(gs[k, 1]), p2)
+    if shared is not None:
+        _shared(fig.add_subplot(gs[len(heights) - 1, :]), shared)
     fig.savefig(out, dpi=110, bbox_inches="tight", pad_inches=0.25)  # nothing cut off
 
 
@@ -207,7 +226,8 @@ def _panel(ax: Any, p: Panel) -> None:
     leg.get_title().set_color("0.25")
 
 
-def _arrows(ax: Any, arrows: list[tuple[tuple[int, int], tuple[int, int]]], color: str,
+def _arrows(ax: Any, arrows: Sequence[tuple[tuple[float, float], tuple[float, float]]],
+            color: str,
             width: float, z: int) -> None:
     """One quiver for many arrows (an arrow patch each is slow to lay out), each cut by a
     fifth of a unit at both ends so that it runs between the markers."""
@@ -244,3 +264,105 @@ def _limits(ax: Any, xs: list[int], ys: list[int]) -> None:
     w, h = x1 - x0 + 1.6, y1 - y0 + 1.6
     if 1 / 2.5 <= h / w <= 2.5:
         ax.set_aspect("equal", adjustable="box", anchor="N")
+
+
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "h")
+
+
+def _shared_height(sp: SharedPanel) -> float:
+    """Inches for the shared panel: its data shape on a panel about 11 inches wide."""
+    pts = [xy for c in sp.comps for xy in sp.points[c]]
+    ratio = 0.3
+    if pts and sp.ylabel:
+        xs, ys = [x for x, _ in pts], [y for _, y in pts]
+        ratio = (max(ys) - min(ys) + 1.6) / (max(xs) - min(xs) + 1.6)
+    return min(max(11.0 * ratio, 2.5), 9.0) + 2.2 + 0.15 * min(len(sp.notes), 8)
+
+
+def _shared(ax: Any, sp: SharedPanel) -> None:
+    """All computations in one time-space: a colour and a marker each, every computation
+    nudged by a fraction of a unit so that instances drawn at one place stay apart, the
+    tiles outlined, and the flow arrows between them (their ends nudged alike)."""
+    from matplotlib import colormaps
+    from matplotlib.collections import PatchCollection
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Rectangle
+    from matplotlib.ticker import MaxNLocator
+    from matplotlib.transforms import ScaledTranslation
+
+    cmap = colormaps["tab10"]
+    n = len(sp.comps)
+    nudge = {c: 0.22 * (k - (n - 1) / 2) for k, c in enumerate(sp.comps)}
+    colour = {c: cmap(k % 10) for k, c in enumerate(sp.comps)}
+
+    def at(c: str, xy: tuple[int, int]) -> tuple[float, float]:
+        return (xy[0] + nudge[c], xy[1] + nudge[c])
+
+    allpts = [xy for c in sp.comps for xy in sp.points[c]]
+    xs, ys = [x for x, _ in allpts], [y for _, y in allpts]
+    size = 0.6 * _marker_size(xs, ys)
+    handles: list[Any] = []
+    if sp.tiles:
+        ax.add_collection(PatchCollection(
+            [Rectangle((x0 - 0.45, y0 - 0.45), x1 - x0 + 0.9, y1 - y0 + 0.9)
+             for x0, x1, y0, y1 in sp.tiles], facecolors="none", edgecolors="0.35",
+            linewidths=1.2 if len(sp.tiles) <= 100 else 0.7, zorder=2, gid="tiles-shared"))
+        handles.append(Rectangle((0, 0), 1, 1, fill=False, edgecolor="0.35",
+                                 label=f"tiles ({len(sp.tiles)})"))
+    for k, c in enumerate(sp.comps):
+        again = set(sp.again[c])
+        pts = [at(c, xy) for xy in sp.points[c]]
+        mk = _MARKERS[k % len(_MARKERS)]
+        ax.scatter([x for x, _ in pts], [y for _, y in pts], s=size, marker=mk,
+                   c=["white" if xy in again else colour[c] for xy in sp.points[c]],
+                   edgecolors=[colour[c] if xy in again else "black"
+                               for xy in sp.points[c]],
+                   linewidths=[1.4 if xy in again else 0.4 for xy in sp.points[c]],
+                   zorder=3, gid=f"points-shared-{c}")
+        handles.append(Line2D([], [], marker=mk, ls="", color=colour[c],
+                              markeredgecolor="black",
+                              label=f"{c} ({len(sp.points[c]) - len(again)} drawn)"))
+        if again:
+            handles.append(Line2D([], [], marker=mk, ls="", markerfacecolor="white",
+                                  markeredgecolor=colour[c], markeredgewidth=1.4,
+                                  label=f"{c} computed again ({len(again)} drawn)"))
+    dense = len(allpts) > MAX_POINTS_WITH_ARROWS
+    for (a, b), arrows in sp.arrows.items():
+        bad = set(sp.violated.get((a, b), []))
+        good = [(at(a, s), at(b, t)) for s, t in arrows if (s, t) not in bad]
+        if not dense and len(good) <= MAX_ARROWS_DRAWN:
+            _arrows(ax, good, _FLOW if a != b else "#e67e22", 0.0016, 4)
+        _arrows(ax, [(at(a, s), at(b, t)) for s, t in sp.violated.get((a, b), [])]
+                [:MAX_ARROWS_DRAWN], _VIOLATED, 0.0028, 5)
+        handles.append(Line2D([], [], color=_FLOW if a != b else "#e67e22", marker=">",
+                              label=f"{a} → {b} ({len(arrows)}"
+                              + (f", {len(bad)} violated" if bad else "")
+                              + ("; too dense to draw" if dense else "") + ")"))
+    if sp.violated:
+        handles.append(Line2D([], [], color=_VIOLATED, marker=">", lw=1.6,
+                              label="violated by the schedule"))
+    ax.set_title(sp.title, fontsize=11, loc="left")
+    ax.set_xlabel(sp.xlabel, fontsize=10)
+    ax.set_ylabel(sp.ylabel, fontsize=10)
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_locator(MaxNLocator(integer=True))
+    if xs:
+        _limits(ax, xs, ys)
+    for name, ticks in sp.ticks.items():  # blocks drawn apart: label the values drawn
+        step = max(1, len(ticks) // 24)
+        axis = ax.xaxis if name == "x" else ax.yaxis
+        axis.set_ticks([d for d, _ in ticks[::step]], [str(v) for _, v in ticks[::step]])
+    if not sp.ylabel:
+        ax.set_yticks([])
+        ax.set_ylim(-1, 1)
+        ax.set_aspect("auto")
+    ax.grid(True, color="0.92", lw=0.6, zorder=0)
+    ax.set_axisbelow(True)
+    below = ax.transAxes + ScaledTranslation(0, -0.5, ax.figure.dpi_scale_trans)
+    notes = [w for note in sp.notes[:8] for w in textwrap.wrap(note, 120)][:8]
+    leg = ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(0, 0),
+                    bbox_transform=below, ncol=4, fontsize=8.5, frameon=False,
+                    borderaxespad=0, borderpad=0, alignment="left",
+                    title="\n".join(notes) or None,
+                    title_fontproperties={"family": "monospace", "size": 8})
+    leg.get_title().set_color("0.25")

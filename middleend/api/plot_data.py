@@ -214,8 +214,26 @@ class _Instances:
     ts_of: dict[Pt, list[Pt]]
     loops: list[str]
 
+    def position(self, loop: str) -> int:
+        """The time-space position of ``loop``: its own when compute_at gave it an outer
+        loop of the same name (``i`` of its consumer, then its own ``i``)."""
+        return 2 * (len(self.loops) - 1 - self.loops[::-1].index(loop)) + 1
+
     def loop_value(self, t: Pt, loop: str) -> int:
-        return t[2 * self.loops.index(loop) + 1]
+        return t[self.position(loop)]
+
+
+def instances(lw: Lowered, c: str, fixed: isl.Set, at: str, cap: int) -> _Instances:
+    """``c``'s domain points and the time-space points the schedule runs each at."""
+    s = lw.ts.comps[c]
+    dom = points(lw.l1.comps[c].domain.intersect_params(fixed), f"the domain of {c!r} at {at}",
+                 cap)
+    assert s.proj is not None and s.full is not None
+    sched = s.proj.reverse().apply_range(s.full).intersect_params(fixed)
+    inst = _Instances(dom, {}, list(s.ext_dims))
+    for x, t in pairs(sched, f"the instances of {c!r} at {at}", 8 * cap):
+        inst.ts_of.setdefault(x, []).append(t)
+    return inst
 
 
 def collect(lw: Lowered, commands: Sequence[cmd.Command], params: Mapping[str, int],
@@ -225,27 +243,29 @@ def collect(lw: Lowered, commands: Sequence[cmd.Command], params: Mapping[str, i
     """The Layer I and Layer II panels of each computation asked for (default: all, in
     declaration order)."""
     fixed = fix_params(lw, params)
+    return [_panels(lw, commands, params, fixed, n, dims, loops, cap)
+            for n in chosen(lw, computations)]
+
+
+def chosen(lw: Lowered, computations: Sequence[str] | None) -> list[str]:
+    """The computations asked for (default: all, in declaration order), each one known."""
     names = list(lw.l1.declared)
-    chosen = list(computations) if computations is not None else names
-    for n in chosen:
+    out = list(computations) if computations is not None else names
+    for n in out:
         if n not in lw.l1.comps or n not in lw.ts.comps:
             why = " (it is inlined)" if n in lw.l1.inlined else ""
             raise PlotError(f"function {lw.fn_name!r} has no computation {quoted(n)} to "
                             f"draw{why}; its computations: {', '.join(names)}")
-    return [_panels(lw, commands, params, fixed, n, dims, loops, cap) for n in chosen]
+    return out
 
 
 def _panels(lw: Lowered, commands: Sequence[cmd.Command], params: Mapping[str, int],
             fixed: isl.Set, c: str, dims: Sequence[str] | None,
             loops: Sequence[str] | None, cap: int) -> tuple[Panel, Panel]:
-    comp, s = lw.l1.comps[c], lw.ts.comps[c]
+    comp = lw.l1.comps[c]
     at = show_params(params)
-    dom = points(comp.domain.intersect_params(fixed), f"the domain of {c!r} at {at}", cap)
-    assert s.proj is not None and s.full is not None
-    sched = s.proj.reverse().apply_range(s.full).intersect_params(fixed)
-    inst = _Instances(dom, {}, list(s.ext_dims))
-    for x, t in pairs(sched, f"the instances of {c!r} at {at}", 8 * cap):
-        inst.ts_of.setdefault(x, []).append(t)
+    inst = instances(lw, c, fixed, at, cap)
+    dom = inst.dom
     # Layer I: x is the inner of the two dims, y the outer
     d = _dims(c, comp.vars, dims)
     idx = [comp.vars.index(v) for v in d if v in comp.vars]  # none for a scalar
@@ -316,7 +336,7 @@ def _choose_axes(c: str, axes: list[Axis], d: list[str], loops: Sequence[str] | 
 
 
 def _axis_fn(inst: _Instances, a: Axis) -> Callable[[Pt], int]:
-    pos = [2 * inst.loops.index(lp) + 1 for lp in a.loops]
+    pos = [inst.position(lp) for lp in a.loops]
     w = a.weights
     return lambda t: sum(wk * t[pk] for wk, pk in zip(w, pos, strict=True))
 
