@@ -16,6 +16,7 @@ hold no send, receive, exchange or distributed loop (refused here, by name).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 from backends.clike.cexpr import ident, iexpr_c
@@ -30,7 +31,10 @@ from middleend.ir.loopast import (
     BufAccess,
     For,
     If,
+    IInt,
+    IOp,
     IterRef,
+    IVar,
     Node,
     Program,
     Stmt,
@@ -39,6 +43,7 @@ from middleend.ir.loopast import (
     statements,
     walk_loops,
 )
+from middleend.passes.distribution_rt import BLOCK_C, RECV_LO_C
 
 from .local import RANK, shifted
 from .rootio import blocks_call
@@ -84,6 +89,9 @@ class MpiPrinter(CPrinter):
         if f.step != 1 or f.hi is None:
             raise TargetError(f"distributed loop {label} must have unit step and a canonical "
                               "bound", target="mpi", loop=label)
+        if self.dist.runtime:
+            self._block_loop(f, depth)
+            return
         lo, hi = iexpr_c(f.init), iexpr_c(f.hi)
         self.emit(depth, f"/* loop {comment(label)}: distributed, iteration v on rank v */")
         self.emit(depth, f"if (({lo}) < 0 || ({hi}) >= {self.dist.ranks}) "
@@ -94,6 +102,23 @@ class MpiPrinter(CPrinter):
         self._body(f, depth + 2)
         self.emit(depth + 1, "}")
         self.emit(depth, "}")
+
+    def _block_loop(self, f: For, depth: int) -> None:
+        """Ranks read at run time: the rank runs the iterations in its block
+        (``rank * B .. rank * B + B - 1``); iterations beyond every rank's block are a
+        run-time error naming the loop."""
+        assert f.hi is not None
+        label = f.name or f.var
+        lo, hi = iexpr_c(f.init), iexpr_c(f.hi)
+        start = IOp("mul", (IVar(f"p_{RANK}"), IVar(BLOCK_C)))
+        end = IOp("sub", (IOp("add", (start, IVar(BLOCK_C))), IInt(1)))
+        top = IOp("min", (f.hi, end))
+        self.emit(depth, f"/* loop {comment(label)}: distributed, iteration v on the rank "
+                         "whose block holds v */")
+        self.emit(depth, f"if (({lo}) < 0 || ({hi}) >= me_nranks() * {BLOCK_C}) "
+                         f"me_blocks_error(\"{comment(label)}\", {lo}, {hi}, {BLOCK_C});")
+        super()._for(dataclasses.replace(f, tag=None, init=IOp("max", (f.init, start)),
+                                         cond=IOp("le", (IVar(f.var), top)), hi=top), depth)
 
     def _check_parallel(self, f: For) -> None:
         """A parallel loop's body runs on worker threads, which never call MPI."""
@@ -140,6 +165,10 @@ class MpiPrinter(CPrinter):
         fixed = self.dist.fixed_rank.get(comp)
         if fixed is None or fixed[0] in self.loop_vars:
             return False
+        if self.dist.runtime:  # the iteration, on the rank whose block holds it
+            self.emit(depth, f"if (p_{RANK} * {BLOCK_C} <= {fixed[1]} && {fixed[1]} < "
+                             f"p_{RANK} * {BLOCK_C} + {BLOCK_C}) {{ /* {comment(comp)} */")
+            return True
         self.emit(depth, f"if (p_{RANK} == {fixed[1]}) {{ /* {comment(comp)}: on rank "
                          f"{fixed[1]} only */")
         return True
@@ -284,6 +313,17 @@ class MpiPrinter(CPrinter):
         acc = shifted(self.windows, BufAccess(t.buffer, tuple(
             IterRef(f"me_e{q}") for q in range(len(decl.sizes))), decl.dtype))
         loops = _rename(t.loops)
+        if self.dist.runtime:  # src: the sender's offset from the receiver
+            peer = f"p_{RANK} - ({t.src})" if send else f"p_{RANK} + ({t.src})"
+            self.emit(depth, f"{{ const int64_t me_peer = {peer}; /* {'to' if send else 'from'}"
+                             " a neighbour */")
+            self.emit(depth + 1, "if (me_peer >= 0 && me_peer < me_nranks()) {")
+            rlo = "me_peer" if send else f"p_{RANK}"
+            self.emit(depth + 2, f"const int64_t {RECV_LO_C} = {rlo} * {BLOCK_C};")
+            self._packed(loops, depth + 2, names, acc, c, send, "me_peer", tag, 2, "exchange")
+            self.emit(depth + 1, "}")
+            self.emit(depth, "}")
+            return
         self.emit(depth, f"if (p_{RANK} == {me}) {{ /* {'to' if send else 'from'} rank "
                          f"{t.dst if send else t.src} */")
         d = depth + 1

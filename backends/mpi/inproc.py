@@ -30,17 +30,18 @@ _STATUS = {
 }
 
 
-def job_comm(ranks: int, comm: Any, name: str) -> Any | None:
+def job_comm(ranks: int, comm: Any, name: str, any_size: bool = False) -> Any | None:
     """The communicator to run on in-process, or None to launch ``mpiexec`` as usual
     (mpi4py not imported, MPI not running, or a job of one process that was not asked
     for: a plain ``python`` that imported mpi4py). A running job of another size is an
-    error: each rank would launch a job of its own."""
+    error: each rank would launch a job of its own; unless ``any_size`` (a program that
+    reads its number of ranks at run time), which runs on the job's ranks."""
     mpi = sys.modules.get("mpi4py.MPI")
     if mpi is None or not mpi.Is_initialized() or mpi.Is_finalized():
         return None
     c = comm if comm is not None else mpi.COMM_WORLD
     size = c.Get_size()
-    if size == ranks:
+    if size == ranks or (any_size and size > 1):
         return c
     if comm is None and size == 1:
         return None
@@ -78,7 +79,7 @@ class InProcess:
         p = (ctypes.c_int64 * (len(params) + 1))(*params)
         ptrs = (ctypes.c_void_p * max(1, len(arrays)))(*(a.ctypes.data for a in arrays))
         phases = (ctypes.c_double * 4)()
-        sent = (ctypes.c_int64 * self.ranks)()
+        sent = (ctypes.c_int64 * comm.Get_size())()
         rc = self.entry(comm.py2f(), p, ptrs, phases, sent, 0 if shared else 1)
         if rc == 11:
             raise KernelRuntimeError(f"kernel {self.name}: the communicator does not have "

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from middleend.ir.errors import KernelRuntimeError
+from middleend.ir.errors import KernelArgumentError, KernelRuntimeError
 from middleend.target import Kernel
 
 from .inproc import InProcess, job_comm
@@ -68,11 +68,15 @@ class MpiKernel(Kernel):
     ``COMM_WORLD``; see :mod:`backends.mpi.inproc`)."""
 
     def __init__(self, program: Any, launcher: Path, library: Path, mpiexec: str,
-                 ranks: int, env: dict[str, str] | None = None, **kw: Any) -> None:
+                 ranks: int, env: dict[str, str] | None = None, runtime: bool = False,
+                 **kw: Any) -> None:
         """``env``: variables added to the job's environment (:func:`local_env`); if the
         job fails before any rank reports, it is run again without them, and they are
-        dropped for later calls (they only make the start faster)."""
+        dropped for later calls (they only make the start faster). ``runtime``: the
+        program reads its number of ranks at run time (``ranks="runtime"``): ``ranks``
+        is then the default, and a call may name another (``k(..., ranks=R)``)."""
         super().__init__(program, **kw)
+        self.runtime = runtime
         self.launcher = launcher
         self.library = library
         self.mpiexec = mpiexec
@@ -84,6 +88,28 @@ class MpiKernel(Kernel):
         self.env = dict(env or {})
         self.last_bytes_sent: list[int] = []
         self.last_phases: dict[str, float] = {}
+
+    def __call__(self, ranks: int | None = None, **kwargs: Any) -> dict[str, np.ndarray]:
+        """Like any kernel; ``ranks``: the ranks this call runs on, for a program built
+        with ``ranks="runtime"`` (default: ``self.ranks``; inside a running MPI job, its
+        size)."""
+        if ranks is None:
+            return super().__call__(**kwargs)
+        name = self.signature.name
+        if isinstance(ranks, bool) or not isinstance(ranks, int) or not 1 <= ranks <= 64:
+            raise KernelArgumentError(f"kernel {name}: ranks must be an int between 1 and "
+                                      f"64, got {ranks!r}")
+        if not self.runtime and ranks != self.ranks:
+            raise KernelArgumentError(
+                f"kernel {name}: built for {self.ranks} ranks, called with ranks={ranks}; "
+                "compile it with ranks='runtime' (one build for any number) or "
+                f"ranks={ranks}")
+        before = self.ranks
+        self.ranks = ranks
+        try:
+            return super().__call__(**kwargs)
+        finally:
+            self.ranks = before
 
     @property
     def launch_line(self) -> list[str]:
@@ -112,7 +138,7 @@ class MpiKernel(Kernel):
     def _invoke_kept(self, params: list[int], arrays: list[np.ndarray]) -> int:
         """One call on the kept job (started, or started again after a failure)."""
         timeout = float(os.environ.get(TIMEOUT_ENV, "600"))
-        if self._kept is not None and not self._kept.alive:
+        if self._kept is not None and (not self._kept.alive or self._kept.ranks != self.ranks):
             self._kept.close(kill=True)
             self._kept = None
         if self._kept is None:
@@ -143,7 +169,7 @@ class MpiKernel(Kernel):
         return 0
 
     def _invoke(self, params: list[int], arrays: list[np.ndarray]) -> int:
-        comm = job_comm(self.ranks, self.comm, self.signature.name)
+        comm = job_comm(self.ranks, self.comm, self.signature.name, self.runtime)
         if comm is not None:
             if self._inproc is None:
                 self._inproc = InProcess(self.library, self.signature.name, self.ranks)

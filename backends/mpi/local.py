@@ -17,6 +17,7 @@ from middleend.ir.distribution import Distribution, Window
 from middleend.ir.expr import Binary, Expr, rebuild
 from middleend.ir.loopast import BufAccess, BufferDecl, IVar, ParamRef, Program, StmtInfo
 from middleend.ir.types import int64
+from middleend.passes.distribution_rt import BLOCK
 
 RANK = "me_rank"
 
@@ -56,7 +57,8 @@ def _expr(windows: dict[str, Window], e: Expr | None) -> Expr | None:
 
 def local_program(program: Program, dist: Distribution) -> Program:
     """The program one rank runs: windowed buffers, and ``me_rank`` plus each window's
-    start and width as parameters (after the program's own)."""
+    start and width as parameters (after the program's own; then the block size
+    ``me_B`` when the ranks are read at run time)."""
     windows = {n: w for n, w in dist.windows.items() if not w.whole}
     buffers = []
     for b in program.buffers:
@@ -77,6 +79,8 @@ def local_program(program: Program, dist: Distribution) -> Program:
     extra = [RANK]
     for n in sorted(windows):
         extra += [lo_param(n), width_param(n)]
+    if dist.runtime:
+        extra.append(BLOCK)  # the block size, computed from the ranks at run time
     return dataclasses.replace(program, name=f"{program.name}_rank",
                                params=(*program.params, *extra), buffers=tuple(buffers),
                                stmts=stmts)

@@ -27,6 +27,7 @@ from backends.clike.cexpr import ident, iexpr_c
 from backends.clike.cstmt import dims_lines
 from middleend.ir.distribution import Distribution
 from middleend.ir.loopast import BufferDecl, Program
+from middleend.passes.distribution_rt import BLOCK_C
 
 from .local import RANK, lo_param, width_param, window_decl
 from .rootio import root_io
@@ -62,6 +63,19 @@ static void me_range_error(const char *loop, int64_t lo, int64_t hi) {
     MPI_Comm_size(me_comm, &n);
     snprintf(m, sizeof m, "distributed loop %s has iterations %lld..%lld, but the program "
              "runs on ranks 0..%d", loop, (long long)lo, (long long)hi, n - 1);
+    me_fail(m);
+}
+static int64_t me_nranks(void) {
+    int n;
+    MPI_Comm_size(me_comm, &n);
+    return (int64_t)n;
+}
+/* ranks read at run time: a distributed loop reaches beyond the ranks' blocks */
+static void me_blocks_error(const char *loop, int64_t lo, int64_t hi, int64_t blk) {
+    char m[320];
+    snprintf(m, sizeof m, "distributed loop %s has iterations %lld..%lld, beyond the blocks "
+             "of %lld that %lld ranks own (0..%lld)", loop, (long long)lo, (long long)hi,
+             (long long)blk, (long long)me_nranks(), (long long)(me_nranks() * blk - 1));
     me_fail(m);
 }
 static int me_count(int64_t bytes) {
@@ -236,10 +250,10 @@ def generate_main(program: Program, local: Program, dist: Distribution,
                      "threads (MPI_THREAD_FUNNELED), which parallel loops need\");")
     lines += [f"    int64_t me_p[{P + 1}];",
               *(f"    me_p[{k}] = me_arg(argv[{2 + k}]);" for k in range(P)),
-              f"    int64_t me_sent[{R}];", "    double me_phmax[4];",
+              *_sent_decl(dist), "    double me_phmax[4];",
               "    me_run_job(argv[1], NULL, me_p, me_t, me_sent, me_phmax);",
               "    if (me_rank_id == 0) {",
-              "        me_whole(argv[1], \"stats\", 0, me_sent, (int64_t)sizeof(me_sent), 1);",
+              "        me_whole(argv[1], \"stats\", 0, me_sent, me_sent_bytes, 1);",
               "        me_whole(argv[1], \"stats\", 1, me_phmax, (int64_t)sizeof(me_phmax), 1);",
               "    }", "    MPI_Finalize();", "    return 0;", "}", "",
               # in a running job: 10 MPI is not initialised, 11 the communicator's size is
@@ -252,7 +266,8 @@ def generate_main(program: Program, local: Program, dist: Distribution,
               "    double me_t[5];", "    me_t[0] = me_clock();",
               "    int me_ok = 0, me_n = 0;", "    MPI_Initialized(&me_ok);",
               "    if (!me_ok) return 10;", "    me_comm = MPI_Comm_f2c((MPI_Fint)comm_f);",
-              "    MPI_Comm_size(me_comm, &me_n);", f"    if (me_n != {R}) return 11;",
+              "    MPI_Comm_size(me_comm, &me_n);",
+              *([] if dist.runtime else [f"    if (me_n != {R}) return 11;"]),
               "    MPI_Comm_rank(me_comm, &me_rank_id);"]
     if threads:
         lines += ["    int me_thr = 0;", "    MPI_Query_thread(&me_thr);",
@@ -271,8 +286,9 @@ def _job(program: Program, local: Program, dist: Distribution, threads: bool) ->
              "double *me_t, int64_t *me_sent, double *me_phmax) {",
              "    int me_r = me_rank_id, me_size;",
              "    MPI_Comm_size(me_comm, &me_size);",
-             f"    if (me_size != {R}) me_fail(\"this program was built for {R} ranks; run it "
-             f"with mpiexec -n {R}\");",
+             *([] if dist.runtime else [
+                 f"    if (me_size != {R}) me_fail(\"this program was built for {R} ranks; "
+                 f"run it with mpiexec -n {R}\");"]),
              "    const int me_here = me_root != NULL && me_r == 0;  /* the root's arrays */"]
     if threads:
         lines.append("    me_default_threads();")
@@ -284,6 +300,8 @@ def _job(program: Program, local: Program, dist: Distribution, threads: bool) ->
     for b in args:
         lines += ["    " + x for x in dims_lines(b)]
     call = [f"p_{q}" for q in program.params] + [f"p_{RANK}"]
+    if dist.runtime:
+        lines += _block_size(program, dist)
     for name in sorted(n for n, w in dist.windows.items() if not w.whole):
         w = dist.windows[name]
         lines += [f"    const int64_t me_blk_{name} = {iexpr_c(w.block)};",
@@ -292,6 +310,8 @@ def _job(program: Program, local: Program, dist: Distribution, threads: bool) ->
                   f"    const int64_t p_{width_param(name)} = me_blk_{name} + "
                   f"{w.lo_halo + w.hi_halo};"]
         call += [f"p_{lo_param(name)}", f"p_{width_param(name)}"]
+    if dist.runtime:
+        call.append(BLOCK_C)
     moved = {(o.kind, o.buffer): o.root for o in dist.root_ops.values()}
     for k, b in enumerate(args):
         c = b.dtype.c_name
@@ -349,6 +369,40 @@ def _job(program: Program, local: Program, dist: Distribution, threads: bool) ->
                       f"    me_root_copy[{k}] = NULL;"]
     lines += ["}", ""]
     return "\n".join(lines)
+
+
+def _sent_decl(dist: Distribution) -> list[str]:
+    """``me_sent``: one count per rank, for the stats file (``me_sent_bytes`` long)."""
+    if not dist.runtime:
+        return [f"    int64_t me_sent[{dist.ranks}];",
+                "    const int64_t me_sent_bytes = (int64_t)sizeof(me_sent);"]
+    return ["    int me_nr = 1;", "    MPI_Comm_size(MPI_COMM_WORLD, &me_nr);",
+            "    int64_t *me_sent = (int64_t *)calloc((size_t)me_nr, sizeof(int64_t));",
+            "    if (me_sent == NULL) me_fail(\"out of memory\");",
+            "    const int64_t me_sent_bytes = (int64_t)me_nr * (int64_t)sizeof(int64_t);"]
+
+
+def _block_size(program: Program, dist: Distribution) -> list[str]:
+    """Ranks read at run time: the block size of every window, the largest
+    ceil(extent / ranks) of the distributed dims, checked against the halo that the
+    exchanges with the neighbouring ranks need."""
+    decls = {b.name: b for b in program.buffers}
+    lines = [f"    int64_t {BLOCK_C} = 1;"]
+    for name in sorted(dist.windows):
+        w = dist.windows[name]
+        ext = iexpr_c(decls[name].sizes[w.dim])
+        lines.append(f"    {{ const int64_t me_e = {ext}; const int64_t me_b = (me_e + me_size "
+                     f"- 1) / me_size; if (me_b > {BLOCK_C}) {BLOCK_C} = me_b; }}")
+    need = dist.min_block
+    if need > 1:
+        lines += [f"    if ({BLOCK_C} < {need}) {{",
+                  "        char me_m[320];",
+                  "        snprintf(me_m, sizeof me_m, \"ranks at run time: on %d ranks the "
+                  "blocks have %lld element(s) along the distributed dimension, fewer than "
+                  f"the halo of {need} that the exchanges take from the neighbouring ranks; "
+                  "run it on fewer ranks\", me_size, (long long)" + BLOCK_C + ");",
+                  "        me_fail(me_m);", "    }"]
+    return lines
 
 
 def _root_copy(b: BufferDecl, k: int, root: int, scatter: bool) -> list[str]:

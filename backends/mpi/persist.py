@@ -87,7 +87,7 @@ class KeptJob:
 
     def __init__(self, launch: list[str], library: Path, ranks: int, name: str,
                  env: dict[str, str], timeout: float) -> None:
-        self.name, self.timeout = name, timeout
+        self.name, self.timeout, self.ranks = name, timeout, ranks
         self.log = tempfile.TemporaryFile(mode="w+")  # the job's stderr (rank messages)
         cmd = [*launch, sys.executable, "-m", "backends.mpi.persist", str(library),
                str(ranks), name]

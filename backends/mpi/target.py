@@ -16,6 +16,7 @@ from backends.clike.entry import generate_header
 from backends.cpu.build import cache_dir, flags_for, host_isa
 from middleend.ir.errors import TargetError
 from middleend.ir.loopast import Program, Signature
+from middleend.passes.distribution_rt import RUNTIME as RANKS_AT_RUN
 from middleend.target import (
     Artifact,
     ArtifactFile,
@@ -52,7 +53,9 @@ class MpiTarget(Target):
     tags = frozenset({"distribute", "parallel", "vector", "unroll"})
     operations = frozenset({"copy", "send", "receive", "exchange", "scatter", "gather"})
     options = (
-        TargetOption("ranks", int, 2, "the number of ranks (MPI processes) it runs on"),
+        TargetOption("ranks", int, 2, "the number of ranks (MPI processes) it runs on, or "
+                     "'runtime': one program for any number, given at each call "
+                     "(k(..., ranks=R))"),
         TargetOption("fp_contract", bool, False, "allow fused multiply-add (float results "
                      "may then differ from numpy's in the last bits)"),
     )
@@ -78,6 +81,10 @@ class MpiTarget(Target):
         return self._ident
 
     def resolve_options(self, given: Mapping[str, Any]) -> dict[str, Any]:
+        if given.get("ranks") == RANKS_AT_RUN:  # not an int: the base check would refuse it
+            opts = super().resolve_options({k: v for k, v in given.items() if k != "ranks"})
+            opts["ranks"] = RANKS_AT_RUN
+            return opts
         opts = super().resolve_options(given)
         if not 1 <= opts["ranks"] <= 64:
             raise TargetError(f"target 'mpi': ranks must be between 1 and 64, got "
@@ -85,7 +92,8 @@ class MpiTarget(Target):
         return opts
 
     def lowering(self, options: Mapping[str, Any]) -> dict[str, Any]:
-        return {"ranks": int(options.get("ranks", 2))}
+        ranks = options.get("ranks", 2)
+        return {"ranks": RANKS_AT_RUN if ranks == RANKS_AT_RUN else int(ranks)}
 
     def generate(self, program: Program, options: Mapping[str, Any]) -> list[SourceText]:
         dist = program.distribution
@@ -114,7 +122,9 @@ class MpiTarget(Target):
         launcher = build_cached(LAUNCHER, [str(cc)], ("-O2",), self.identity(),
                                 cache_dir() / "mpi", ".c", "MPI C compiler", ["-ldl"])
         name = program.name
-        ranks = int(options.get("ranks", 2))
+        ranks = options.get("ranks", 2)
+        ranks = RANKS_AT_RUN if ranks == RANKS_AT_RUN else int(ranks)
+        n = "<R>" if ranks == RANKS_AT_RUN else str(ranks)
         files = (
             ArtifactFile(f"{name}_mpi.so", "shared_object", lib.path.read_bytes()),
             ArtifactFile(LAUNCHER_NAME, "executable", launcher.path.read_bytes()),
@@ -123,7 +133,7 @@ class MpiTarget(Target):
             ArtifactFile(f"{name}.log", "build_log", lib.log.encode()),
         )
         command = " ".join(["mpicc", *flags, src.name, "-o", f"{name}_mpi.so", "-lm"])
-        launch = {"mpiexec": f"mpiexec -n {ranks} ./{LAUNCHER_NAME} ./{name}_mpi.so "
+        launch = {"mpiexec": f"mpiexec -n {n} ./{LAUNCHER_NAME} ./{name}_mpi.so "
                              "<run directory> <params>",
                   "ranks": str(ranks)}
         art = Artifact(self.name, files, Signature.of(program), "", command, dict(options),
@@ -135,9 +145,11 @@ class MpiTarget(Target):
         launcher = materialize(artifact.file("executable"))
         launcher.chmod(0o755)
         library = materialize(artifact.file("shared_object"), suffix=".so")
-        ranks = int(artifact.launch.get("ranks", artifact.options.get("ranks", 2)))
+        given = artifact.launch.get("ranks", artifact.options.get("ranks", 2))
+        runtime = given == RANKS_AT_RUN
         mpiexec = str(_tool("mpiexec"))
         if self._env is None:
             self._env = local_env(mpiexec)
-        return MpiKernel(artifact.signature, launcher, library, mpiexec, ranks,
-                         env=self._env, artifact=artifact, **kernel_args)
+        return MpiKernel(artifact.signature, launcher, library, mpiexec,
+                         2 if runtime else int(given), env=self._env, artifact=artifact,
+                         runtime=runtime, **kernel_args)

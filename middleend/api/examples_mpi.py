@@ -10,7 +10,7 @@ from ..ir.types import float32
 from .function import Function
 
 
-def heat2d(rows: int, cols: int, steps: int, ranks: int | None, name: str = "heat",
+def heat2d(rows: int, cols: int, steps: int, ranks: int | str | None, name: str = "heat",
            planes: int | None = None, by_value: bool = False, exchange_at: str = "t"
            ) -> Function:
     """Heat-2D: ``u[t]`` is the 5-point mean of ``u[t-1]`` inside the grid, the boundary
@@ -22,8 +22,9 @@ def heat2d(rows: int, cols: int, steps: int, ranks: int | None, name: str = "hea
     or by value (``step[t-1, ...]``, memory only where that is outside ``step``'s domain)
     when ``by_value``. With ``ranks``, rows are distributed in blocks over the ranks and
     each time step (``exchange_at``: the loop the exchange sits in) exchanges the row next
-    to each block boundary; ``ranks=None`` leaves the program undistributed (for the cpu
-    target)."""
+    to each block boundary; ``ranks="runtime"`` distributes the row loops themselves (for
+    a number of ranks read at run time: no split by a block size); ``ranks=None`` leaves
+    the program undistributed (for the cpu target)."""
     P = planes
     with Function(name) as f:
         t, t0 = Var("t", 1, steps + 1), Var("t", 0, 1)
@@ -45,9 +46,11 @@ def heat2d(rows: int, cols: int, steps: int, ranks: int | None, name: str = "hea
         for comp, iv in ((init, bi), (edge, bi), (step, i)):
             tv = comp.vars[0]
             comp.store_in(u, [tv if P is None else tv % P, comp.vars[1], comp.vars[2]])
-            if ranks is not None:
+            if isinstance(ranks, int):
                 comp.split(iv, -(-rows // ranks), "i0", "i1")
                 comp.distribute("i0")
+            elif ranks is not None:
+                comp.distribute(iv)
     edge.after(init, ROOT)
     step.after(edge, "t")
     if ranks is not None:

@@ -48,6 +48,8 @@ from ..passes.data import Layer3, build_layer3
 from ..passes.dataflow import Expected, expected_dataflow
 from ..passes.device import DevicePlan, plan_device
 from ..passes.distribution import plan_distribution
+from ..passes.distribution_rt import RUNTIME as RUNTIME_RANKS
+from ..passes.distribution_rt import plan_runtime_distribution
 from ..passes.fifo import fifo_depths
 from ..passes.layer1 import Layer1, build_layer1
 from ..passes.layer4 import Layer4, build_layer4
@@ -180,7 +182,7 @@ def _exhausted(ctx: isl.Context) -> bool:
     return False
 
 
-def _program(fn: Function, a: Analysis, ranks: int | None = None) -> Program:
+def _program(fn: Function, a: Analysis, ranks: int | str | None = None) -> Program:
     p = _timed("loop AST", build_program, fn, a.l1, a.l3, a.l4, a.ts, a.ph, a.exp, a.dev)
     p = _timed("loop partitions", partition_loops, p)
     if any(isinstance(c, (cmd.Stream, cmd.PartitionBuffer)) for c in a.commands):
@@ -196,14 +198,20 @@ def _program(fn: Function, a: Analysis, ranks: int | None = None) -> Program:
             for b in p.buffers))
     if ranks is None:
         return p
-    dist = plan_distribution(a.l1, a.l3, a.l4, a.ts, a.ph, p, fn.commands.items, ranks)
+    if isinstance(ranks, str):
+        if ranks != RUNTIME_RANKS:
+            raise ScheduleError(f"ranks must be a number or {RUNTIME_RANKS!r}, got {ranks!r}")
+        dist = plan_runtime_distribution(a.l1, a.l3, a.l4, a.ts, a.ph, p, fn.commands.items)
+    else:
+        dist = plan_distribution(a.l1, a.l3, a.l4, a.ts, a.ph, p, fn.commands.items, ranks)
     return dataclasses.replace(p, distribution=dist)
 
 
 def lower(fn: Function, outputs: Sequence[Any] | None = None, check_legality: bool = True,
-          max_isl_ops: int = DEFAULT_MAX_OPS, ranks: int | None = None) -> Lowered:
-    """``ranks``: lower for a distributed target running on that many ranks (the
-    program then carries its :class:`~middleend.ir.distribution.Distribution`)."""
+          max_isl_ops: int = DEFAULT_MAX_OPS, ranks: int | str | None = None) -> Lowered:
+    """``ranks``: lower for a distributed target running on that many ranks, or on a
+    number read at run time (``"runtime"``; the program then carries its
+    :class:`~middleend.ir.distribution.Distribution`)."""
     commands = list(fn.commands.items)
     ctx = _new_ctx(max_isl_ops)
     try:

@@ -2,7 +2,8 @@
 elements live on each rank, and the exact messages of each halo exchange.
 
 The middle-end computes these with ISL for a given number of ranks
-(:mod:`middleend.passes.distribution`); a backend only prints them. Ranks number
+(:mod:`middleend.passes.distribution`), or for a number read at run time
+(:mod:`middleend.passes.distribution_rt`); a backend only prints them. Ranks number
 ``0 .. ranks-1``; a distributed loop's iteration ``v`` runs on rank ``v``.
 """
 
@@ -72,6 +73,13 @@ class Distribution:
     loop_values: dict[str, tuple[tuple[str, IExpr], ...]] = field(default_factory=dict)
     # each scatter and gather operation, by name
     root_ops: dict[str, RootOp] = field(default_factory=dict)
+    # ranks read at run time (``ranks`` is then 0): one block size ``p_me_B`` for every
+    # window, computed by the program from the rank count; a distributed loop's iteration
+    # ``v`` runs on the rank whose block holds ``v``; a Transfer's ``src`` is the sender's
+    # offset from the receiver (-1 or +1) and its loops use the receiver's block start
+    # ``me_rlo``; they are complete when the block has at least ``min_block`` elements
+    runtime: bool = False
+    min_block: int = 1
 
 
 ELEMENT = "me_elem"  # the statement name of a Transfer's element

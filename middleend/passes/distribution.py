@@ -40,7 +40,10 @@ def _val(ctx: isl.Context, v: int) -> isl.Val:
 
 
 class _Ranks:
-    """Rank facts of one scheduled program for ``ranks`` ranks."""
+    """Rank facts of one scheduled program for ``ranks`` ranks (see
+    :mod:`.distribution_rt` for one rank count read at run time)."""
+
+    runtime = False
 
     def __init__(self, l1: Layer1, l3: Layer3, l4: Layer4, ts: TimeSpace, ph: Physical,
                  ranks: int) -> None:
@@ -59,6 +62,10 @@ class _Ranks:
 
     def t_space(self) -> isl.Space:
         return isl.Space.set_alloc(self.ctx, 0, self.ntd).align_params(self.l1.param_space)
+
+    def blocks(self, buf: str, dim: int) -> _Blocks:
+        """The block partition of ``buf`` along ``dim``."""
+        return _Blocks(self, buf, dim)
 
     def on_rank(self, n: str, r: int) -> isl.Set:
         """The time-space points of statement ``n`` that rank ``r`` runs (all of them for
@@ -126,11 +133,15 @@ class _Blocks:
     def _block_on(self, space: isl.Space) -> isl.PwAff:
         return lift_params(self.block, space)
 
+    def start(self, sp: isl.Space, r: int) -> isl.PwAff:
+        """The first index of rank ``r``'s block along the dim, on ``sp``."""
+        return self._block_on(sp).scale_val(_val(self.rk.ctx, r))
+
     def own(self, r: int) -> isl.Set:
         """The elements rank ``r`` owns."""
         sp = self.space
         x = isl.PwAff.var_on_domain(isl.LocalSpace.from_space(sp), isl.dim_type.set, self.dim)
-        lo = self._block_on(sp).scale_val(_val(self.rk.ctx, r))
+        lo = self.start(sp, r)
         hi = lo.add(self._block_on(sp))
         return self.box.intersect(lo.le_set(x)).intersect(x.lt_set(hi))
 
@@ -141,7 +152,7 @@ class _Blocks:
             return 0, 0
         sp = elems.get_space()
         x = isl.PwAff.var_on_domain(isl.LocalSpace.from_space(sp), isl.dim_type.set, self.dim)
-        lo = self._block_on(sp).scale_val(_val(self.rk.ctx, r))
+        lo = self.start(sp, r)
         hi = lo.add(self._block_on(sp)).add_constant_val(_val(self.rk.ctx, -1))
         return _max_of(lo.sub(x), elems), _max_of(x.sub(hi), elems)
 
@@ -153,7 +164,10 @@ def _max_of(f: isl.PwAff, dom: isl.Set) -> int | None:
     vals = vals.project_out(isl.dim_type.param, 0, vals.dim(isl.dim_type.param))
     if vals.is_empty():
         return 0
-    m = vals.dim_max(0)
+    try:
+        m = vals.dim_max(0)
+    except isl.Error:  # an unbounded optimum (a block start that is a free param)
+        return None
     best: int | None = None
     for _, aff in m.get_pieces():
         if not aff.is_cst():
@@ -258,7 +272,7 @@ def _distributed_buffers(rk: _Ranks, commands: Sequence[cmd.Command]) -> dict[st
             raise ScheduleError(f"{where}: {buf!r} is folded along that dimension or "
                                 "allocated inside a loop; only whole buffers are distributed",
                                 command=c.describe(), command_index=k)
-        out[buf] = _Blocks(rk, buf, c.dim)
+        out[buf] = rk.blocks(buf, c.dim)
     return out
 
 

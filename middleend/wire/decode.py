@@ -50,7 +50,7 @@ from ..ir.function import (
 )
 from ..ir.names import check_name
 from ..ir.operations import Operation
-from .encode import BINARY, ELEM, KIND, UNARY
+from .encode import BINARY, ELEM, KIND, RUNTIME_RANKS, RUNTIME_RANKS_WIRE, UNARY
 from .limits import (  # noqa: F401  (re-exported: the wire's public names)
     PROTOBUF_MAX_DEPTH,
     WIRE_MAX_EXPR_DEPTH,
@@ -529,7 +529,10 @@ def decode_target(t: Any) -> tuple[str, dict[str, Any]]:
         if not msg.name:
             raise InvalidProgramError("missing", "target.named.name")
         return msg.name, dict(msg.options)
-    return which, {f.name: v for f, v in msg.ListFields()}
+    opts = {f.name: v for f, v in msg.ListFields()}
+    if which == "mpi" and opts.get("ranks") == RUNTIME_RANKS_WIRE:
+        opts["ranks"] = RUNTIME_RANKS  # a number of ranks read at run time
+    return which, opts
 
 
 def decode_request(req: Any, limits: Limits | None = None,

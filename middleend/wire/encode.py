@@ -183,6 +183,9 @@ def encode_function(fn: Function, outputs: Sequence[Any] | None = None) -> Any:
     return out
 
 
+RUNTIME_RANKS, RUNTIME_RANKS_WIRE = "runtime", -1  # mpi's ranks read at run time
+
+
 def encode_target(target: str, options: Mapping[str, Any], out: Any) -> Any:
     """The target and its options into ``out`` (a ``pb.Target``). Targets the wire format
     has a message for set its fields by name (an unknown option is refused here, with the
@@ -200,6 +203,8 @@ def encode_target(target: str, options: Mapping[str, Any], out: Any) -> Any:
     msg = getattr(out, target)
     msg.SetInParent()
     for k, v in options.items():
+        if target == "mpi" and k == "ranks" and v == RUNTIME_RANKS:
+            v = RUNTIME_RANKS_WIRE
         if k not in msg.DESCRIPTOR.fields_by_name:
             known = ", ".join(msg.DESCRIPTOR.fields_by_name) or "none"
             raise TargetError(f"target {target!r} has no option {k!r} (its options: "
