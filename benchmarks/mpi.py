@@ -68,6 +68,40 @@ def main() -> None:
         print(f"{name:8} {m1 * 1e3:11.1f} ms {m2 * 1e3:11.1f} ms {m1 / m2:7.2f} "
               f"{sent:11.0f} {exact:11d} {str(sent == exact):>6}")
     overhead(n, T, args.reps, rng)
+    runtime_ranks(n, T, args.reps, rng)
+
+
+def runtime_ranks(n: int, T: int, reps: int, rng: np.random.Generator) -> None:
+    """One ranks="runtime" build against a fixed build per number of ranks, interleaved."""
+    kr = heat2d(n, n, T, "runtime").compile(target="mpi", ranks="runtime")
+    a = rng.random((n, n), dtype=np.float32)
+    ref = heat_ref(a, T)
+    print(f"\nranks at run time: one build against a build per number of ranks, {n}x{n}, "
+          f"{T} steps (median of {reps} interleaved calls; compute: the slowest rank's)")
+    print(f"{'ranks':>5} {'fixed call':>11} {'runtime call':>13} {'ratio':>6} "
+          f"{'fixed comp':>11} {'runtime comp':>13} {'ratio':>6} {'bytes/step':>11} "
+          f"{'exact halo':>11} {'equal':>6}")
+    for R in (1, 2):
+        kf = heat2d(n, n, T, R).compile(target="mpi", ranks=R)
+        for k in (kf, kr):
+            np.testing.assert_allclose(k(u0=a, ranks=R)["u"], ref, rtol=1e-4, atol=1e-6)
+        tf: list[float] = []
+        tr: list[float] = []
+        cf: list[float] = []
+        cr: list[float] = []
+        for _ in range(reps):
+            for k, t, c in ((kf, tf, cf), (kr, tr, cr)):
+                t0 = time.perf_counter()
+                k(u0=a, ranks=R)
+                t.append(time.perf_counter() - t0)
+                c.append(k.last_phases["compute"])
+        mf, mr = statistics.median(tf), statistics.median(tr)
+        pf, pr = statistics.median(cf), statistics.median(cr)
+        sent = sum(kr.last_bytes_sent) / T
+        exact = 2 * (R - 1) * (n - 2) * 4
+        print(f"{R:5d} {mf * 1e3:8.1f} ms {mr * 1e3:10.1f} ms {mr / mf:6.2f} "
+              f"{pf * 1e3:8.1f} ms {pr * 1e3:10.1f} ms {pr / pf:6.2f} {sent:11.0f} "
+              f"{exact:11d} {str(sent == exact):>6}")
 
 
 def overhead(n: int, T: int, reps: int, rng: np.random.Generator) -> None:
