@@ -175,3 +175,32 @@ def test_cli_together_and_mistakes(tmp_path: Path, capsys: pytest.CaptureFixture
     r = g.plot(tmp_path / "y.svg", together=True)
     assert r.shared is not None and r.shared.between("a", "b") == 4
     assert set(r.shared.arrows[("a", "b")]) == {((t, 0), (t, 0)) for t in range(4)}
+
+
+@pytest.mark.parametrize("private", [False, True])
+def test_storage_shared_by_parallel_tiles(tmp_path: Path, private: bool) -> None:
+    """by's tile rows in parallel (i0), bx computed per tile: in one shared buffer, the
+    tile row i0 = 1 writes bx's rows 2 and 3 again (output dependences from tile row 0's
+    writes: 2 rows x 3 columns) after tile row 0 read them (anti dependences: by rows 0 and
+    1 read row 2, by row 1 reads row 3: 3 per column). With bx allocated per tile, none:
+    the schedule is then legal. The flow arrows are intact either way."""
+    f, bx, by = _blur()
+    by.tile("i", "j", 2, 2, "i0", "j0", "i1", "j1")
+    bx.compute_at(by, "j0")
+    by.parallelize("i0")
+    if private:
+        bx.allocate_at(by, "j0")
+    sp = _plot(f, tmp_path / "p.svg")
+
+    def at(i: int, j: int, i0: int) -> XY:
+        return (j + j // 2, i + 3 * i0)
+
+    cols = range(M - 2)
+    output = {(at(r, j, 0), at(r, j, 1)) for r in (2, 3) for j in cols}
+    anti = {(at(i, j, 0), at(r, j, 1)) for j in cols for i, r in ((0, 2), (1, 2), (1, 3))}
+    want = {} if private else {("output", "bx", "bx"): output, ("anti", "by", "bx"): anti}
+    assert {k: set(v) for k, v in sp.storage.items()} == want
+    assert not sp.violated and sp.between("bx", "by") == 36
+    assert _legal(f) == private
+    assert private or "6 output dependence arrows carried by loop i0 (parallel): its " \
+        "iterations share storage" in sp.notes

@@ -30,6 +30,7 @@ from .plot_shared import SharedPanel, collect_shared
 
 FORMATS = (".svg", ".png")
 _FLOW, _VIOLATED = "#c0392b", "#8e24aa"  # red arrows; a broken dependence in purple
+_STORAGE = "#00897b"  # an anti or output dependence a parallel loop carries (teal)
 # past these, dependence arrows are counted, not drawn (a picture of a blot helps nobody);
 # those the schedule violates are drawn up to MAX_ARROWS_DRAWN whatever the density
 MAX_ARROWS_DRAWN = 2000
@@ -341,6 +342,11 @@ def _shared(ax: Any, sp: SharedPanel) -> None:
     if sp.violated:
         handles.append(Line2D([], [], color=_VIOLATED, marker=">", lw=1.6,
                               label="violated by the schedule"))
+    for (kind, a, b), arrows in sp.storage.items():
+        _arrows(ax, [(at(a, s), at(b, t)) for s, t in arrows[:MAX_ARROWS_DRAWN]], _STORAGE,
+                0.0028, 5)
+        handles.append(Line2D([], [], color=_STORAGE, marker=">", lw=1.6, label=(
+            f"{a} → {b}: {kind}, carried by a parallel loop ({len(arrows)})")))
     ax.set_title(sp.title, fontsize=11, loc="left")
     ax.set_xlabel(sp.xlabel, fontsize=10)
     ax.set_ylabel(sp.ylabel, fontsize=10)

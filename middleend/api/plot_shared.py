@@ -72,6 +72,9 @@ class SharedPanel:
     tiles: list[tuple[int, int, int, int]] = field(default_factory=list)
     arrows: dict[Link, list[tuple[XY, XY]]] = field(default_factory=dict)
     violated: dict[Link, list[tuple[XY, XY]]] = field(default_factory=dict)
+    # storage dependences a parallel loop carries: (kind, first, second) -> arrows, kind
+    # "anti" (a read, then a write of the element) or "output" (two writes)
+    storage: dict[tuple[str, str, str], list[tuple[XY, XY]]] = field(default_factory=dict)
     apart: dict[str, str] = field(default_factory=dict)  # "x"/"y" -> loop drawn apart
     # on an axis drawn apart: (drawn position, the value it stands for), for tick labels
     ticks: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
@@ -196,6 +199,7 @@ def collect_shared(lw: Lowered, commands: Sequence[cmd.Command], params: Mapping
     sp.apart = {"yx"[k]: axis(r, k).loops[0] for k in lay.block}
     _place(sp, comps, lay, ref, lw)
     _links(lw, sp, comps, lay, fixed, at, cap)
+    _storage(lw, sp, comps, lay, fixed, at, cap)
     return sp
 
 
@@ -281,3 +285,38 @@ def _links(lw: Lowered, sp: SharedPanel, comps: dict[str, _Comp], lay: _Layout,
             sp.violated[link] = bad
     for p, n in other.items():
         sp.notes.append(f"+ {n} flow dependence{'s' * (n != 1)} from {p} (not drawn)")
+
+
+def _storage(lw: Lowered, sp: SharedPanel, comps: dict[str, _Comp], lay: _Layout,
+             fixed: isl.Set, at: str, cap: int) -> None:
+    """The anti and output dependences that a parallel (vector, GPU, distributed) loop
+    carries, from the relations the legality check intersects with that loop: two
+    iterations touching one element, at least one writing, have no order. A broken anti or
+    output dependence of a sequential order is not drawn: the check sees it only through
+    the value a read gets (a purple flow arrow, or the check's error)."""
+    from ..ir.islutil import maps_of
+    from ..passes.legality import memory_dependences, tagged_loops
+
+    loops = list(tagged_loops(lw.l1, lw.ts))
+    if not loops:
+        return
+    kinds = memory_dependences(lw.l1, lw.ph)
+    owner = {t: c for c, comp in comps.items() for ts in comp.inst.ts_of.values()
+             for t in ts}
+    found: dict[tuple[str, str, str], dict[tuple[XY, XY], None]] = {}
+    where: dict[str, set[str]] = {}
+    for _, loop, tag, carried in loops:
+        for kind in ("anti", "output"):
+            for m in maps_of(kinds[kind].intersect(carried).intersect_params(fixed)):
+                for a, b in pairs(m, f"the {kind} dependences carried by {loop!r} at {at}",
+                                  8 * cap):
+                    ca, cb = owner.get(a), owner.get(b)
+                    if ca is None or cb is None:
+                        continue  # an operation or a computation not drawn
+                    found.setdefault((kind, ca, cb), {})[(lay.at(ca, a), lay.at(cb, b))] = None
+                    where.setdefault(kind, set()).add(f"{loop} ({tag})")
+    sp.storage = {k: list(v) for k, v in found.items()}
+    for kind, lps in where.items():
+        n = sum(len(v) for (k, _, _), v in found.items() if k == kind)
+        sp.notes.append(f"{n} {kind} dependence arrow{'s' * (n != 1)} carried by loop "
+                        f"{', '.join(sorted(lps))}: its iterations share storage")

@@ -17,7 +17,7 @@ read of a buffer folded modulo 2 may see either.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import islpy as isl
 
@@ -299,8 +299,37 @@ def _accesses(l1: Layer1, ph: Physical) -> tuple[isl.UnionMap, isl.UnionMap]:
 def check_parallel(l1: Layer1, l3: Layer3, ts: TimeSpace, ph: Physical) -> None:
     """Every loop tagged parallel/vector (or a GPU/distributed dim) carries no dependence."""
     names = {n: c.vars for n, c in l1.comps.items()}
-    acc_w, acc_r = _accesses(l1, ph)
     pairs = None
+    for n, name, tag, loop in tagged_loops(l1, ts):
+        if pairs is None:
+            kinds = memory_dependences(l1, ph)
+            pairs = kinds["output"].union(kinds["flow"]).union(kinds["anti"])
+        carried = pairs.intersect(loop)
+        if not carried.is_empty():
+            dep = carried.apply_domain(ph.tinv).apply_range(ph.tinv)
+            comps = sorted({m.get_tuple_name(isl.dim_type.in_) for m in maps_of(dep)}
+                           | {m.get_tuple_name(isl.dim_type.out)
+                              for m in maps_of(dep)})
+            raise ScheduleError(
+                f"illegal schedule: loop {name!r} of {n!r} is tagged {tag} but carries a "
+                "dependence between its iterations",
+                computations=tuple(comps), dependence=_fmt(names, dep), level=name)
+
+
+def memory_dependences(l1: Layer1, ph: Physical) -> dict[str, isl.UnionMap]:
+    """Every pair of accesses to one element, as time-space points (in either order), by
+    kind: ``flow`` (a write -> a read), ``anti`` (a read -> a write), ``output`` (a write
+    -> a write). A picture draws the storage ones that a parallel loop carries."""
+    acc_w, acc_r = _accesses(l1, ph)
+    return {"flow": acc_w.apply_range(acc_r.reverse()),
+            "anti": acc_r.apply_range(acc_w.reverse()),
+            "output": acc_w.apply_range(acc_w.reverse())}
+
+
+def tagged_loops(l1: Layer1, ts: TimeSpace) -> Iterator[tuple[str, str, str, isl.UnionMap]]:
+    """Per loop tagged parallel/vector (or a GPU/distributed dim), once per loop nest:
+    ``(computation, loop, tag, carried)``, ``carried`` relating two time-space points of
+    that nest in different iterations of the loop, the earlier first."""
     seen: set[tuple[int, ...]] = set()
     ntd = 2 * ts.depth + 1
     for n in ts.order:
@@ -313,27 +342,13 @@ def check_parallel(l1: Layer1, l3: Layer3, ts: TimeSpace, ph: Physical) -> None:
             if key in seen:
                 continue
             seen.add(key)
-            if pairs is None:
-                pairs = (acc_w.apply_range(acc_w.reverse())
-                         .union(acc_w.apply_range(acc_r.reverse()))
-                         .union(acc_r.apply_range(acc_w.reverse())))
             d = 2 * dyn + 1
             t = [f"t{k}" for k in range(ntd)]
             u = [f"u{k}" for k in range(ntd)]
             cons = [f"t{2 * q} = {s.betas[q]}" for q in range(dyn + 1)]
             cons += [f"t{k} = u{k}" for k in range(d)] + [f"t{d} < u{d}"]
-            loop = isl.UnionMap.read_from_str(
+            yield n, name, tag, isl.UnionMap.read_from_str(
                 l1.ctx, f"{{ [{', '.join(t)}] -> [{', '.join(u)}] : {' and '.join(cons)} }}")
-            carried = pairs.intersect(loop)
-            if not carried.is_empty():
-                dep = carried.apply_domain(ph.tinv).apply_range(ph.tinv)
-                comps = sorted({m.get_tuple_name(isl.dim_type.in_) for m in maps_of(dep)}
-                               | {m.get_tuple_name(isl.dim_type.out)
-                                  for m in maps_of(dep)})
-                raise ScheduleError(
-                    f"illegal schedule: loop {name!r} of {n!r} is tagged {tag} but carries a "
-                    "dependence between its iterations",
-                    computations=tuple(comps), dependence=_fmt(names, dep), level=name)
 
 
 def _strip(deps: isl.UnionMap, sink_name: str) -> isl.UnionMap:
