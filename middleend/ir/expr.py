@@ -340,6 +340,53 @@ def walk_shared(e: Expr) -> Iterator[Expr]:
         stack.extend(reversed(n.children()))
 
 
+def _with_children(e: Expr, kids: Sequence[Expr]) -> Expr:
+    """``e`` with its children replaced (same node kind and attributes)."""
+    if isinstance(e, Binary):
+        return Binary(e.op, kids[0], kids[1], e.type_)
+    if isinstance(e, Unary):
+        return Unary(e.op, kids[0])
+    if isinstance(e, Select):
+        return Select(kids[0], kids[1], kids[2])
+    if isinstance(e, Cast):
+        return Cast(e.type_, kids[0])
+    if isinstance(e, Call):
+        return Call(e.fn, tuple(kids), e.type_)
+    if isinstance(e, Access):
+        return Access(e.target, tuple(kids))
+    raise TypeError(f"cannot rebuild a {type(e).__name__} node")  # pragma: no cover
+
+
+def share_common(e: Expr, table: dict[object, Expr]) -> Expr:
+    """``e`` with structurally identical subexpressions as one object (hash-consing over
+    ``table``, by :func:`structural_key`; the table keeps its nodes alive). The program is
+    the same; what changes is that a repeated subexpression is one node however the
+    front-end built it (a Python variable used twice, the same text written twice, or an
+    expression rebuilt by the wire format), so passes that visit each node once and
+    printers that compute a shared value once give the same result for all."""
+    # by identity, for this call only: ``e``'s nodes are alive until it returns, while a
+    # node built here and dropped for the table's equal one may be freed (and its id
+    # reused), so its key is forgotten at once
+    memo: dict[int, Expr] = {}
+    keys: dict[int, object] = {}
+
+    def go(n: Expr) -> Expr:
+        got = memo.get(id(n))
+        if got is not None:
+            return got
+        kids = n.children()
+        new = [go(c) for c in kids]
+        m = _with_children(n, new) if any(a is not b for a, b in zip(new, kids,
+                                                                     strict=True)) else n
+        r = table.setdefault(structural_key(m, keys), m)
+        if r is not m and m is not n:
+            del keys[id(m)]
+        memo[id(n)] = r
+        return r
+
+    return go(e)
+
+
 def rebuild(e: Expr, f: Callable[[Expr], Expr | None],
             memo: dict[int, Expr] | None = None) -> Expr:
     """Bottom-up rewrite: ``f`` returns a replacement for a node or None to keep it.

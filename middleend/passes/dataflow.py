@@ -20,7 +20,7 @@ import islpy as isl
 from ..ir.errors import DefinitionError, UnproducedReadError
 from ..ir.function import INOUT, INPUT
 from ..ir.islutil import maps_of
-from .data import Layer3, box
+from .data import BufferInfo, Layer3, box, lift_params
 from .layer1 import Layer1, Read
 from .schedule import _range_map
 
@@ -58,6 +58,27 @@ def logical_access(l1: Layer1, l3: Layer3, r: Read) -> isl.Map:
     # a data-dependent index: exact along the affine indices, anywhere in the box otherwise
     acc = _bound(r).intersect_domain(c.domain).set_tuple_name(isl.dim_type.out, buf.name)
     return acc.intersect_range(box(buf, acc.range().get_space()))
+
+
+def _outside(r: Read, buf: BufferInfo, memo: dict[tuple[str, str, int, str], bool]) -> bool:
+    """Whether an exact read of an input leaves its bounds somewhere, one index at a time:
+    the element is (f_1(x), ..., f_n(x)), so it is outside the box for some ``x`` exactly
+    when some f_k leaves [0, size_k) for some ``x``. No relation is built, and each distinct
+    index of a computation is checked once (an inlined pipeline repeats them)."""
+    out = False
+    for k, (pa, key) in enumerate(zip(r.indices, r.index_keys, strict=True)):
+        assert pa is not None and key is not None
+        mk = (r.comp, buf.name, k, key)
+        got = memo.get(mk)
+        if got is None:
+            dom_space = r.domain.get_space()
+            size = (r.ctx.const(buf.fold[k]) if k in buf.fold
+                    else lift_params(buf.sizes[k], dom_space))
+            on = pa.intersect_domain(r.domain)
+            bad = on.lt_set(r.ctx.const(0)).union(on.ge_set(size))
+            got = memo[mk] = not bad.is_empty()
+        out = out or got
+    return out
 
 
 def _bound(r: Read) -> isl.Map:
@@ -171,6 +192,7 @@ def expected_dataflow(l1: Layer1, l3: Layer3) -> Expected:
             reads.append(r)
     exp = Expected(reads)
     sched = reference_schedule(l1)
+    in_bounds: dict[tuple[str, str, int, str], bool] = {}
     sinks: isl.UnionMap | None = None
     sink_sched: isl.UnionMap | None = None
     for r in reads:
@@ -178,11 +200,10 @@ def expected_dataflow(l1: Layer1, l3: Layer3) -> Expected:
         bufname = read_buffer(l3, r)
         buf = l3.buffers[bufname]
         if buf.role == INPUT:
-            if r.access is not None:
-                out = r.access.range().subtract(box(buf, r.access.range().get_space()))
-                if not out.is_empty():
-                    raise DefinitionError(f"computation {r.comp!r} reads input {bufname!r} "
-                                          f"outside its bounds at {out}")
+            if r.exact and _outside(r, buf, in_bounds):
+                out = r.bound.range().subtract(box(buf, r.bound.range().get_space()))
+                raise DefinitionError(f"computation {r.comp!r} reads input {bufname!r} "
+                                      f"outside its bounds at {out}")
             continue
         mem = None
         if r.kind == "value":

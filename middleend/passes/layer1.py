@@ -20,7 +20,17 @@ from ..ir.affine import (
     try_set,
 )
 from ..ir.errors import DefinitionError, quoted
-from ..ir.expr import Access, Binary, Expr, rebuild, structural_key, walk, walk_shared, wrap
+from ..ir.expr import (
+    Access,
+    Binary,
+    Expr,
+    rebuild,
+    share_common,
+    structural_key,
+    walk,
+    walk_shared,
+    wrap,
+)
 from ..ir.function import Buffer, Computation, Function, Param, Var, _BufferOf
 from ..ir.islutil import out_of_index_range, quota_error
 
@@ -31,19 +41,44 @@ class Read:
     or 'memory' (a buffer's current content; ``target`` is then a buffer name, or a
     computation name whose buffer is meant when ``of_comp``). ``access`` is None when an
     index is not quasi-affine; ``bound`` is then the over-approximation the analyses use
-    (exact along the affine indices, any element along the data-dependent ones)."""
+    (exact along the affine indices, any element along the data-dependent ones).
+
+    The relation is built in ISL on first use, from ``indices`` (each index's exact
+    quasi-affine form, None for a data-dependent one) and ``domain``: reads of a kernel's
+    inputs are needed by few passes (on the CPU only the bounds check, which works per
+    index), and an inlined pipeline has thousands of distinct ones (Halide's interpolate
+    app inlined over 3 levels: 1677), each a product of clamps whose pieces multiply."""
 
     ref: int
     comp: str
     kind: str
     target: str
     node: Access
-    access: isl.Map | None
-    of_comp: bool = False
-    bound: isl.Map | None = None
+    of_comp: bool
     # every occurrence of this reference in the computation's expressions (``node`` is the
     # first): occurrences with the same relation are one reference (see ``_reads``)
-    nodes: list[Access] = field(default_factory=list)
+    nodes: list[Access]
+    indices: tuple[isl.PwAff | None, ...]
+    index_keys: tuple[str | None, ...]  # the indices' ISL text (None: data-dependent)
+    domain: isl.Set  # the reading computation's domain
+    ctx: AffineContext = field(repr=False)
+    _relation: isl.Map | None = field(default=None, repr=False)
+
+    @property
+    def exact(self) -> bool:
+        """Whether every index is quasi-affine (``access`` is then the exact relation)."""
+        return all(pa is not None for pa in self.indices)
+
+    @property
+    def bound(self) -> isl.Map:
+        if self._relation is None:
+            m, _ = access_relation(list(self.indices), self.ctx, self.target)
+            self._relation = m.intersect_domain(self.domain)
+        return self._relation
+
+    @property
+    def access(self) -> isl.Map | None:
+        return self.bound if self.exact else None
 
 
 @dataclass
@@ -147,7 +182,9 @@ def build_layer1(fn: Function, ctx: isl.Context, commands: list[cmd.Command]) ->
     for c in commands:
         if isinstance(c, cmd.StoreIn) and c.comp in comps:
             comps[c.comp].store_index = _store_index(comps[c.comp], c)
+    table: dict[object, Expr] = {}
     for c in comps.values():
+        _share(c, table)
         c.reads = _reads(c, comps)
         _check_self_reads(c)
     for name in inline:
@@ -156,6 +193,7 @@ def build_layer1(fn: Function, ctx: isl.Context, commands: list[cmd.Command]) ->
     if inline:
         _inline(comps, inline, commands)
         for c in comps.values():
+            _share(c, table)
             c.reads = _reads(c, comps)
     declared = [c.name for c in fn.computations if c.name not in inline]
     if not declared:
@@ -378,12 +416,22 @@ def _reads(c: Comp, comps: dict[str, Comp]) -> list[Read]:
         if same is not None:
             same.nodes.append(n)
             continue
-        bound, free = access_relation([pa for pa, _ in ixs], c.ctx, target)
-        bound = bound.intersect_domain(c.domain)
-        r = Read(-1, c.name, kind, target, n, None if free else bound, of_comp, bound, [n])
+        r = Read(-1, c.name, kind, target, n, of_comp, [n], tuple(pa for pa, _ in ixs),
+                 tuple(text for _, text in ixs), c.domain, c.ctx)
         groups[key] = r
         out.append(r)
     return out
+
+
+def _share(c: Comp, table: dict[object, Expr]) -> None:
+    """Repeated subexpressions of ``c`` as one node each (:func:`share_common`), whether
+    the front-end shared them or the wire format rebuilt them apart: every later pass
+    then sees the same program either way (the C printer computes a shared float value
+    once)."""
+    c.expr = share_common(c.expr, table)
+    if c.guard is not None:
+        c.guard = share_common(c.guard, table)
+    # (store indices stay the objects Layer III prints: its reads are found by identity)
 
 
 def _check_self_reads(c: Comp) -> None:

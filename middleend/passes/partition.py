@@ -109,6 +109,7 @@ class _Clamps:
         # once) and clamps recorded (each once)
         self._seen: set[int] = set()
         self._indexed: set[int] = set()
+        self._linear: dict[int, Linear | None] = {}
         self._keys: set[tuple[object, ...]] = set()
 
     def _record(self, c: _Clamp) -> None:
@@ -119,7 +120,13 @@ class _Clamps:
 
     def linear(self, e: Expr) -> Linear | None:
         """The affine form of an integer index expression, assuming its clamps do not
-        bind (each one met is recorded)."""
+        bind (each one met is recorded). Memoized per node (callers never mutate it)."""
+        if id(e) in self._linear:
+            return self._linear[id(e)]
+        out = self._linear[id(e)] = self._linear_of(e)
+        return out
+
+    def _linear_of(self, e: Expr) -> Linear | None:
         if isinstance(e, Const) and isinstance(e.value, int) and not isinstance(e.value, bool):
             return {"": e.value}
         if isinstance(e, IterRef):

@@ -108,7 +108,7 @@ def _offsets(ph: Physical, buf: str) -> tuple[str, ...] | None:
 def _stmt_info(name: str, l1: Layer1, l3: Layer3, l4: Layer4, ph: Physical,
                device: bool) -> StmtInfo:
     c = l1.comps[name]
-    affine_nodes = {id(n) for r in c.reads if r.access is not None for n in r.nodes}
+    affine_nodes = {id(n) for r in c.reads if r.exact for n in r.nodes}
     redirected = {id(n): l4.redirect[r.ref] for r in c.reads if r.ref in l4.redirect
                   for n in r.nodes}
 
