@@ -160,6 +160,66 @@ class ExprPrinter:
         # the statement being printed: the range of each of its iterators (by name) over
         # the loops around it, so that clamps that cannot bind there are not printed
         self.ranges: dict[str, Interval] = {}
+        # the statement being printed: its shared float subexpressions, printed once into
+        # locals (see ``hoist``), by node identity
+        self.temps: dict[int, str] = {}
+
+    def hoist(self, e: Expr) -> list[str]:
+        """Declarations ``const T me_t<k> = ...;`` of the float subexpressions that ``e``
+        shares (a node with several parents: an inlined pipeline repeats its producers'
+        values, and printed as a tree the C grows with the number of paths, Halide's
+        bilateral grid inlined to 400 KB for one statement); ``value`` then prints their
+        names. Only nodes evaluated on every path are hoisted (not inside a select's
+        branches or the right operand of ``&&`` / ``||``), so nothing is evaluated that
+        the expression would not evaluate; floats only, so no integer index arithmetic
+        changes width (``index`` computes in int64)."""
+        parents: dict[int, int] = {}
+        nodes: dict[int, Expr] = {}
+        stack = [e]
+        while stack:
+            n = stack.pop()
+            if id(n) in nodes:
+                continue
+            nodes[id(n)] = n
+            for c in n.children():
+                parents[id(c)] = parents.get(id(c), 0) + 1
+                stack.append(c)
+        always: set[int] = set()
+        stack = [e]
+        while stack:
+            n = stack.pop()
+            if id(n) in always:
+                continue
+            always.add(id(n))
+            if isinstance(n, Select):
+                stack.append(n.cond)
+            elif isinstance(n, Binary) and n.op in ("and", "or"):
+                stack.append(n.a)
+            else:
+                stack.extend(n.children())
+        hoisted = {k for k in always if parents.get(k, 0) > 1 and nodes[k].dtype.is_float
+                   and not isinstance(nodes[k], Const | IterRef | ParamRef)}
+        lines: list[str] = []
+        done: set[int] = set()
+
+        def define(n: Expr) -> None:  # children first, iteratively (deep expressions)
+            todo: list[tuple[Expr, bool]] = [(n, False)]
+            while todo:
+                x, ready = todo.pop()
+                if id(x) in done:
+                    continue
+                if not ready:
+                    todo.append((x, True))
+                    todo.extend((c, False) for c in x.children())
+                    continue
+                done.add(id(x))
+                if id(x) in hoisted:
+                    name = f"me_t{len(self.temps)}"
+                    lines.append(f"const {x.dtype.c_name} {name} = {self.value(x)};")
+                    self.temps[id(x)] = name
+
+        define(e)
+        return lines
 
     # ------------------------------------------------------------------ buffer elements
     def element(self, acc: BufAccess) -> str:
@@ -284,6 +344,9 @@ class ExprPrinter:
     # ------------------------------------------------------------------ values
     def value(self, e: Expr) -> str:
         """A Layer I expression as a C expression of C type ``e.dtype``."""
+        temp = self.temps.get(id(e))
+        if temp is not None:
+            return temp
         text = self._value(e)
         if _narrow(e.dtype) and isinstance(e, Binary | Unary | Call | Select) \
                 and not (isinstance(e, Binary) and e.op in (*_CMP, "and", "or")) \

@@ -52,12 +52,14 @@ def statement_lines(exprs: ExprPrinter, buffers: dict[str, BufferDecl], s: Stmt,
             ranges[name[2:]] = rng
     exprs.ranges = ranges
     try:
+        guard = exprs.value(info.guard) if info.guard is not None else None
+        temps = exprs.hoist(value)  # evaluated where the value is: under the guard
         text = store_value(exprs, value, store.type_)
         lets, in_bounds, target = exprs.store_target(store)
-        guard = exprs.value(info.guard) if info.guard is not None else None
     finally:
         exprs.ranges = {}
-    body = [*lets, f"{target} = {text};" if in_bounds is None else
+        exprs.temps = {}
+    body = [*temps, *lets, f"{target} = {text};" if in_bounds is None else
             f"if ({in_bounds}) {target} = {text}; else me_flag({exprs.err});"]
     inner = 1
     if guard is not None:
