@@ -15,6 +15,7 @@ def main() -> None:
     rows += blurxy.run(args.reps)
     rows += sgemm.run(args.reps)
     rows += lowering_time.run(args.reps)
+    rows += lowering_time.run_apps(args.reps)
     print_summary(rows)
 
 

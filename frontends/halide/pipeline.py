@@ -100,6 +100,14 @@ class HalideKernel:
         return Spec(tuple(int(s) for s in sizes), shapes, index,
                     self.specializations.choose(sizes, images, scalars))
 
+    def translate(self, sizes: Sequence[int], **inputs: Any) -> Built:
+        """The translated Function of this specialization, not compiled and not kept:
+        ``built.fn.lower(outputs=built.outputs)`` gives its layers and loop AST without a C
+        compiler (what ``benchmarks/lowering_time.py`` times)."""
+        images, scalars = self._arguments(inputs)
+        return Translator(self.pipeline, self.outputs, self._spec(sizes, images, scalars)
+                          ).build("halide_" + self.outputs[0])
+
     def build(self, sizes: Sequence[int], **inputs: Any) -> tuple[Built, Any]:
         """The translated Function and its kernel for this specialization."""
         return self._build(sizes, *self._arguments(inputs))

@@ -1,0 +1,225 @@
+"""Three of Halide's apps, written from their public descriptions as ordinary Halide 21
+pipelines, defined once for the tests (``tests/test_halide_apps.py``) and the lowering-time
+benchmark (``benchmarks/lowering_time.py``): the bilateral grid (Chen, Paris and Durand),
+interpolate (a premultiplied-alpha pyramid that fills holes) and the local Laplacian filter
+(Paris, Hasinoff and Kautz). They live here, beside :mod:`.paper`, so that tests and
+benchmarks build the very same pipelines without importing each other.
+
+Each builder takes ``schedule``: ``"inline"`` (no schedule at all: Halide's default, every
+Func inlined into the output except those with update definitions) or ``"root"`` (every
+intermediate Func ``compute_root``, the simplest schedule that computes each stage once),
+and a size parameter (pyramid levels) so that lowering time can be measured against the
+number of stages. An :class:`App` carries the output, its realization sizes and inputs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import halide as hl
+import numpy as np
+
+SCHEDULES = ("inline", "root")
+
+
+@dataclass
+class App:
+    """One pipeline: its output Func, the sizes to realize (Halide order), its inputs
+    (ImageParam / Param, numpy array / number) and its number of Funcs (stages)."""
+
+    name: str
+    output: hl.Func
+    sizes: list[int]
+    inputs: list[tuple[Any, Any]]
+    stages: int
+    roots: list[hl.Func] = field(default_factory=list)
+
+    def by_name(self) -> dict[str, Any]:
+        return {p.name(): v for p, v in self.inputs}
+
+
+def _vars(names: str) -> list[hl.Var]:
+    return [hl.Var(n) for n in names.split()]
+
+
+def _check_schedule(schedule: str) -> None:
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
+
+
+def _root(funcs: list[hl.Func], schedule: str) -> None:
+    if schedule == "root":
+        for f in funcs:
+            f.compute_root()
+
+
+def bilateral_grid(rows: int = 16, cols: int = 24, schedule: str = "inline",
+                   r_sigma: float = 0.1, seed: int = 0) -> App:
+    """A histogram of the image over (x/8, y/8, value/r_sigma) (value and weight in
+    channel c = 0, 1), blurred along z, x and y (taps 1 4 6 4 1), then sliced at each pixel
+    with trilinear interpolation and normalized. ``r_sigma`` is a float Param that decides
+    the grid's z index. Inlined, every output pixel reads the histogram through
+    2 x 8 x 125 data-dependent (clamped) accesses."""
+    _check_schedule(schedule)
+    x, y, z, c = _vars("x y z c")
+    s = 8
+    inp = hl.ImageParam(hl.Float(32), 2, "inp")
+    rs = hl.Param(hl.Float(32), "r_sigma")
+    clamped = hl.BoundaryConditions.repeat_edge(inp)
+    r = hl.RDom([(0, s), (0, s)], "r")
+    val = hl.clamp(clamped[x * s + r.x - s // 2, y * s + r.y - s // 2], 0.0, 1.0)
+    hist = hl.Func("histogram")
+    hist[x, y, z, c] = hl.f32(0)
+    hist[x, y, hl.i32(val * (1.0 / rs) + 0.5), c] += hl.select(c == 0, val, 1.0)
+    src, blurs = hist, []
+    for axis, name in ((2, "blurz"), (0, "blurx"), (1, "blury")):
+        b = hl.Func(name)
+        at = [hl.Expr(x), hl.Expr(y), hl.Expr(z), hl.Expr(c)]
+
+        def tap(d: int, at: list[hl.Expr] = at, axis: int = axis, src: hl.Func = src) -> Any:
+            sh = list(at)
+            sh[axis] = sh[axis] + d
+            return src[sh]
+
+        b[x, y, z, c] = tap(-2) + 4.0 * tap(-1) + 6.0 * tap(0) + 4.0 * tap(1) + tap(2)
+        blurs.append(b)
+        src = b
+    v = hl.clamp(clamped[x, y], 0.0, 1.0) * (1.0 / rs)
+    zi = hl.i32(v)
+    zf = v - hl.f32(zi)
+    xf, yf = hl.f32(x % s) / s, hl.f32(y % s) / s
+    gx, gy = x // s, y // s
+    g = blurs[-1]
+
+    def bil(zz: Any) -> Any:
+        return hl.lerp(hl.lerp(g[gx, gy, zz, c], g[gx + 1, gy, zz, c], xf),
+                       hl.lerp(g[gx, gy + 1, zz, c], g[gx + 1, gy + 1, zz, c], xf), yf)
+
+    interp = hl.Func("interpolated")
+    interp[x, y, c] = hl.lerp(bil(zi), bil(zi + 1), zf)
+    out = hl.Func("bilateral_grid")
+    out[x, y] = interp[x, y, 0] / interp[x, y, 1]
+    _root([hist, *blurs, interp], schedule)
+    img = np.random.default_rng(seed).random((rows, cols), dtype=np.float32)
+    return App("bilateral_grid", out, [cols, rows], [(inp, img), (rs, r_sigma)], 6)
+
+
+def interpolate(rows: int = 16, cols: int = 24, levels: int = 4, schedule: str = "inline",
+                seed: int = 0) -> App:
+    """Halide's interpolate app: the RGBA input premultiplied by alpha, downsampled
+    ``levels - 1`` times (separable 1 2 1), then upsampled back level by level, each level
+    filling its holes (1 - alpha) with the coarser one, and normalized by alpha. Halide's
+    app uses 10 levels; inlined, a level reads 9 points of the one below, so the inlined
+    expression grows as 9^levels (Halide's own inlining too): keep ``levels`` small then."""
+    _check_schedule(schedule)
+    x, y, c = _vars("x y c")
+    inp = hl.ImageParam(hl.Float(32), 3, "inp")
+    cl = hl.BoundaryConditions.repeat_edge(inp)
+    ds, dx, it, ux, us = ([hl.Func(f"{n}{k}") for k in range(levels)]
+                          for n in ("down", "downx", "interp", "upx", "up"))
+    ds[0][x, y, c] = hl.select(c < 3, cl[x, y, c] * cl[x, y, 3], cl[x, y, 3])
+    for k in range(1, levels):
+        dx[k][x, y, c] = (ds[k - 1][x * 2 - 1, y, c] + 2.0 * ds[k - 1][x * 2, y, c]
+                          + ds[k - 1][x * 2 + 1, y, c]) * 0.25
+        ds[k][x, y, c] = (dx[k][x, y * 2 - 1, c] + 2.0 * dx[k][x, y * 2, c]
+                          + dx[k][x, y * 2 + 1, c]) * 0.25
+    it[levels - 1][x, y, c] = ds[levels - 1][x, y, c]
+    for k in range(levels - 2, -1, -1):
+        ux[k][x, y, c] = (it[k + 1][x // 2, y, c] + it[k + 1][(x + 1) // 2, y, c]) / 2
+        us[k][x, y, c] = (ux[k][x, y // 2, c] + ux[k][x, (y + 1) // 2, c]) / 2
+        it[k][x, y, c] = ds[k][x, y, c] + (1.0 - ds[k][x, y, 3]) * us[k][x, y, c]
+    out = hl.Func("interpolate")
+    out[x, y, c] = it[0][x, y, c] / it[0][x, y, 3]
+    _root([*ds, *dx[1:], *it[1:], *ux[:-1], *us[:-1]], schedule)
+    img = np.random.default_rng(seed).random((4, rows, cols), dtype=np.float32)
+    img[3] = 0.1 + 0.9 * img[3]  # alpha > 0: the normalization divides by it
+    return App("interpolate", out, [cols, rows, 3], [(inp, img)], 5 * levels - 1)
+
+
+def local_laplacian(rows: int = 16, cols: int = 24, levels: int = 4, schedule: str = "inline",
+                    k_levels: int = 8, alpha: float = 0.5, beta: float = 1.0,
+                    seed: int = 0) -> App:
+    """The local Laplacian filter as Halide's app describes it: a 16-bit RGB input, its
+    gray image, ``k_levels`` remapped copies (a detail-enhancing curve, a lookup table of
+    the intensity difference) each decomposed into a Gaussian then a Laplacian pyramid of
+    ``levels`` levels (1 3 3 1 down, 1/4 3/4 up); the output Laplacian pyramid takes, per
+    pixel, the two copies around the gray image's own pyramid value (a data-dependent,
+    clamped index) and interpolates; collapsed and applied to the color channels. Halide's
+    app uses 8 levels."""
+    _check_schedule(schedule)
+    x, y, c, k = _vars("x y c k")
+    inp = hl.ImageParam(hl.UInt(16), 3, "inp")
+    J = levels
+
+    def downsample(f: hl.Func, name: str) -> hl.Func:
+        r = [k] if f.dimensions() == 3 else []
+        dx, dy = hl.Func(name + "_dx"), hl.Func(name)
+        dx[[x, y, *r]] = (f[[2 * x - 1, y, *r]] + 3.0 * (f[[2 * x, y, *r]]
+                          + f[[2 * x + 1, y, *r]]) + f[[2 * x + 2, y, *r]]) / 8.0
+        dy[[x, y, *r]] = (dx[[x, 2 * y - 1, *r]] + 3.0 * (dx[[x, 2 * y, *r]]
+                          + dx[[x, 2 * y + 1, *r]]) + dx[[x, 2 * y + 2, *r]]) / 8.0
+        made.extend([dx, dy])
+        return dy
+
+    def upsample(f: hl.Func, name: str) -> hl.Func:
+        r = [k] if f.dimensions() == 3 else []
+        ux, uy = hl.Func(name + "_ux"), hl.Func(name)
+        ux[[x, y, *r]] = (0.25 * f[[(x // 2) - 1 + 2 * (x % 2), y, *r]]
+                          + 0.75 * f[[x // 2, y, *r]])
+        uy[[x, y, *r]] = (0.25 * ux[[x, (y // 2) - 1 + 2 * (y % 2), *r]]
+                          + 0.75 * ux[[x, y // 2, *r]])
+        made.extend([ux, uy])
+        return uy
+
+    made: list[hl.Func] = []
+    remap = hl.Func("remap")
+    fx = hl.f32(x) / 256.0
+    remap[x] = alpha * fx * hl.exp(-fx * fx / 2.0)
+    clamped = hl.BoundaryConditions.repeat_edge(inp)
+    floating = hl.Func("floating")
+    floating[x, y, c] = hl.f32(clamped[x, y, c]) / 65535.0
+    gray = hl.Func("gray")
+    gray[x, y] = 0.299 * floating[x, y, 0] + 0.587 * floating[x, y, 1] + 0.114 * floating[x, y, 2]
+    g0 = hl.Func("gPyramid0")
+    level = k * (1.0 / (k_levels - 1))
+    idx = hl.clamp(hl.i32(gray[x, y] * float(k_levels - 1) * 256.0), 0, (k_levels - 1) * 256)
+    g0[x, y, k] = beta * (gray[x, y] - level) + level + remap[idx - 256 * k]
+    gp = [g0] + [hl.Func() for _ in range(1, J)]
+    for j in range(1, J):
+        gp[j] = downsample(gp[j - 1], f"gPyramid{j}")
+    lp: list[hl.Func] = [hl.Func() for _ in range(J)]
+    lp[J - 1] = gp[J - 1]
+    for j in range(J - 2, -1, -1):
+        up = upsample(gp[j + 1], f"gUp{j}")
+        lp[j] = hl.Func(f"lPyramid{j}")
+        lp[j][x, y, k] = gp[j][x, y, k] - up[x, y, k]
+    ig = [gray] + [hl.Func() for _ in range(1, J)]
+    for j in range(1, J):
+        ig[j] = downsample(ig[j - 1], f"inGPyramid{j}")
+    ol = []
+    for j in range(J):
+        lv = ig[j][x, y] * float(k_levels - 1)
+        li = hl.clamp(hl.i32(lv), 0, k_levels - 2)
+        lf = lv - hl.f32(li)
+        o = hl.Func(f"outLPyramid{j}")
+        o[x, y] = (1.0 - lf) * lp[j][x, y, li] + lf * lp[j][x, y, li + 1]
+        ol.append(o)
+    og = [hl.Func() for _ in range(J)]
+    og[J - 1] = ol[J - 1]
+    for j in range(J - 2, -1, -1):
+        up = upsample(og[j + 1], f"outUp{j}")
+        og[j] = hl.Func(f"outGPyramid{j}")
+        og[j][x, y] = up[x, y] + ol[j][x, y]
+    color = hl.Func("color")
+    color[x, y, c] = og[0][x, y] * (floating[x, y, c] + 0.01) / (gray[x, y] + 0.01)
+    out = hl.Func("local_laplacian")
+    out[x, y, c] = hl.u16(hl.clamp(color[x, y, c], 0.0, 1.0) * 65535.0)
+    funcs = [remap, floating, gray, g0, *made, *lp[:J - 1], *ol, *og[:J - 1], color]
+    _root(funcs, schedule)
+    img = np.random.default_rng(seed).integers(0, 65536, (3, rows, cols), dtype=np.uint16)
+    return App("local_laplacian", out, [cols, rows, 3], [(inp, img)], len(funcs) + 1)
+
+
+APPS = {"bilateral_grid": bilateral_grid, "interpolate": interpolate,
+        "local_laplacian": local_laplacian}

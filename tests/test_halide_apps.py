@@ -1,0 +1,77 @@
+"""Halide's apps (``frontends/halide/apps.py``: bilateral grid, interpolate, local Laplacian,
+written from their public descriptions) with no schedule (everything inlined, Halide's
+default) and with every stage ``compute_root``: Halide's own ``realize`` is the reference.
+
+Lowering cost is guarded by ISL's operation count, not by time: an inlined pipeline must
+lower within a tenth of the middle-end's default bound (the bilateral grid inlined went past
+the whole bound when every repeated read was its own relation).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+from halide_util import STRICT, assert_same, halide_realize
+
+from frontends.halide import apps, compile_pipeline
+from middleend.driver.lowering import DEFAULT_MAX_OPS, lower
+
+
+@pytest.fixture(autouse=True)
+def _quiet() -> Iterator[None]:
+    """Halide warns that Python float literals are float32 (the apps mean them so)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        yield
+
+
+def _lower_within(app: apps.App, max_ops: int) -> None:
+    built = compile_pipeline(app.output).translate(app.sizes, **app.by_name())
+    lower(built.fn, outputs=built.outputs, max_isl_ops=max_ops)
+
+
+@pytest.mark.parametrize("schedule", apps.SCHEDULES)
+def test_bilateral_grid(schedule: str) -> None:
+    app = apps.bilateral_grid(12, 20, schedule=schedule, r_sigma=0.1)
+    k = compile_pipeline(app.output)
+    assert_same(k.realize(app.sizes, **app.by_name()),
+                halide_realize([app.output], app.sizes, app.inputs), atol=1e-4)
+
+
+@pytest.mark.parametrize(("schedule", "levels"), [("inline", 2), ("root", 5)])
+def test_interpolate(schedule: str, levels: int) -> None:
+    app = apps.interpolate(16, 24, levels=levels, schedule=schedule)
+    k = compile_pipeline(app.output)
+    assert_same(k.realize(app.sizes, **app.by_name()),
+                halide_realize([app.output], app.sizes, app.inputs), atol=1e-4)
+
+
+@pytest.mark.parametrize(("schedule", "levels"), [
+    pytest.param("inline", 2, marks=pytest.mark.slow),  # Halide's own JIT takes ~20 s
+    ("root", 4),
+])
+def test_local_laplacian(schedule: str, levels: int) -> None:
+    """uint16 results within 1 of Halide's: Halide's ``exp`` is its own polynomial, not
+    libm's, and the remapping curve's last bits move a few rounded values by one."""
+    app = apps.local_laplacian(16, 24, levels=levels, schedule=schedule)
+    k = compile_pipeline(app.output, fp_contract=False)
+    ours = k.realize(app.sizes, **app.by_name())
+    (ref,) = halide_realize([app.output], app.sizes, app.inputs, STRICT)
+    assert ours.dtype == ref.dtype == np.uint16 and ours.shape == ref.shape
+    diff = np.abs(ours.astype(np.int32) - ref.astype(np.int32))
+    assert diff.max() <= 1 and (diff > 0).mean() < 0.01, (diff.max(), (diff > 0).sum())
+
+
+@pytest.mark.parametrize(("name", "kw"), [
+    ("bilateral_grid", {}),
+    ("interpolate", {"levels": 3}),
+    ("local_laplacian", {"levels": 2}),
+])
+def test_inlined_apps_lower_within_a_tenth_of_the_isl_bound(name: str, kw: dict) -> None:
+    """Every read the inlined expression repeats is one relation, built once, and the
+    inputs' relations are built only where a pass needs them: far below the bound."""
+    app = apps.APPS[name](schedule="inline", **kw)
+    _lower_within(app, DEFAULT_MAX_OPS // 10)
