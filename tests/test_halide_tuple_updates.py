@@ -133,3 +133,51 @@ def test_a_store_index_reading_the_tuple_is_refused() -> None:
     f[hl.clamp(f[r.x][0], 0, 3)] = (f[r.x][1], r.x)
     with pytest.raises(UnsupportedHalideFeature, match="store index or predicate"):
         compile_pipeline(f).realize([4])
+
+
+def _window_argmin(a: hl.ImageParam, both: bool) -> tuple[hl.Func, hl.Func]:
+    """Per point, the argmin over a window of 7 (a Tuple update whose elements read each
+    other), read by a consumer at x and x + 1 (both elements there, or only one)."""
+    x, y = hl.Var("x"), hl.Var("y")
+    f, out = hl.Func("win_argmin"), hl.Func("win_out")
+    r = hl.RDom([(0, 7)], "r")
+    f[x, y] = (0, a[x, y])
+    better = a[x + r.x, y] < f[x, y][1]
+    f[x, y] = (hl.select(better, r.x, f[x, y][0]), hl.select(better, a[x + r.x, y],
+                                                              f[x, y][1]))
+    nxt = hl.f32(f[x + 1, y][0]) + (f[x + 1, y][1] if both else 0)
+    out[x, y] = hl.f32(f[x, y][0]) + f[x, y][1] * 2 + nxt
+    return f, out
+
+
+@pytest.mark.parametrize("schedule", ["at_y", "at_x", "tiled"])
+def test_tuple_update_computed_at_a_loop(schedule: str, rng: np.random.Generator) -> None:
+    """compute_at of a Func whose Tuple update elements read each other: per iteration of
+    the consumer's loop, every new value of a point before any store, as at root."""
+    a = hl.ImageParam(hl.Float(32), 2, "a")
+    f, out = _window_argmin(a, both=True)
+    x, y = out.args()
+    if schedule == "at_y":
+        f.compute_at(out, y)
+    elif schedule == "at_x":
+        f.compute_at(out, x)
+    else:
+        xo, yo, xi, yi = (hl.Var(n) for n in ("xo", "yo", "xi", "yi"))
+        out.tile(x, y, xo, yo, xi, yi, 8, 4).parallel(yo)
+        f.compute_at(out, xo)
+        f.update(0).vectorize(x, 4, hl.TailStrategy.GuardWithIf)
+    data = rng.integers(0, 9, (12, 30)).astype(np.float32)  # ties: the first index wins
+    check(out, [20, 12], [(a, data)])
+
+
+def test_tuple_update_computed_at_read_by_element_is_refused(
+        rng: np.random.Generator) -> None:
+    """A consumer reading one element where it does not read the other: Halide computes
+    both over the union; we would compute each for its own reads, so it is refused by
+    name, not miscompiled."""
+    a = hl.ImageParam(hl.Float(32), 2, "a")
+    f, out = _window_argmin(a, both=False)
+    f.compute_at(out, out.args()[1])
+    with pytest.raises(UnsupportedHalideFeature, match=r"reads only element\(s\) \[0\] of "
+                       r"its 2 at \[x \+ 1, y\]"):
+        compile_pipeline(out).realize([20, 12], a=rng.random((12, 30), dtype=np.float32))

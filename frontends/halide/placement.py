@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from frontends.halide.errors import UnsupportedHalideFeature
+from frontends.halide.evaluate import expr_text
 from frontends.halide.graph import definitions, exprs_of, walk
 from middleend import ROOT, ScheduleError, barrier_at
 from middleend.ir.expr import Access
@@ -197,14 +198,14 @@ def place(tr: Translator, fi: FuncInfo) -> None:
     n = len(f.output_types)
     stages = [fi.comps[0] + [c for cp in fi.copies for c in cp],
               *(fi.temps.get(k, []) + cs for k, cs in enumerate(fi.comps[1:], 1))]
+    afters: list[tuple[Any, Any, str]] = []
     for k, (comps, plan) in enumerate(zip(stages, fi.plans, strict=True)):
         if not plan.order and k not in fi.temps:
             continue
         inner = plan.loops[plan.order[-1]] if plan.order else ROOT
         size = n if k == 0 else len(comps)
         for base in range(0, len(comps), size):
-            for a, b in itertools.pairwise(comps[base:base + size]):
-                b.after(a, inner)
+            afters += [(a, b, inner) for a, b in itertools.pairwise(comps[base:base + size])]
         vector = [h for h in plan.order if any(dm.var == h and dm.for_type == "Vectorized"
                                                for dm in definitions(f)[k].schedule.dims)]
         at = plan.order[:plan.order.index(vector[0])] if vector else plan.order
@@ -215,10 +216,51 @@ def place(tr: Translator, fi: FuncInfo) -> None:
     if cl.is_root or cl.is_inlined:
         if not s.store_level.is_inlined and not s.store_level.is_root:
             raise UnsupportedHalideFeature(f.name, None, "store_at inside a compute_root Func")
+        for a, b, inner in afters:
+            b.after(a, inner)
         return
     if fi.temps:
-        raise UnsupportedHalideFeature(f.name, None, "compute_at of a Func whose Tuple update "
-                                       "elements read each other (use compute_root)")
+        _check_elements_read_together(tr, fi)
+    _place_at(tr, fi)
+    # after compute_at, which puts each computation just before its consumer: the elements
+    # of a stage then share its loops again (an update whose elements read each other
+    # computes all new values, then stores them, at each point)
+    for a, b, inner in afters:
+        b.after(a, inner)
+
+
+def _check_elements_read_together(tr: Translator, fi: FuncInfo) -> None:
+    """A Func whose Tuple update elements read each other, computed at a loop: each element
+    is computed there for the reads of it, and its new values need the others' old ones at
+    the same points, so every read must read all the elements at the same index (Halide
+    computes every element over the union of what is read; we do not widen one element's
+    region for another's readers)."""
+    f = fi.f
+    n = len(f.output_types)
+    for g in tr.order:
+        if g == f.name:
+            continue
+        for d in definitions(tr.info[g].f):
+            seen: dict[str, set[int]] = {}
+            for root in exprs_of(d):
+                for e in walk(root):
+                    if e.kind == "Call" and e.call_type == "Halide" and e.name == f.name:
+                        key = ", ".join(expr_text(a) for a in e.args)
+                        seen.setdefault(key, set()).add(e.value_index)
+            for key, got in seen.items():
+                if len(got) != n:
+                    raise UnsupportedHalideFeature(
+                        f.name, None, f"compute_at of a Func whose Tuple update elements "
+                        f"read each other, where {g!r} reads only element(s) {sorted(got)} "
+                        f"of its {n} at [{key}] (each element would be computed for its own "
+                        "reads; read all of them there, or compute_root it)")
+
+
+def _place_at(tr: Translator, fi: FuncInfo) -> None:
+    """compute_at / store_at of a Func computed at a loop of its consumer."""
+    f = fi.f
+    s = f.schedule
+    cl = s.compute_level
     pl = tr.placement
     outside = pl.outside(f.name)
     if outside:
@@ -254,7 +296,8 @@ def place(tr: Translator, fi: FuncInfo) -> None:
         level, plan = _loop(tr, f.name, cl.func_name, site, cl.var_name)
         # all stages, in order, at that loop: the updates of what the consumer reads there
         # (the middle-end places them by the buffer elements the consumer reads)
-        for c in comps + ([c for cs in fi.comps[1:] for c in cs] if r == 0 else []):
+        for c in comps + ([c for k, cs in enumerate(fi.comps[1:], 1)
+                           for c in fi.temps.get(k, []) + cs] if r == 0 else []):
             c.compute_at(consumer, level)
         if sl.is_root:
             continue
