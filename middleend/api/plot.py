@@ -30,7 +30,7 @@ from .plot_shared import SharedPanel, collect_shared
 
 FORMATS = (".svg", ".png")
 _FLOW, _VIOLATED = "#c0392b", "#8e24aa"  # red arrows; a broken dependence in purple
-_STORAGE = "#00897b"  # an anti or output dependence a parallel loop carries (teal)
+_STORAGE = "#00897b"  # an anti or output dependence broken (teal)
 # past these, dependence arrows are counted, not drawn (a picture of a blot helps nobody);
 # those the schedule violates are drawn up to MAX_ARROWS_DRAWN whatever the density
 MAX_ARROWS_DRAWN = 2000
@@ -77,6 +77,8 @@ class PlotResult:
             rows += [f"  {a} -> {b}: {len(e)} dependence arrows"
                      + (f" ({sp.broken(a, b)} violated)" if sp.broken(a, b) else "")
                      for (a, b), e in sp.arrows.items()]
+            rows += [f"  {a} -> {b}: {len(e)} {kind} dependence arrows (violated)"
+                     for (kind, a, b), e in sp.storage.items()]
         return "\n".join([f"wrote {self.path}", *rows])
 
 
@@ -228,16 +230,16 @@ def _panel(ax: Any, p: Panel) -> None:
 
 
 def _arrows(ax: Any, arrows: Sequence[tuple[tuple[float, float], tuple[float, float]]],
-            color: str,
-            width: float, z: int) -> None:
+            color: str, width: float, z: int) -> None:
     """One quiver for many arrows (an arrow patch each is slow to lay out), each cut by a
-    fifth of a unit at both ends so that it runs between the markers."""
+    fifth of a unit at both ends so that it runs between the markers (a short one, between
+    two computations' instances nudged apart, by less: it keeps its direction)."""
     if not arrows:
         return
     xs, ys, us, vs = [], [], [], []
     for (x0, y0), (x1, y1) in arrows:
         dx, dy = x1 - x0, y1 - y0
-        cut = 0.2 / max((dx * dx + dy * dy) ** 0.5, 1e-9)
+        cut = min(0.2 / max((dx * dx + dy * dy) ** 0.5, 1e-9), 0.3)
         xs.append(x0 + cut * dx)
         ys.append(y0 + cut * dy)
         us.append(dx * (1 - 2 * cut))
@@ -346,7 +348,7 @@ def _shared(ax: Any, sp: SharedPanel) -> None:
         _arrows(ax, [(at(a, s), at(b, t)) for s, t in arrows[:MAX_ARROWS_DRAWN]], _STORAGE,
                 0.0028, 5)
         handles.append(Line2D([], [], color=_STORAGE, marker=">", lw=1.6, label=(
-            f"{a} → {b}: {kind}, carried by a parallel loop ({len(arrows)})")))
+            f"{a} → {b}: {kind} dependence broken ({len(arrows)})")))
     ax.set_title(sp.title, fontsize=11, loc="left")
     ax.set_xlabel(sp.xlabel, fontsize=10)
     ax.set_ylabel(sp.ylabel, fontsize=10)

@@ -200,6 +200,7 @@ def collect_shared(lw: Lowered, commands: Sequence[cmd.Command], params: Mapping
     _place(sp, comps, lay, ref, lw)
     _links(lw, sp, comps, lay, fixed, at, cap)
     _storage(lw, sp, comps, lay, fixed, at, cap)
+    _overwritten(lw, sp, comps, lay, fixed, at, cap)
     return sp
 
 
@@ -291,9 +292,7 @@ def _storage(lw: Lowered, sp: SharedPanel, comps: dict[str, _Comp], lay: _Layout
              fixed: isl.Set, at: str, cap: int) -> None:
     """The anti and output dependences that a parallel (vector, GPU, distributed) loop
     carries, from the relations the legality check intersects with that loop: two
-    iterations touching one element, at least one writing, have no order. A broken anti or
-    output dependence of a sequential order is not drawn: the check sees it only through
-    the value a read gets (a purple flow arrow, or the check's error)."""
+    iterations touching one element, at least one writing, have no order."""
     from ..ir.islutil import maps_of
     from ..passes.legality import memory_dependences, tagged_loops
 
@@ -315,8 +314,52 @@ def _storage(lw: Lowered, sp: SharedPanel, comps: dict[str, _Comp], lay: _Layout
                         continue  # an operation or a computation not drawn
                     found.setdefault((kind, ca, cb), {})[(lay.at(ca, a), lay.at(cb, b))] = None
                     where.setdefault(kind, set()).add(f"{loop} ({tag})")
-    sp.storage = {k: list(v) for k, v in found.items()}
+    sp.storage.update({k: list(v) for k, v in found.items()})
     for kind, lps in where.items():
         n = sum(len(v) for (k, _, _), v in found.items() if k == kind)
         sp.notes.append(f"{n} {kind} dependence arrow{'s' * (n != 1)} carried by loop "
                         f"{', '.join(sorted(lps))}: its iterations share storage")
+
+
+def _overwritten(lw: Lowered, sp: SharedPanel, comps: dict[str, _Comp], lay: _Layout,
+                 fixed: isl.Set, at: str, cap: int) -> None:
+    """Anti and output dependences that the order breaks, from what the legality check
+    compares (:func:`~middleend.passes.legality.misreads`): a read that would see the value
+    of another write than Layer I's, though Layer I's producer ran before it, was
+    overwritten in between (an anti dependence from the read to that write, broken); an
+    output element whose last write is not Layer I's (an output dependence from the write
+    that came last to the one that should have, broken). A read whose producer runs after
+    it is the purple flow arrow already."""
+    from ..ir.islutil import maps_of
+    from ..passes.legality import misreads
+
+    owner = {t: c for c, comp in comps.items() for ts in comp.inst.ts_of.values()
+             for t in ts}
+    found: dict[tuple[str, str, str], dict[tuple[XY, XY], None]] = {}
+    for what, got, want in misreads(lw.l1, lw.l3, lw.ts, lw.exp, lw.ph, lw.l4):
+        prescribed: dict[Pt, list[tuple[str, Pt]]] = {}
+        for m in maps_of(want.intersect_params(fixed)):
+            p = m.get_tuple_name(isl.dim_type.out)
+            for k, y in pairs(m, f"the prescribed producers at {at}", 8 * cap):
+                prescribed.setdefault(k, []).append((p, y))
+        for m in maps_of(got.intersect_params(fixed)):
+            for k, src in pairs(m, f"the producers seen at {at}", 8 * cap):
+                cs = owner.get(src)
+                for p, y in prescribed.get(k, []):
+                    runs = comps[p].inst.ts_of.get(y, []) if p in comps else []
+                    if cs is None or not runs:
+                        continue
+                    if what == "read" and owner.get(k) and any(t < k for t in runs):
+                        e = (lay.at(owner[k], k), lay.at(cs, src))
+                        found.setdefault(("anti", owner[k], cs), {})[e] = None
+                    elif what == "final":
+                        e = (lay.at(cs, src), lay.at(p, max(runs)))
+                        found.setdefault(("output", cs, p), {})[e] = None
+    for key, arrows in found.items():
+        sp.storage.setdefault(key, []).extend(arrows)
+    for kind in ("anti", "output"):
+        n = sum(len(v) for (k, _, _), v in found.items() if k == kind)
+        if n:
+            sp.notes.append(f"{n} {kind} dependence arrow{'s' * (n != 1)} broken by the "
+                            "order (a value overwritten before its last use, or the wrong "
+                            "last write)")

@@ -85,6 +85,67 @@ def check_dataflow(l1: Layer1, l3: Layer3, ts: TimeSpace, exp: Expected, ph: Phy
     names = {n: c.vars for n, c in l1.comps.items()}
     names.update({o.name: [*ts.comps[o.name].ext_dims] for o in l4.ops.values()
                   if o.name in ts.comps})
+    flow = _scheduled_flow(l1, l3, ts, exp, ph, l4)
+    if flow is None:
+        return
+    deps, chains, same = flow
+    _check_device_reads(ph, l4, deps, names)
+    _check_operation_reads(l1, l3, exp, ph, l4, chains, names)
+    by_ref = {ref: o for o in l4.ops.values() for ref in o.refs}
+    for r in exp.reads:
+        if r.ref not in ph.reads:
+            continue
+        direct = _strip(deps, f"R{r.ref}").reverse()  # T_sink -> T_src
+        op = by_ref.get(r.ref)
+        if op is not None:
+            _check_copied(l1, names, r, op, direct, ph)
+        _, act, want, bad = _read_mismatch(l1, exp, ph, chains, r, direct, same)
+        if not bad.is_empty():
+            bad_sinks = bad.domain()
+            dep = _restrict_domain_u(want, bad_sinks).apply_domain(ph.tinv).reverse()
+            got = _restrict_domain_u(act, bad_sinks).apply_domain(ph.tinv).reverse()
+            srcs = sorted({m.get_tuple_name(isl.dim_type.in_) for m in maps_of(dep)}
+                          | {m.get_tuple_name(isl.dim_type.in_) for m in maps_of(got)})
+            seen = (f"it would read {_fmt(names, got)})" if not got.is_empty()
+                    else "it would run before that value is produced)")
+            if op is not None:
+                raise ScheduleError(
+                    f"illegal schedule: {r.comp!r} reads {r.target!r} through the copy "
+                    f"{op.name!r}, which would not hold the value Layer I prescribes ("
+                    + seen.replace("it would read", "the copy would hold")
+                    .replace("it would run before", "the copy would run before"),
+                    computations=tuple(dict.fromkeys([*srcs, op.name, r.comp])),
+                    dependence=_fmt(names, dep) or str(bad), command=op.command,
+                    command_index=op.command_index)
+            raise ScheduleError(
+                f"illegal schedule: {r.comp!r} would not read the value of {r.target!r} that "
+                f"Layer I prescribes (" + seen,
+                computations=tuple(dict.fromkeys([*srcs, r.comp])),
+                dependence=_fmt(names, dep) or str(bad))
+    for bname in exp.written:
+        found = _final_mismatch(l1, exp, ph, chains, deps, bname, same)
+        if found is None:
+            continue
+        _, act, want, bad = found
+        if not bad.is_empty():
+            exp_w = want.intersect_domain(bad.domain())
+            got_w = act.intersect_domain(bad.domain())
+            raise ScheduleError(
+                f"illegal schedule: the final content of output {bname!r} would differ from "
+                f"Layer I (last writers expected {_fmt(names, exp_w)}, got "
+                f"{_fmt(names, got_w)})",
+                computations=tuple(l3.buffers[bname].writers),
+                dependence=_fmt(names, exp_w.reverse()))
+
+
+Flow = tuple[isl.UnionMap, _Chains, Callable[[], isl.UnionMap]]
+
+
+def _scheduled_flow(l1: Layer1, l3: Layer3, ts: TimeSpace, exp: Expected, ph: Physical,
+                    l4: Layer4) -> Flow | None:
+    """ISL's exact dataflow of the scheduled program (sink -> the write it sees, in
+    time-space), the copy chains to follow through, and the same-value relation (lazy);
+    None when nothing is read and nothing is an output."""
     sinks = isl.UnionMap.empty(l1.param_space)
     sched = isl.UnionMap.empty(l1.param_space)
     for key, r in [*((f"R{k}", m) for k, m in ph.reads.items()),
@@ -121,11 +182,10 @@ def check_dataflow(l1: Layer1, l3: Layer3, ts: TimeSpace, exp: Expected, ph: Phy
         t_end = isl.Set.read_from_str(l1.ctx, "{ [" + ", ".join(map(str, end)) + "] }")
         sched = sched.union(isl.UnionMap.from_map(isl.Map.from_domain_and_range(e2, t_end)))
     if sinks.is_empty():
-        return
+        return None
     info = isl.UnionAccessInfo.from_sink(sinks).set_must_source(must).set_may_source(may)
     flow = info.set_schedule_map(sched).compute_flow()
     deps = flow.get_may_dependence()
-    chains = _Chains(deps, ts, ph, l4)
     cached: list[isl.UnionMap] = []
 
     def same() -> isl.UnionMap:  # computed only when some producers differ
@@ -133,62 +193,63 @@ def check_dataflow(l1: Layer1, l3: Layer3, ts: TimeSpace, exp: Expected, ph: Phy
             cached.append(same_value(l1, l3))
         return cached[0]
 
-    _check_device_reads(ph, l4, deps, names)
-    _check_operation_reads(l1, l3, exp, ph, l4, chains, names)
-    by_ref = {ref: o for o in l4.ops.values() for ref in o.refs}
+    return deps, _Chains(deps, ts, ph, l4), same
+
+
+Mismatch = tuple[isl.UnionMap, isl.UnionMap, isl.UnionMap, isl.UnionMap]
+
+
+def _read_mismatch(l1: Layer1, exp: Expected, ph: Physical, chains: _Chains, r: Read,
+                   direct: isl.UnionMap, same: Callable[[], isl.UnionMap]) -> Mismatch:
+    """For read ``r``: the writes its sinks see (T_sink -> T_src), the instances they are
+    (T_sink -> P[y]), those Layer I prescribes, and where the two differ."""
+    resolved, _ = chains.resolve(direct)
+    act = resolved.apply_range(ph.tinv)  # T_sink -> P[y]
+    sink_ts = ph.reads[r.ref].domain()
+    want = _restrict_domain(ph.tinv, sink_ts).apply_range(exp.sources.get(
+        r.ref, isl.UnionMap.empty(l1.param_space)))
+    return resolved, act, want, _differ(act, want, same)
+
+
+def _final_mismatch(l1: Layer1, exp: Expected, ph: Physical, chains: _Chains,
+                    deps: isl.UnionMap, bname: str, same: Callable[[], isl.UnionMap]
+                    ) -> Mismatch | None:
+    """For output ``bname``: its elements' last writes (b[e] -> T_src), the instances
+    they are, those Layer I prescribes, and where they differ (None: nothing to check)."""
+    actual, _ = chains.resolve(_strip(deps, f"END_{bname}").reverse())
+    if actual.is_empty() and bname not in exp.final:
+        return None
+    act = _rename_all_domains(actual.apply_range(ph.tinv), bname)
+    want = exp.final.get(bname, isl.UnionMap.empty(l1.param_space))
+    return (_rename_all_domains(actual, bname), act, want, _differ(act, want, same))
+
+
+def misreads(l1: Layer1, l3: Layer3, ts: TimeSpace, exp: Expected, ph: Physical,
+             l4: Layer4 | None = None) -> list[tuple[str, isl.UnionMap, isl.UnionMap]]:
+    """What :func:`check_dataflow` compares, where it differs, for a picture: per read,
+    ``("read", T_sink -> T_src seen, T_sink -> P[y] prescribed)``, per output buffer
+    ``("final", b[e] -> T_src last, b[e] -> P[y] prescribed)``, each restricted to the
+    sinks or elements that would get another value than Layer I's."""
+    l4 = l4 or Layer4()
+    flow = _scheduled_flow(l1, l3, ts, exp, ph, l4)
+    if flow is None:
+        return []
+    deps, chains, same = flow
+    out = []
     for r in exp.reads:
-        if r.ref not in ph.reads:
-            continue
-        direct = _strip(deps, f"R{r.ref}").reverse()  # T_sink -> T_src
-        op = by_ref.get(r.ref)
-        if op is not None:
-            _check_copied(l1, names, r, op, direct, ph)
-        resolved, _ = chains.resolve(direct)
-        act = resolved.apply_range(ph.tinv)  # T_sink -> P[y]
-        sink_ts = ph.reads[r.ref].domain()
-        want = _restrict_domain(ph.tinv, sink_ts).apply_range(exp.sources.get(
-            r.ref, isl.UnionMap.empty(l1.param_space)))
-        bad = _differ(act, want, same)
-        if not bad.is_empty():
-            bad_sinks = bad.domain()
-            dep = _restrict_domain_u(want, bad_sinks).apply_domain(ph.tinv).reverse()
-            got = _restrict_domain_u(act, bad_sinks).apply_domain(ph.tinv).reverse()
-            srcs = sorted({m.get_tuple_name(isl.dim_type.in_) for m in maps_of(dep)}
-                          | {m.get_tuple_name(isl.dim_type.in_) for m in maps_of(got)})
-            seen = (f"it would read {_fmt(names, got)})" if not got.is_empty()
-                    else "it would run before that value is produced)")
-            if op is not None:
-                raise ScheduleError(
-                    f"illegal schedule: {r.comp!r} reads {r.target!r} through the copy "
-                    f"{op.name!r}, which would not hold the value Layer I prescribes ("
-                    + seen.replace("it would read", "the copy would hold")
-                    .replace("it would run before", "the copy would run before"),
-                    computations=tuple(dict.fromkeys([*srcs, op.name, r.comp])),
-                    dependence=_fmt(names, dep) or str(bad), command=op.command,
-                    command_index=op.command_index)
-            raise ScheduleError(
-                f"illegal schedule: {r.comp!r} would not read the value of {r.target!r} that "
-                f"Layer I prescribes (" + seen,
-                computations=tuple(dict.fromkeys([*srcs, r.comp])),
-                dependence=_fmt(names, dep) or str(bad))
+        if r.ref in ph.reads:
+            direct = _strip(deps, f"R{r.ref}").reverse()
+            got, _, want, bad = _read_mismatch(l1, exp, ph, chains, r, direct, same)
+            if not bad.is_empty():
+                out.append(("read", got.intersect_domain(bad.domain()),
+                            want.intersect_domain(bad.domain())))
     for bname in exp.written:
-        nm = f"END_{bname}"
-        actual, _ = chains.resolve(_strip(deps, nm).reverse())
-        if actual.is_empty() and bname not in exp.final:
-            continue
-        act = actual.apply_range(ph.tinv)
-        act = _rename_all_domains(act, bname)
-        want = exp.final.get(bname, isl.UnionMap.empty(l1.param_space))
-        bad = _differ(act, want, same)
-        if not bad.is_empty():
-            exp_w = want.intersect_domain(bad.domain())
-            got_w = act.intersect_domain(bad.domain())
-            raise ScheduleError(
-                f"illegal schedule: the final content of output {bname!r} would differ from "
-                f"Layer I (last writers expected {_fmt(names, exp_w)}, got "
-                f"{_fmt(names, got_w)})",
-                computations=tuple(l3.buffers[bname].writers),
-                dependence=_fmt(names, exp_w.reverse()))
+        found = _final_mismatch(l1, exp, ph, chains, deps, bname, same)
+        if found is not None and not found[3].is_empty():
+            got, _, want, bad = found
+            out.append(("final", got.intersect_domain(bad.domain()),
+                        want.intersect_domain(bad.domain())))
+    return out
 
 
 def _differ(act: isl.UnionMap, want: isl.UnionMap, same: Callable[[], isl.UnionMap]
