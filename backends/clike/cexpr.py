@@ -20,6 +20,7 @@ from middleend.ir.loopast import BufAccess, BufferDecl, IExpr, IInt, IOp, IterRe
 from middleend.ir.types import DType, int64
 
 from .cruntime import suffix
+from .divmod import div_mod
 from .narrow import Int32Subscript
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # fullmatch: `$` accepts a trailing newline
@@ -160,6 +161,11 @@ class ExprPrinter:
         # the statement being printed: the range of each of its iterators (by name) over
         # the loops around it, so that clamps that cannot bind there are not printed
         self.ranges: dict[str, Interval] = {}
+        # the statement being printed: each iterator's binding (a linear function of the
+        # loop counters, by iterator name) and the loop counters' ranges, so that a
+        # subscript's ``// d`` and ``% d`` can be worked out without a division
+        self.bindings: dict[str, IExpr] = {}
+        self.loops: Mapping[str, Interval] = {}
         # the statement being printed: its shared float subexpressions, printed once into
         # locals (see ``hoist``), by node identity
         self.temps: dict[int, str] = {}
@@ -320,6 +326,9 @@ class ExprPrinter:
             if e.op in _ARITH:
                 return f"({a} {_ARITH[e.op]} {b})"
             k = _pow2(e.b)
+            if e.op in ("div", "floordiv", "mod") and self.bindings and isinstance(e.b, Const) \
+                    and (qr := div_mod(e.a, int(e.b.value), self.bindings, self.loops)):
+                return qr[0] if e.op != "mod" else qr[1]
             if e.op in ("div", "floordiv"):
                 # arithmetic shift is floor division by 2^k (gcc defines >> on negatives)
                 return f"({a} >> {k})" if k is not None else f"me_fdiv_i64({a}, {b})"

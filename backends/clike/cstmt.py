@@ -51,6 +51,8 @@ def statement_lines(exprs: ExprPrinter, buffers: dict[str, BufferDecl], s: Stmt,
         if rng is not None and name.startswith("v_"):
             ranges[name[2:]] = rng
     exprs.ranges = ranges
+    exprs.bindings = {name[2:]: e for name, e in s.bindings if name.startswith("v_")}
+    exprs.loops = loops or {}
     try:
         guard = exprs.value(info.guard) if info.guard is not None else None
         temps = exprs.hoist(value)  # evaluated where the value is: under the guard
@@ -58,6 +60,8 @@ def statement_lines(exprs: ExprPrinter, buffers: dict[str, BufferDecl], s: Stmt,
         lets, in_bounds, target = exprs.store_target(store)
     finally:
         exprs.ranges = {}
+        exprs.bindings = {}
+        exprs.loops = {}
         exprs.temps = {}
     body = [*temps, *lets, f"{target} = {text};" if in_bounds is None else
             f"if ({in_bounds}) {target} = {text}; else me_flag({exprs.err});"]
