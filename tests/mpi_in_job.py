@@ -116,6 +116,37 @@ def main(case: str, R: int) -> None:
             ref = (a[:-2] + a[1:-1] + a[2:]) / np.float32(3)
             np.testing.assert_allclose(got[:N - 2], ref, rtol=1e-6)
         assert k.last_bytes_sent == [0] + [2 * M * 3 * 4] * (R - 1)
+    elif case == "runtime":
+        # ranks read at run time: the job's; a rank's bad index raises on every rank
+        N, T = 11, 3
+        k = heat2d(N, N, T, "runtime").compile(target="mpi", ranks="runtime")
+        a = rng.random((N, N), dtype=np.float32)
+        got = k(u0=a)["u"]
+        if root:
+            np.testing.assert_allclose(got, heat_ref(a, T), rtol=1e-5)
+        assert len(k.last_bytes_sent) == R
+        with me.Function("jlut") as f:
+            i = me.Var("i", 0, 12)
+            lut = me.Input("lut", [10], me.float32)
+            idx = me.Input("idx", [12], me.int32)
+            o = me.Computation("o", [i], lut[idx[i]] * 2.0)
+        idx.distribute(0)
+        o.buffer().distribute(0)
+        o.distribute("i")
+        k = f.compile(target="mpi", ranks="runtime")
+        lut_a = np.arange(10, dtype=np.float32)
+        good = (np.arange(12) % 10).astype(np.int32)
+        bad = good.copy()
+        bad[11] = 99  # in the last rank's block
+        try:
+            k(lut=lut_a, idx=bad)
+        except me.KernelRuntimeError as exc:  # on every rank, naming the failing one
+            assert f"rank {R - 1}: a data-dependent index was out of bounds" in str(exc), exc
+        else:
+            raise AssertionError("an out-of-bounds index did not raise")
+        got = k(lut=lut_a, idx=good)["o"]  # the job goes on
+        if root:
+            np.testing.assert_array_equal(got, lut_a[good] * 2)
     elif case == "wrong-ranks":
         k = heat2d(6, 6, 1, R + 1).compile(target="mpi", ranks=R + 1)
         try:

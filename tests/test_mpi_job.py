@@ -65,6 +65,11 @@ def test_a_gather_to_another_root_in_a_running_job() -> None:
     _ok("rooted", 3)
 
 
+@pytest.mark.parametrize("R", [2, 3])
+def test_ranks_read_at_run_time_and_a_rank_failure_on_every_rank_in_a_job(R: int) -> None:
+    _ok("runtime", R)
+
+
 def test_a_kernel_for_another_number_of_ranks_is_refused_in_a_job() -> None:
     _ok("wrong-ranks", 2)
 

@@ -188,3 +188,47 @@ def test_a_reader_on_every_rank_is_refused_with_runtime_ranks() -> None:
     me.exchange(acc, y)
     with pytest.raises(me.ScheduleError, match="grows with the params|nothing sends"):
         f.compile(target="mpi", ranks="runtime", outputs=["tot"])
+
+
+def _lut() -> me.Function:
+    """o[i] = lut[idx[i]] * 2, idx and o distributed by blocks: a rank's index out of
+    bounds is known to that rank only."""
+    with me.Function("rlut") as f:
+        i = me.Var("i", 0, 12)
+        lut = me.Input("lut", [10], me.float32)
+        idx = me.Input("idx", [12], me.int32)
+        o = me.Computation("o", [i], lut[idx[i]] * 2.0)
+    idx.distribute(0)
+    o.buffer().distribute(0)
+    o.distribute("i")
+    return f
+
+
+def test_a_rank_failure_names_the_rank_launched_and_in_a_kept_job() -> None:
+    k = _lut().compile(target="mpi", ranks="runtime")
+    lut = np.arange(10, dtype=np.float32)
+    good = (np.arange(12) % 10).astype(np.int32)
+    bad = good.copy()
+    bad[7] = -3  # rank 1's block at 3 ranks (blocks of 4)
+    with pytest.raises(me.KernelRuntimeError, match="rank 1: a data-dependent index"):
+        k(lut=lut, idx=bad, ranks=3)
+    with k.job():
+        with pytest.raises(me.KernelRuntimeError, match="rank 1: a data-dependent index"):
+            k(lut=lut, idx=bad, ranks=3)
+        job = k._kept
+        np.testing.assert_array_equal(k(lut=lut, idx=good, ranks=3)["o"], lut[good] * 2)
+        assert k._kept is job  # the ranks agreed on the failure: the job went on
+        np.testing.assert_array_equal(k(lut=lut, idx=good, ranks=2)["o"], lut[good] * 2)
+        assert k._kept is not job and k._kept is not None  # another R: another job
+
+
+@pytest.mark.parametrize("R", [1, 4])
+def test_scatter_and_gather_with_runtime_ranks(R: int) -> None:
+    N, M = 23, 9
+    f = _blur(N, M)
+    me.scatter(next(b for b in f.buffers if b.name == "inp"), root=0)
+    next(c for c in f.computations if c.name == "by").gather(root=0)
+    k = f.compile(target="mpi", ranks="runtime")
+    assert "MPI_Scatterv" in k.artifact.text("source")
+    a = np.random.default_rng(4).random((N, M, 3), dtype=np.float32)
+    np.testing.assert_allclose(k(inp=a, ranks=R)["by"][:, :M - 2], _blur_ref(a), rtol=1e-5)

@@ -56,6 +56,9 @@ class InProcess:
     def __init__(self, library: Path, name: str, ranks: int) -> None:
         self.name, self.ranks = name, ranks
         lib = ctypes.CDLL(str(library))  # links the libmpi mpi4py already loaded
+        self.last_error = lib.me_last_error
+        self.last_error.restype = ctypes.c_char_p
+        self.last_error.argtypes = [ctypes.POINTER(ctypes.c_int)]
         self.entry = lib.me_inproc
         self.entry.restype = ctypes.c_int
         self.entry.argtypes = [ctypes.c_int64, ctypes.POINTER(ctypes.c_int64),
@@ -84,6 +87,10 @@ class InProcess:
         if rc == 11:
             raise KernelRuntimeError(f"kernel {self.name}: the communicator does not have "
                                      f"{self.ranks} ranks")
+        if rc == 20:  # a failure every rank agreed on: the same exception on every rank
+            who = ctypes.c_int(-1)
+            text = (self.last_error(ctypes.byref(who)) or b"").decode(errors="replace")
+            raise KernelRuntimeError(f"kernel {self.name}: rank {who.value}: {text}")
         if rc != 0:
             raise KernelRuntimeError(f"kernel {self.name}: rank {comm.Get_rank()}: "
                                      f"{_STATUS.get(rc, f'status {rc}')}")

@@ -157,7 +157,8 @@ class MpiKernel(Kernel):
             try:
                 stats = self._kept.call(run, params, arrays, roles)
             except KernelRuntimeError:
-                self._kept = None
+                if not self._kept.alive:  # else: a failure the ranks agreed on
+                    self._kept = None
                 raise
             for k, (r, a) in enumerate(zip(roles, arrays, strict=True)):
                 if r in ("output", "inout"):

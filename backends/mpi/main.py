@@ -65,6 +65,34 @@ static void me_range_error(const char *loop, int64_t lo, int64_t hi) {
              "runs on ranks 0..%d", loop, (long long)lo, (long long)hi, n - 1);
     me_fail(m);
 }
+static char me_err_text[320];
+static int me_err_rank = -1;
+static int me_in_job = 0;  /* 1: in a running job (me_inproc), 0: under the launcher */
+/* the failure every rank agreed on in the last call (in a running job): rank and text */
+const char *me_last_error(int *rank) {
+    *rank = me_err_rank;
+    return me_err_text;
+}
+/* A check every rank makes at the same point of a call: the lowest failing rank's message
+   goes to every rank. In a running job each rank then returns it as the call's status (an
+   exception on every rank, naming that rank, and the job goes on); under the launcher that
+   rank aborts the job, as any failure does. Returns whether some rank failed. */
+static int me_agree(int bad, const char *what) {
+    int mine = bad ? me_rank_id : 1 << 30, first = 0;
+    MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, me_comm);
+    if (first == 1 << 30) return 0;
+    char m[320];
+    memset(m, 0, sizeof m);
+    if (me_rank_id == first) snprintf(m, sizeof m, "%s", what);
+    MPI_Bcast(m, (int)sizeof m, MPI_CHAR, first, me_comm);
+    if (!me_in_job) {
+        if (me_rank_id == first) me_fail(m);
+        MPI_Barrier(me_comm);  /* ended by the failing rank's abort */
+    }
+    me_err_rank = first;
+    memcpy(me_err_text, m, sizeof m);
+    return 1;
+}
 static int64_t me_nranks(void) {
     int n;
     MPI_Comm_size(me_comm, &n);
@@ -251,6 +279,7 @@ def generate_main(program: Program, local: Program, dist: Distribution,
     lines += [f"    int64_t me_p[{P + 1}];",
               *(f"    me_p[{k}] = me_arg(argv[{2 + k}]);" for k in range(P)),
               *_sent_decl(dist), "    double me_phmax[4];",
+              "    me_in_job = 0;",
               "    me_run_job(argv[1], NULL, me_p, me_t, me_sent, me_phmax);",
               "    if (me_rank_id == 0) {",
               "        me_whole(argv[1], \"stats\", 0, me_sent, me_sent_bytes, 1);",
@@ -273,7 +302,9 @@ def generate_main(program: Program, local: Program, dist: Distribution,
         lines += ["    int me_thr = 0;", "    MPI_Query_thread(&me_thr);",
                   "    if (me_thr < MPI_THREAD_FUNNELED) return 12;",
                   "    MPI_Is_thread_main(&me_ok);", "    if (!me_ok) return 13;"]
-    lines += ["    me_run_job(NULL, arrays, me_p, me_t, sent, phases);", "    return 0;", "}", ""]
+    # 20: a failure every rank agreed on (me_last_error says which rank, and what)
+    lines += ["    me_in_job = 1;", "    me_err_rank = -1;",
+              "    return me_run_job(NULL, arrays, me_p, me_t, sent, phases);", "}", ""]
     return "\n".join([*parts, *lines])
 
 
@@ -282,7 +313,7 @@ def _job(program: Program, local: Program, dist: Distribution, threads: bool) ->
     ``me_dir`` (each rank its own part) or, when that is NULL, from the root's whole
     arrays ``me_root`` (scattered and broadcast, and gathered back to them)."""
     R = dist.ranks
-    lines = ["static void me_run_job(const char *me_dir, void **me_root, const int64_t *me_p, "
+    lines = ["static int me_run_job(const char *me_dir, void **me_root, const int64_t *me_p, "
              "double *me_t, int64_t *me_sent, double *me_phmax) {",
              "    int me_r = me_rank_id, me_size;",
              "    MPI_Comm_size(me_comm, &me_size);",
@@ -333,8 +364,11 @@ def _job(program: Program, local: Program, dist: Distribution, threads: bool) ->
     call += [f"l_{b.name}" for b in args]
     lines.append(f"    int me_rc = me_{local.name}({', '.join(call)});")
     lines += ["    me_wait_sends();",
-              "    if (me_rc == 1) me_fail(\"a data-dependent index was out of bounds\");",
-              "    if (me_rc != 0) me_fail(\"out of memory in the kernel\");",
+              "    int me_status = 0;",
+              # every rank gets here: a failure becomes every rank's status in a job
+              "    if (me_agree(me_rc != 0, me_rc == 1 ? \"a data-dependent index was out of "
+              "bounds\" : \"out of memory in the kernel\")) {",
+              "        me_status = 20;", "        goto me_free;", "    }",
               "    me_t[3] = me_clock();"]
     for k, b in enumerate(args):
         if b.role not in ("output", "inout"):
@@ -360,14 +394,14 @@ def _job(program: Program, local: Program, dist: Distribution, threads: bool) ->
               "    MPI_Allreduce(me_ph, me_phmax, 4, MPI_DOUBLE, MPI_MAX, me_comm);",
               "    MPI_Allgather(&me_bytes_sent, 1, MPI_INT64_T, me_sent, 1, MPI_INT64_T, "
               "me_comm);",
-              "    me_bytes_sent = 0;"]
+              "me_free:", "    me_bytes_sent = 0;"]
     for k, b in enumerate(args):
         keep = "if (!me_here) " if b.name not in dist.windows else ""
         lines.append(f"    {keep}free(l_{b.name});")
         if ("scatter", b.name) in moved or ("gather", b.name) in moved:
             lines += [f"    if (me_dir != NULL) free(me_root_copy[{k}]);",
                       f"    me_root_copy[{k}] = NULL;"]
-    lines += ["}", ""]
+    lines += ["    return me_status;", "}", ""]
     return "\n".join(lines)
 
 
@@ -401,7 +435,7 @@ def _block_size(program: Program, dist: Distribution) -> list[str]:
                   "blocks have %lld element(s) along the distributed dimension, fewer than "
                   f"the halo of {need} that the exchanges take from the neighbouring ranks; "
                   "run it on fewer ranks\", me_size, (long long)" + BLOCK_C + ");",
-                  "        me_fail(me_m);", "    }"]
+                  "        if (me_agree(1, me_m)) return 20;", "    }"]
     return lines
 
 

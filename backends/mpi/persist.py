@@ -9,8 +9,10 @@ sends rank 0 one line on the job's standard input, and reads the outputs back wh
 answers on its standard output. Rank 0 broadcasts the call; every rank maps the run
 directory's files (the same shared memory) and runs its part in-process, the root
 scattering from and gathering into the mapped files (``me_inproc`` with shared arrays:
-nothing else is copied). A rank's failure aborts the job; the call then raises, naming
-the rank, and the next call starts a new job.
+nothing else is copied). A failure every rank checks at the same point (a data-dependent
+index out of bounds, blocks smaller than the halo) makes the call raise, naming the rank,
+and the job goes on; any other failure of a rank aborts the job; the call then raises,
+naming the rank, and the next call starts a new job.
 """
 
 from __future__ import annotations
@@ -68,14 +70,18 @@ def serve(library: str, ranks: int, name: str) -> None:
         if call is None:
             break
         arrays = _arrays(Path(call["run"]), call["arrays"])
-        sent, phases = run_it(comm, call["params"], arrays, shared=True)
+        try:
+            sent, phases = run_it(comm, call["params"], arrays, shared=True)
+            answer: dict[str, Any] = {"sent": sent, "phases": phases}
+        except KernelRuntimeError as e:  # every rank agreed on it: the job goes on
+            answer = {"error": str(e)}
         for a in arrays:
             if root:
                 a.flush()
         del arrays
         comm.Barrier()  # every rank is done with the files before the caller reads them
         if root:
-            print(json.dumps({"sent": sent, "phases": phases}), flush=True)
+            print(json.dumps(answer), flush=True)
 
 
 if __name__ == "__main__":
@@ -131,7 +137,10 @@ class KeptJob:
         except OSError:
             self.close(kill=True)
             raise KernelRuntimeError(self._failure(True)) from None
-        return self._answer()
+        got = self._answer()
+        if "error" in got:  # a failure every rank agreed on; the job is still up
+            raise KernelRuntimeError(str(got["error"]))
+        return got
 
     @property
     def alive(self) -> bool:
