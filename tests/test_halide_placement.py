@@ -319,3 +319,50 @@ def test_scan_computed_at_a_loop(rng: np.random.Generator) -> None:
     out[x] = c[x] + 1
     c.compute_at(out, x)
     check(out, [16], [(im, rng.integers(0, 256, (16,), dtype=np.uint8))])
+
+
+# ------------------------------------- a Func with updates realized in several consumer stages
+
+@pytest.mark.parametrize("schedule", ["at_y", "at_x", "tiled", "store_root"])
+def test_func_with_updates_in_two_stages(schedule: str, rng: np.random.Generator) -> None:
+    """A weighted sum (pure definition + RDom update) read by both stages of its consumer:
+    one realization per stage, each running both of the producer's stages there (read at
+    x - 1, so stored at an offset)."""
+    x, y, xo, yo, xi, yi = _vars("x y xo yo xi yi")
+    a, inputs = _image(rng, 14, 30)
+    p, c = hl.Func("wsum"), hl.Func("two_stage")
+    r = hl.RDom([(0, 3)], "r")
+    p[x, y] = a[x + 1, y]
+    p[x, y] += a[x + r.x + 1, y] * hl.f32(r.x + 1)
+    c[x, y] = p[x - 1, y] + p[x + 1, y]
+    c[x, y] += p[x, y + 1] * 2
+    if schedule == "at_y":
+        p.compute_at(c, y)
+    elif schedule == "at_x":
+        p.compute_at(c, x)
+    elif schedule == "tiled":
+        c.tile(x, y, xo, yo, xi, yi, 8, 4)
+        c.update(0).tile(x, y, xo, yo, xi, yi, 4, 4)
+        p.compute_at(c, xo).vectorize(x, 4)
+        p.update(0).vectorize(x, 4)
+    else:
+        p.store_root().compute_at(c, y)
+    k = check(c, [20, 12], inputs)
+    built, _ = k.build([20, 12], a=inputs[0][1])
+    copies = set(re.findall(r"\bwsum\w*_at1\b", built.fn.layers()))
+    assert len(copies) == 2 and sum("_s1_" in n for n in copies) == 1, copies  # both stages
+
+
+def test_histogram_in_two_stages(rng: np.random.Generator) -> None:
+    """A per-row histogram (a scatter) read by the pure definition and the update of its
+    consumer, computed at each row of both."""
+    x, y = _vars("x y")
+    im = hl.ImageParam(hl.UInt(8), 2, "im")
+    h, o = hl.Func("rowhist2"), hl.Func("cnt2")
+    r = hl.RDom([(0, 30)], "r")
+    h[x, y] = 0
+    h[hl.cast(hl.Int(32), im[r.x, y]) // 16, y] += 1
+    o[x, y] = h[x, y] * 10 + x
+    o[x, y] += h[15 - x, y]
+    h.compute_at(o, y)
+    check(o, [16, 9], [(im, rng.integers(0, 256, (9, 30), dtype=np.uint8))])

@@ -197,13 +197,14 @@ def place(tr: Translator, fi: FuncInfo) -> None:
     # whose elements read each other: all new values first, then the stores)
     n = len(f.output_types)
     stages = [fi.comps[0] + [c for cp in fi.copies for c in cp],
-              *(fi.temps.get(k, []) + cs for k, cs in enumerate(fi.comps[1:], 1))]
+              *(fi.temps.get(k, []) + cs + [c for cu in fi.copy_updates for c in cu[k - 1]]
+                for k, cs in enumerate(fi.comps[1:], 1))]
     afters: list[tuple[Any, Any, str]] = []
     for k, (comps, plan) in enumerate(zip(stages, fi.plans, strict=True)):
         if not plan.order and k not in fi.temps:
             continue
         inner = plan.loops[plan.order[-1]] if plan.order else ROOT
-        size = n if k == 0 else len(comps)
+        size = len(comps) if k in fi.temps else n  # all new values, then all stores
         for base in range(0, len(comps), size):
             afters += [(a, b, inner) for a, b in itertools.pairwise(comps[base:base + size])]
         vector = [h for h in plan.order if any(dm.var == h and dm.for_type == "Vectorized"
@@ -297,7 +298,8 @@ def _place_at(tr: Translator, fi: FuncInfo) -> None:
         # all stages, in order, at that loop: the updates of what the consumer reads there
         # (the middle-end places them by the buffer elements the consumer reads)
         for c in comps + ([c for k, cs in enumerate(fi.comps[1:], 1)
-                           for c in fi.temps.get(k, []) + cs] if r == 0 else []):
+                           for c in fi.temps.get(k, []) + cs] if r == 0 else
+                          [c for cs in fi.copy_updates[r - 1] for c in cs]):
             c.compute_at(consumer, level)
         if sl.is_root:
             continue

@@ -20,6 +20,7 @@ import numpy as np
 
 import middleend as me
 from frontends.halide import bounds as bd
+from frontends.halide.copies import define_copy, storage_order
 from frontends.halide.errors import UnsupportedHalideFeature
 from frontends.halide.exprs import Scope, const, dtype_of, translate
 from frontends.halide.graph import definitions, exprs_of, producer_order, walk
@@ -81,6 +82,7 @@ class FuncInfo:
     # computations (one per value) and their buffers (when offset)
     copies: list[list[me.Computation]] = field(default_factory=list)
     copy_storage: list[list[me.Buffer]] = field(default_factory=list)
+    copy_updates: list[list[list[me.Computation]]] = field(default_factory=list)  # [r][k-1][v]
     # per update stage whose Tuple elements read each other: the elements' new values,
     # computed before any element is written (Halide evaluates a Tuple update's right-hand
     # sides, then stores); fi.comps[k] then copy them into the Func's buffers
@@ -167,6 +169,7 @@ class Translator:
         self.value_ranges: dict[tuple[str, int, tuple[bd.Interval, ...]], bd.Interval] = {}
         # every computation's place in Halide's sequential order: (Func, stage, slot)
         self.seq: list[tuple[me.Computation, tuple[int, int, int]]] = []
+        self.copy_ctx = 0  # the realization an update's reads of its own Func read
 
     # ----------------------------------------------------------------- bounds inference
     def infer_bounds(self) -> None:
@@ -357,13 +360,14 @@ class Translator:
     def _func_access(self, func: str, stage: int, name: str, vi: int,
                      args: tuple[Expr, ...]) -> Expr:
         ci = self.info[name]
-        r = self.placement.copy_for(name, func, stage)
+        r = self.copy_ctx if name == func else self.placement.copy_for(name, func, stage)
         target = (ci.comps[0] if r == 0 else ci.copies[r - 1])[vi]
         idx = tuple(reversed(args))
         if len(definitions(ci.f)) == 1:
             return target[idx]
         if ci.storage:
-            return ci.storage[vi][tuple(self._storage_index(ci, list(idx)))]
+            bufs = ci.storage if r == 0 else ci.copy_storage[r - 1]
+            return bufs[vi][tuple(self._storage_index(ci, list(idx)))]
         return target.memory[idx]
 
     def _needs_buffer(self, fi: FuncInfo) -> bool:
@@ -373,7 +377,7 @@ class Translator:
         assert fi.box is not None
         if fi.inline:
             return False
-        return any(lo != 0 for lo, _ in fi.box) or _storage_order(fi) != list(
+        return any(lo != 0 for lo, _ in fi.box) or storage_order(fi) != list(
             reversed(range(len(fi.f.args))))
 
     def _storage_index(self, fi: FuncInfo, idx: list[Expr]) -> list[Expr]:
@@ -382,7 +386,7 @@ class Translator:
         assert fi.box is not None
         h = list(reversed(idx))
         out = []
-        for p in _storage_order(fi):
+        for p in storage_order(fi):
             lo = fi.box[p][0]
             out.append(h[p] - lo if lo else h[p])
         return out
@@ -497,7 +501,7 @@ class Translator:
                 if k == 0 and self._needs_buffer(fi):
                     assert fi.box is not None
                     fi.storage.append(me.Buffer(self.names(f"{cname}_buf"), [
-                        fi.box[p][1] - fi.box[p][0] + 1 for p in _storage_order(fi)], dt))
+                        fi.box[p][1] - fi.box[p][0] + 1 for p in storage_order(fi)], dt))
                 c = me.Computation(cname, its, expr, predicate=pred, dtype=dt)
                 if k == 0 and fi.storage:
                     c.store_in(fi.storage[vi], self._storage_index(fi, [
@@ -516,7 +520,7 @@ class Translator:
             fi.comps.append(comps)
         if self.placement.computed_at(f.name):
             for r in range(1, len(self.placement.stages(f.name))):
-                self._define_copy(fi, r)
+                define_copy(self, fi, r)
 
     def _program_order(self) -> None:
         """Give every computation its place in Halide's sequential order: Funcs producers
@@ -529,46 +533,6 @@ class Translator:
             dims = [v.name for v in c.vars]
             outs = [str(fpos), str(k), *dims, str(slot), *["0"] * (width - len(dims))]
             c.order = f"{{ {c.name}[{', '.join(dims)}] -> [{', '.join(outs)}] }}"
-
-    def _define_copy(self, fi: FuncInfo, r: int) -> None:
-        """Realization ``r`` (>= 1) of a Func computed in several stages of its consumer:
-        its pure definition again, under new names, in buffers of its own (Halide realizes
-        it once per stage that uses it, recomputing)."""
-        f = fi.f
-        if f.updates:
-            raise UnsupportedHalideFeature(f.name, None, "compute_at of a Func with update "
-                                           "definitions (use compute_root)")
-        d = definitions(f)[0]
-        st = self.stage(fi, 0)
-        scope = self._scope(f.name, 0, dict(st.vars), record=None)
-        its = [me.Var(v.name, st.ranges[v.name][0], st.ranges[v.name][1] + 1)
-               for v in (st.vars[n] for n in st.names)]
-        pred = self._predicate(d, scope)
-        comps, bufs = [], []
-        for vi, v in enumerate(d.values):
-            cname = self.names(f"{fi.comps[0][vi].name}_at{r}")
-            dt = dtype_of(f.output_types[vi], f.name, 0)
-            c = me.Computation(cname, its, translate(v, scope), predicate=pred, dtype=dt)
-            if fi.storage:
-                assert fi.box is not None
-                b = me.Buffer(self.names(f"{cname}_buf"), [
-                    fi.box[p][1] - fi.box[p][0] + 1 for p in _storage_order(fi)], dt)
-                c.store_in(b, self._storage_index(fi, [st.vars[n] for n in st.names]))
-                bufs.append(b)
-            comps.append(c)
-        n = len(comps)
-        self.seq.extend((c, (self.order.index(f.name), 0, n * r + vi))
-                        for vi, c in enumerate(comps))
-        fi.copies.append(comps)
-        fi.copy_storage.append(bufs)
-
-
-def _storage_order(fi: FuncInfo) -> list[int]:
-    """Halide argument positions of the storage dimensions, outermost first."""
-    dims = [sd.var for sd in fi.f.schedule.storage_dims]
-    if not dims:
-        return list(reversed(range(len(fi.f.args))))
-    return [fi.f.args.index(v) for v in reversed(dims)]
 
 
 def _reads_a_sibling(f: HFunc, d: HDefinition, k: int) -> bool:
