@@ -181,3 +181,17 @@ def test_tuple_update_computed_at_read_by_element_is_refused(
     with pytest.raises(UnsupportedHalideFeature, match=r"reads only element\(s\) \[0\] of "
                        r"its 2 at \[x \+ 1, y\]"):
         compile_pipeline(out).realize([20, 12], a=rng.random((12, 30), dtype=np.float32))
+
+
+def test_tuple_update_computed_in_two_consumer_stages_is_refused(
+        rng: np.random.Generator) -> None:
+    """Realized in both stages of its consumer (a copy of every stage per realization):
+    not translated for an update whose elements read each other; refused by name."""
+    a = hl.ImageParam(hl.Float(32), 2, "a")
+    f, out = _window_argmin(a, both=True)
+    x, y = out.args()
+    out[x, y] += hl.f32(f[x, y][0])
+    f.compute_at(out, y)
+    with pytest.raises(UnsupportedHalideFeature, match="several stages of its consumer of a "
+                       "Func whose Tuple update elements read each other"):
+        compile_pipeline(out).realize([20, 12], a=rng.random((12, 30), dtype=np.float32))
