@@ -93,15 +93,15 @@ def test_one_blur_build_runs_at_1_to_4_ranks(builds: list[str]) -> None:
     assert k2.artifact is not None and k2.artifact.file("source") == k.artifact.file("source")
 
 
-def _heat_halo_bytes(N: int, R: int, T: int) -> int:
+def _heat_halo_bytes(N: int, R: int, T: int, M: int | None = None) -> int:
     """Per step, each rank receives the rows next to the interior rows of its block that
-    it does not own (N-2 columns each)."""
+    it does not own (M-2 interior columns each; M = N, a square grid, by default)."""
     B, rows = -(-N // R), 0
     for r in range(R):
         own = set(range(r * B, min(r * B + B, N)))
         inner = [i for i in own if 1 <= i <= N - 2]
         rows += len({i + d for i in inner for d in (-1, 1)} - own)
-    return T * rows * (N - 2) * 4
+    return T * rows * ((N if M is None else M) - 2) * 4
 
 
 def _heat_ref(a: np.ndarray, steps: int) -> list[np.ndarray]:
@@ -232,3 +232,33 @@ def test_scatter_and_gather_with_runtime_ranks(R: int) -> None:
     assert "MPI_Scatterv" in k.artifact.text("source")
     a = np.random.default_rng(4).random((N, M, 3), dtype=np.float32)
     np.testing.assert_allclose(k(inp=a, ranks=R)["by"][:, :M - 2], _blur_ref(a), rtol=1e-5)
+
+
+def test_a_distributed_loop_of_one_iteration_runs_on_the_rank_that_owns_it() -> None:
+    """Three rows: the step's row loop has one iteration, which ISL prints as no loop;
+    the rank whose block holds it runs it, receiving rows 0 and 2 from their owners."""
+    k = heat2d(3, 5, 2, "runtime").compile(target="mpi", ranks="runtime")
+    a = np.random.default_rng(5).random((3, 5), dtype=np.float32)
+    for R in (1, 2, 3):
+        np.testing.assert_allclose(k(u0=a, ranks=R)["u"], np.stack(_heat_ref(a, 2)),
+                                   rtol=1e-5)
+        assert sum(k.last_bytes_sent) == _heat_halo_bytes(3, R, 2, M=5)
+
+
+def test_a_distributed_loop_beyond_the_ranks_blocks_is_a_clear_error() -> None:
+    """t's loop has 2N iterations; the blocks are those of x and o (N rows)."""
+    N = 6
+    with me.Function("rwide") as f:
+        i, w = me.Var("i", 0, N), me.Var("i", 0, 2 * N)
+        x = me.Input("x", [N], me.float32)
+        t = me.Computation("t", [w], 1.0, dtype=me.float32)
+        o = me.Computation("o", [i], x[i] + t[i])
+    x.distribute(0)
+    o.buffer().distribute(0)
+    t.distribute("i")
+    o.distribute("i")
+    o.after(t, me.ROOT)
+    k = f.compile(target="mpi", ranks="runtime")
+    with pytest.raises(me.KernelRuntimeError, match=r"loop i has iterations 0\.\.11, "
+                       r"beyond the blocks of 3 that 2 ranks own"):
+        k(x=np.ones(N, np.float32), ranks=2)

@@ -63,6 +63,9 @@ class _Ranks:
     def t_space(self) -> isl.Space:
         return isl.Space.set_alloc(self.ctx, 0, self.ntd).align_params(self.l1.param_space)
 
+    def blocks_of(self) -> str:
+        return f"ceil(extent/{self.R})"
+
     def blocks(self, buf: str, dim: int) -> _Blocks:
         """The block partition of ``buf`` along ``dim``."""
         return _Blocks(self, buf, dim)
@@ -308,7 +311,7 @@ def _check_owner_computes(rk: _Ranks, blocks: dict[str, _Blocks]) -> None:
                     raise ScheduleError(
                         f"{n!r} writes {how} elements of {buf!r} that rank {r} does not own: "
                         f"{_set_text(bad)} ({buf!r} is distributed along dimension {bl.dim} "
-                        f"in blocks of ceil(extent/{rk.R})); distribute {n!r}'s loop so that "
+                        f"in blocks of {rk.blocks_of()}); distribute {n!r}'s loop so that "
                         "each rank computes its own block", computations=(n,))
 
 

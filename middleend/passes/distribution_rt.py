@@ -119,6 +119,11 @@ class _RtRanks(_Ranks):
     def blocks(self, buf: str, dim: int) -> _Blocks:
         return _RtBlocks(self, buf, dim)
 
+    def blocks_of(self) -> str:
+        return (f"{BLOCK} from me_lo, rank 0 standing for every rank; with ranks='runtime' "
+                "a distributed loop runs its iteration v on the rank whose block holds v: "
+                "distribute the loop itself, not the outer loop of a split by a block size")
+
 
 class _RtBlocks(_Blocks):
     """Blocks of ``me_B`` elements; block ``r`` (relative to the symbolic rank's)
