@@ -61,6 +61,9 @@ def _shared_markers(path: Path) -> dict[str, int]:
 def _plot(f: me.Function, path: Path) -> SharedPanel:
     r = f.plot(path, params={"N": N, "M": M}, dims=["i", "j"], together=True)
     assert r.shared is not None
+    # by's own panel counts the 3 reads per instance of bx and points to the shared one
+    assert f"+ {(N - 2) * (M - 2) * 3 * 3} flow dependences from bx (drawn in the shared " \
+        "panel)" in r.panel("by", "I").notes
     return r.shared
 
 

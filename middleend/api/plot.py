@@ -111,6 +111,10 @@ def plot(fn: Function, path: str | Path, params: Mapping[str, int] | None = None
     rows = collect(lw, commands, dict(params or {}), computations, dims, loops, max_points)
     shared = (collect_shared(lw, commands, dict(params or {}), computations, dims,
                              max_points) if together else None)
+    for p in (p for row in rows for p in row if shared is not None):
+        p.notes = [n.replace("(another computation; not drawn)", "(drawn in the shared "
+                             "panel)") if n.split(" from ")[-1].split(" ")[0] in shared.comps
+                   else n for n in p.notes]
     _draw(out, f"{fn.name}   ({show_params(params or {})})", rows, shared)
     return PlotResult(out, [p for row in rows for p in row], shared)
 
