@@ -88,9 +88,10 @@ def _value(e: Callable[[hl.Expr], hl.Expr]) -> Build:
 _REFUSED: list[tuple[str, Build, str]] = [
     ("async", _async, "async_()"),
     ("prefetch", _prefetch, "prefetch()"),
-    ("shift_left", _value(lambda v: v << 2), "shift_left"),
-    ("shift_right", _value(lambda v: v >> 1), "shift_right"),
-    ("bitwise_and", _value(lambda v: v & 3), "bitwise_and"),
+    ("shift_left", _value(lambda v: v << (v % 3)), "shift_left by a computed amount"),
+    ("shift_right", _value(lambda v: v >> (v % 3)), "shift_right by a computed amount"),
+    ("bitwise_and", _value(lambda v: v & (v + 1)), "bitwise_and of two computed values"),
+    ("bitwise_and_mask", _value(lambda v: v & 5), "bitwise_and with the mask 5"),
     ("bitwise_xor", _value(lambda v: v ^ 5), "bitwise_xor"),
     ("float16", _value(lambda v: hl.f32(hl.cast(hl.Float(16), v))), "float16"),
 ]

@@ -10,7 +10,12 @@ Semantics that differ from the middle-end's defaults are spelled out here, once:
 * ``saturating_cast`` clamps to the target's range in a type wide enough for both, then
   converts;
 * ``likely``, ``promise_clamped`` and ``strict_float`` are hints: their value is the first
-  argument.
+  argument;
+* integer shifts by a constant are ``a * 2^c`` / ``a / 2^c`` (Halide's simplifier rewrites
+  them so), ``a & (2^k - 1)`` is ``a % 2^k`` and ``a & ~(2^k - 1)`` is ``a - a % 2^k``
+  (two's complement agrees for negative values); the middle-end has no bit operations, so
+  a shift by a computed amount and other masks, ``|``, ``^`` and ``~`` of integers are
+  refused.
 
 Anything else unknown raises :class:`~.errors.UnsupportedHalideFeature`.
 """
@@ -335,4 +340,65 @@ def _intrinsic(name: str, dt: DType, args: list[Expr], scope: Scope) -> Expr:
         if name == "bitwise_not":
             return ~args[0]
         return args[0] & args[1] if name == "bitwise_and" else args[0] | args[1]
+    if name in ("shift_left", "shift_right") and dt.is_int:
+        return _shift(name, dt, args, scope)
+    if name == "bitwise_and" and dt.is_int:
+        return _mask(dt, args, scope)
+    if name == "bitwise_not" and dt.is_int and _int_const(args[0]) is not None:
+        c = ~_int_const(args[0]) % 2 ** dt.bits  # a constant mask's complement, ~(2^k - 1)
+        lo, hi = type_range(dt)  # type: ignore[misc]
+        return const(c - 2 ** dt.bits if c > hi else c, dt)
     raise scope.unsupported(f"the intrinsic {name!r}")
+
+
+def _shift(name: str, dt: DType, args: list[Expr], scope: Scope) -> Expr:
+    """``a << c`` and ``a >> c`` by a constant: ``a * 2^c`` and ``a / 2^c``, Halide's own
+    rewrite of them (its ``/`` of integers rounds down, as an arithmetic shift does; a
+    negative ``c`` shifts the other way, as in Halide). A shift by a computed amount is
+    refused (the middle-end has no shift operation)."""
+    a, b = args
+    c = _int_const(b)
+    if c is None:
+        raise scope.unsupported(f"{name} by a computed amount (only a constant shift is "
+                                "translated)")
+    left = (name == "shift_left") == (c >= 0)
+    lo, hi = type_range(dt)  # type: ignore[misc]
+    if abs(c) >= dt.bits or 2 ** abs(c) > hi:
+        raise scope.unsupported(f"{name} of a {dt.name} value by {c} (2^{abs(c)} is not a "
+                                f"{dt.name})")
+    p = const(2 ** abs(c), dt)
+    a = a if a.dtype == dt else Cast(dt, a)
+    return binop("mul", a, p) if left else _div(a, p)
+
+
+def _mask(dt: DType, args: list[Expr], scope: Scope) -> Expr:
+    """``a & m`` with a constant mask of low bits (``2^k - 1``: ``a`` modulo ``2^k``, in
+    [0, 2^k) for signed values too, as two's complement gives) or of high bits (its
+    complement: ``a`` minus that); any other mask is refused."""
+    a, b = args
+    m = _int_const(b)
+    if m is None:
+        a, b = b, a
+        m = _int_const(b)
+    if m is None:
+        raise scope.unsupported("bitwise_and of two computed values (only a constant mask "
+                                "of low or high bits is translated)")
+    a = a if a.dtype == dt else Cast(dt, a)
+    m %= 2 ** dt.bits  # the mask's bits
+    low = (m + 1) & m == 0  # 0...01...1
+    inv = 2 ** dt.bits - 1 - m
+    if not low and (inv + 1) & inv != 0:
+        raise scope.unsupported(f"bitwise_and with the mask {_int_const(b)} (only masks of "
+                                "low or high bits, 2^k - 1 or its complement, are translated)")
+    k = (m if low else inv).bit_length()
+    if k == dt.bits:
+        return a if low else const(0, dt)
+    if k == 0:
+        return const(0, dt) if low else a
+    lo, hi = type_range(dt)  # type: ignore[misc]
+    if 2 ** k > hi:  # the sign bit alone: 2^k is not a value of the (signed) type
+        neg = a < const(0, dt)
+        return select(neg, a - const(lo, dt), a) if low else select(neg, const(lo, dt),
+                                                                   const(0, dt))
+    rem = _mod(a, const(2 ** k, dt))
+    return rem if low else a - rem
