@@ -292,37 +292,28 @@ def walk(e: Expr) -> Iterator[Expr]:
         stack.extend(reversed(n.children()))
 
 
-def structural_key(e: Expr, memo: dict[int, object]) -> object:
-    """A hashable key equal for structurally identical expressions (same nodes, operators,
-    types, constants, names and targets): expressions compare symbolically, so code that
-    must recognize repeated subexpressions (an inlined pipeline repeats the same indices
-    thousands of times) compares these. ``memo`` (by node identity; the nodes must stay
-    alive while it is used) makes a shared subtree cost one visit."""
-    k = memo.get(id(e))
-    if k is not None:
-        return k
+def _shallow_key(e: Expr) -> object:
+    """A key equal for nodes of the same kind and attributes whose children are the same
+    objects (children already shared by :func:`share_common`: a flat tuple, hashed in
+    constant time however deep the expression)."""
     if isinstance(e, Const):
-        key: object = ("const", repr(e.value), e.type_.name)
-    elif isinstance(e, Binary):
-        key = (e.op, e.type_.name, structural_key(e.a, memo), structural_key(e.b, memo))
-    elif isinstance(e, Unary):
-        key = (e.op, structural_key(e.a, memo))
-    elif isinstance(e, Select):
-        key = ("select", *(structural_key(x, memo) for x in e.children()))
-    elif isinstance(e, Cast):
-        key = ("cast", e.type_.name, structural_key(e.a, memo))
-    elif isinstance(e, Call):
-        key = ("call", e.fn, e.type_.name, *(structural_key(x, memo) for x in e.args))
-    elif isinstance(e, Access):
-        # Computation, Input, Buffer or a computation's buffer (``c.memory``), by name
-        tkey = (type(e.target).__name__, e.target.name)
-        key = ("access", tkey, *(structural_key(x, memo) for x in e.indices))
-    elif not e.children() and isinstance(getattr(e, "name", None), str):
-        key = (type(e).__name__, e.name, e.dtype.name)  # Var, Param, IterRef, ...
-    else:
-        key = ("node", id(e))  # unknown node kind: equal to itself only
-    memo[id(e)] = key
-    return key
+        return ("const", repr(e.value), e.type_.name)
+    if isinstance(e, Binary):
+        return (e.op, e.type_.name, id(e.a), id(e.b))
+    if isinstance(e, Unary):
+        return (e.op, id(e.a))
+    if isinstance(e, Select):
+        return ("select", id(e.cond), id(e.a), id(e.b))
+    if isinstance(e, Cast):
+        return ("cast", e.type_.name, id(e.a))
+    if isinstance(e, Call):
+        return ("call", e.fn, e.type_.name, *map(id, e.args))
+    if isinstance(e, Access):
+        # a Computation, Input, Buffer or a computation's buffer (``c.memory``), by name
+        return ("access", type(e.target).__name__, e.target.name, *map(id, e.indices))
+    if not e.children() and isinstance(getattr(e, "name", None), str):
+        return (type(e).__name__, e.name, e.dtype.name)  # Var, Param
+    return ("node", id(e))  # another kind: equal to itself only
 
 
 def walk_shared(e: Expr) -> Iterator[Expr]:
@@ -359,16 +350,14 @@ def _with_children(e: Expr, kids: Sequence[Expr]) -> Expr:
 
 def share_common(e: Expr, table: dict[object, Expr]) -> Expr:
     """``e`` with structurally identical subexpressions as one object (hash-consing over
-    ``table``, by :func:`structural_key`; the table keeps its nodes alive). The program is
+    ``table``; the table keeps its nodes alive). The program is
     the same; what changes is that a repeated subexpression is one node however the
     front-end built it (a Python variable used twice, the same text written twice, or an
     expression rebuilt by the wire format), so passes that visit each node once and
     printers that compute a shared value once give the same result for all."""
-    # by identity, for this call only: ``e``'s nodes are alive until it returns, while a
-    # node built here and dropped for the table's equal one may be freed (and its id
-    # reused), so its key is forgotten at once
+    # by identity, for this call only (``e``'s nodes are alive until it returns); the
+    # table's keys name children by identity, which its own nodes keep alive
     memo: dict[int, Expr] = {}
-    keys: dict[int, object] = {}
 
     def go(n: Expr) -> Expr:
         got = memo.get(id(n))
@@ -378,9 +367,7 @@ def share_common(e: Expr, table: dict[object, Expr]) -> Expr:
         new = [go(c) for c in kids]
         m = _with_children(n, new) if any(a is not b for a, b in zip(new, kids,
                                                                      strict=True)) else n
-        r = table.setdefault(structural_key(m, keys), m)
-        if r is not m and m is not n:
-            del keys[id(m)]
+        r = table.setdefault(_shallow_key(m), m)
         memo[id(n)] = r
         return r
 

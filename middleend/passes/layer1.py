@@ -26,7 +26,6 @@ from ..ir.expr import (
     Expr,
     rebuild,
     share_common,
-    structural_key,
     walk,
     walk_shared,
     wrap,
@@ -371,19 +370,18 @@ def _reads(c: Comp, comps: dict[str, Comp]) -> list[Read]:
     give the same answers for each, while an inlined pipeline repeats the same reads
     thousands of times (Halide's bilateral grid inlined: 2000 reads of its grid through
     the same 72 relations). Each distinct index expression is converted to ISL once
-    (memoized by structure)."""
+    (repeated ones are one object after ``_share``)."""
     out: list[Read] = []
     groups: dict[tuple[object, ...], Read] = {}
     seen: set[int] = set()
-    keys: dict[int, object] = {}
-    affs: dict[object, tuple[isl.PwAff | None, str | None]] = {}
+    # by identity: after ``_share`` equal index expressions are one object
+    affs: dict[int, tuple[isl.PwAff | None, str | None]] = {}
 
     def index(ix: Expr) -> tuple[isl.PwAff | None, str | None]:
-        k = structural_key(ix, keys)
-        got = affs.get(k)
+        got = affs.get(id(ix))
         if got is None:
             pa = try_pw_aff(ix, c.ctx)
-            got = affs[k] = (pa, None if pa is None else str(pa.coalesce()))
+            got = affs[id(ix)] = (pa, None if pa is None else str(pa.coalesce()))
         return got
 
     roots = [c.expr] if c.guard is None else [c.expr, c.guard]
