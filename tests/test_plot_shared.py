@@ -245,3 +245,35 @@ def _plot_1d(f: me.Function, path: Path) -> SharedPanel:
     r = f.plot(path, together=True)
     assert r.shared is not None
     return r.shared
+
+
+def test_too_many_storage_pairs_is_a_note(tmp_path: Path) -> None:
+    """A 1-D stencil over T steps in a buffer folded modulo 2, its time loop in parallel:
+    each element is written at every other step (C(12, 2) = 66 output pairs per element,
+    4 elements per parity), and read before each later write (thousands of anti pairs,
+    past the cap of 8 x max_points): those are a note, the rest is drawn."""
+    T, n = 24, 6
+    with me.Function("heat1d") as f:
+        Tp, N = me.Param("T"), me.Param("N")
+        s, ii = me.Var("s", 0, 2), me.Var("i", 0, N)
+        t, i = me.Var("t", 1, Tp + 1), me.Var("i", 1, N - 1)
+        inp = me.Input("inp", [N], me.float32)
+        buf = me.Buffer("buf", [2, N], me.float32, kind=me.OUTPUT)
+        init = me.Computation("init", [s, ii], inp[ii])
+        init.store_in(buf, [s, ii])
+        h = me.Computation("h", [t, i], dtype=me.float32)
+        h.set_expression((h[t - 1, i - 1] + h[t - 1, i] + h[t - 1, i + 1]) / 3)
+        h.store_in(buf, [t % 2, i])
+    h.parallelize("t")
+    r = f.plot(tmp_path / "h.svg", params={"T": T, "N": n}, max_points=100, together=True)
+    sp = r.shared
+    assert sp is not None
+    rows = range(1, n - 1)
+    assert set(sp.storage[("output", "h", "h")]) == {
+        ((x, a), (x, b)) for x in rows for a in range(1, T + 1) for b in range(a + 2, T + 1, 2)}
+    assert len(sp.storage[("output", "h", "h")]) == 66 * 2 * len(rows)
+    assert "anti dependences carried by 't': too many to draw (more than 800 pairs)" \
+        in sp.notes and ("anti", "h", "h") not in sp.storage
+    own = {((x + d, a - 1), (x, a)) for a in range(2, T + 1) for x in rows for d in (-1, 0, 1)
+           if x + d in rows}
+    assert set(sp.violated[("h", "h")]) == own  # t carries every dependence h -> h

@@ -32,6 +32,7 @@ from ..passes.legality import PARALLEL_TAGS
 from .plot_data import (
     XY,
     Axis,
+    PlotError,
     Pt,
     _axis_fn,
     _axis_label,
@@ -199,8 +200,8 @@ def collect_shared(lw: Lowered, commands: Sequence[cmd.Command], params: Mapping
     sp.apart = {"yx"[k]: axis(r, k).loops[0] for k in lay.block}
     _place(sp, comps, lay, ref, lw)
     _links(lw, sp, comps, lay, fixed, at, cap)
-    _storage(lw, sp, comps, lay, fixed, at, cap)
-    _overwritten(lw, sp, comps, lay, fixed, at, cap)
+    _storage(lw, sp, comps, lay, fixed, cap)
+    _overwritten(lw, sp, comps, lay, fixed, cap)
     return sp
 
 
@@ -289,7 +290,7 @@ def _links(lw: Lowered, sp: SharedPanel, comps: dict[str, _Comp], lay: _Layout,
 
 
 def _storage(lw: Lowered, sp: SharedPanel, comps: dict[str, _Comp], lay: _Layout,
-             fixed: isl.Set, at: str, cap: int) -> None:
+             fixed: isl.Set, cap: int) -> None:
     """The anti and output dependences that a parallel (vector, GPU, distributed) loop
     carries, from the relations the legality check intersects with that loop: two
     iterations touching one element, at least one writing, have no order."""
@@ -307,8 +308,8 @@ def _storage(lw: Lowered, sp: SharedPanel, comps: dict[str, _Comp], lay: _Layout
     for _, loop, tag, carried in loops:
         for kind in ("anti", "output"):
             for m in maps_of(kinds[kind].intersect(carried).intersect_params(fixed)):
-                for a, b in pairs(m, f"the {kind} dependences carried by {loop!r} at {at}",
-                                  8 * cap):
+                for a, b in _some_pairs(sp, m, f"{kind} dependences carried by {loop!r}",
+                                        8 * cap):
                     ca, cb = owner.get(a), owner.get(b)
                     if ca is None or cb is None:
                         continue  # an operation or a computation not drawn
@@ -322,7 +323,7 @@ def _storage(lw: Lowered, sp: SharedPanel, comps: dict[str, _Comp], lay: _Layout
 
 
 def _overwritten(lw: Lowered, sp: SharedPanel, comps: dict[str, _Comp], lay: _Layout,
-                 fixed: isl.Set, at: str, cap: int) -> None:
+                 fixed: isl.Set, cap: int) -> None:
     """Anti and output dependences that the order breaks, from what the legality check
     compares (:func:`~middleend.passes.legality.misreads`): a read that would see the value
     of another write than Layer I's, though Layer I's producer ran before it, was
@@ -340,10 +341,10 @@ def _overwritten(lw: Lowered, sp: SharedPanel, comps: dict[str, _Comp], lay: _La
         prescribed: dict[Pt, list[tuple[str, Pt]]] = {}
         for m in maps_of(want.intersect_params(fixed)):
             p = m.get_tuple_name(isl.dim_type.out)
-            for k, y in pairs(m, f"the prescribed producers at {at}", 8 * cap):
+            for k, y in _some_pairs(sp, m, "producers prescribed to broken reads", 8 * cap):
                 prescribed.setdefault(k, []).append((p, y))
         for m in maps_of(got.intersect_params(fixed)):
-            for k, src in pairs(m, f"the producers seen at {at}", 8 * cap):
+            for k, src in _some_pairs(sp, m, "producers broken reads see", 8 * cap):
                 cs = owner.get(src)
                 for p, y in prescribed.get(k, []):
                     runs = comps[p].inst.ts_of.get(y, []) if p in comps else []
@@ -363,3 +364,13 @@ def _overwritten(lw: Lowered, sp: SharedPanel, comps: dict[str, _Comp], lay: _La
             sp.notes.append(f"{n} {kind} dependence arrow{'s' * (n != 1)} broken by the "
                             "order (a value overwritten before its last use, or the wrong "
                             "last write)")
+
+
+def _some_pairs(sp: SharedPanel, m: isl.Map, what: str, cap: int) -> list[tuple[Pt, Pt]]:
+    """The pairs of a relation drawn on top of the picture (storage dependences), or none,
+    with a note, when there are too many to enumerate: the rest of the picture stands."""
+    try:
+        return pairs(m, what, cap)
+    except PlotError:
+        sp.notes.append(f"{what}: too many to draw (more than {cap} pairs)")
+        return []
