@@ -147,12 +147,18 @@ def main(case: str, R: int) -> None:
         got = k(lut=lut_a, idx=good)["o"]  # the job goes on
         if root:
             np.testing.assert_array_equal(got, lut_a[good] * 2)
+        try:
+            k(lut=lut_a, idx=good, ranks=R + 1)
+        except me.KernelRuntimeError as exc:  # not the job's size: refused on every rank
+            assert f"built or called for {R + 1}" in str(exc), exc
+        else:
+            raise AssertionError("a call for another number of ranks ran in the job")
     elif case == "wrong-ranks":
         k = heat2d(6, 6, 1, R + 1).compile(target="mpi", ranks=R + 1)
         try:
             k(u0=np.zeros((6, 6), np.float32))
         except me.KernelRuntimeError as exc:
-            assert f"built for {R + 1}" in str(exc), exc
+            assert f"built or called for {R + 1}" in str(exc), exc
         else:
             raise AssertionError("a kernel for another number of ranks ran")
         # ranks that pass other parameters: refused on every rank, nothing runs

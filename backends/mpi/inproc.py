@@ -47,7 +47,8 @@ def job_comm(ranks: int, comm: Any, name: str, any_size: bool = False) -> Any | 
         return None
     raise KernelRuntimeError(
         f"kernel {name}: called inside an MPI job of {size} rank(s) (mpi4py), but it was "
-        f"built for {ranks}: compile it with ranks={size}, or call it outside the job")
+        f"built or called for {ranks}: compile it with ranks={size} (or 'runtime' and call "
+        "it without ranks=), or call it outside the job")
 
 
 class InProcess:

@@ -77,6 +77,7 @@ class MpiKernel(Kernel):
         is then the default, and a call may name another (``k(..., ranks=R)``)."""
         super().__init__(program, **kw)
         self.runtime = runtime
+        self._asked = False  # this call names its ranks (k(..., ranks=R))
         self.launcher = launcher
         self.library = library
         self.mpiexec = mpiexec
@@ -105,11 +106,11 @@ class MpiKernel(Kernel):
                 "compile it with ranks='runtime' (one build for any number) or "
                 f"ranks={ranks}")
         before = self.ranks
-        self.ranks = ranks
+        self.ranks, self._asked = ranks, True
         try:
             return super().__call__(**kwargs)
         finally:
-            self.ranks = before
+            self.ranks, self._asked = before, False
 
     @property
     def launch_line(self) -> list[str]:
@@ -170,7 +171,8 @@ class MpiKernel(Kernel):
         return 0
 
     def _invoke(self, params: list[int], arrays: list[np.ndarray]) -> int:
-        comm = job_comm(self.ranks, self.comm, self.signature.name, self.runtime)
+        comm = job_comm(self.ranks, self.comm, self.signature.name,
+                        self.runtime and not self._asked)
         if comm is not None:
             if self._inproc is None:
                 self._inproc = InProcess(self.library, self.signature.name, self.ranks)
