@@ -60,3 +60,19 @@ def test_memoize() -> None:
     p.compute_root().memoize()
     with pytest.warns(IgnoredHalideDirective, match=re.escape(f"{p.name()!r}: memoize()")):
         check(c, [12, 12], [(s, 5)])
+
+
+def test_prefetch_store_in_and_async(rng: np.random.Generator) -> None:
+    """Hints on where and when, not what: prefetch(), store_in(MemoryType.Stack), async()."""
+    p, c, a, data = _pair(rng)
+    x, y = c.args()
+    q = hl.Func("q_async")
+    q[x, y] = c[x, y] * 3 - 1
+    p.compute_at(c, y).store_in(hl.MemoryType.Stack)
+    c.compute_root().async_()
+    q.prefetch(a, y, y, 2)
+    with pytest.warns(IgnoredHalideDirective) as got:
+        check(q, [20, 10], [(a, data)])
+    said = {str(w.message) for w in got}
+    for func, what in ((p, "store_in(MemoryType.Stack)"), (c, "async()"), (q, "prefetch()")):
+        assert any(f"{func.name()!r}: {what}" in m for m in said), (what, said)

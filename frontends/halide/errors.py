@@ -42,6 +42,8 @@ class HalideCheckError(HalideFrontendError, KernelArgumentError):
 class IgnoredHalideDirective(UserWarning):
     """A directive that cannot change a pipeline's values, accepted and not honoured:
     ``memoize()`` (a cache across calls), ``fold_storage()`` (a smaller buffer), the
-    ``trace_*`` calls and ``print`` / ``print_when`` (output on the side). Warned about at
+    ``trace_*`` calls and ``print`` / ``print_when`` (output on the side), ``prefetch()``,
+    ``store_in(MemoryType...)`` (where a buffer lives) and ``async()`` (a producer in a
+    thread of its own). Warned about at
     ``compile_pipeline``, once per Func and directive, so nobody waits for output that
     never comes."""

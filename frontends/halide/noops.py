@@ -1,7 +1,9 @@
 """Directives that cannot change a pipeline's values, honoured as no-ops with a warning.
 
 ``memoize()`` caches a Func across calls, ``fold_storage()`` folds its buffer, the
-``trace_*`` calls and ``print`` / ``print_when`` write to the side: the values are the same
+``trace_*`` calls and ``print`` / ``print_when`` write to the side, ``prefetch()`` hints
+the cache, ``store_in(MemoryType...)`` chooses where a buffer lives and ``async()`` runs a
+producer in a thread of its own, synchronized with its consumer: the values are the same
 without them. The front-end translates the pipeline without them and says so once per Func
 and directive (:class:`.errors.IgnoredHalideDirective`), at ``compile_pipeline``, instead of
 refusing a pipeline Halide runs.
@@ -35,6 +37,12 @@ def ignored(hp: HPipeline, order: list[str]) -> list[tuple[str, str]]:
             out.append((name, f"fold_storage({', '.join(folded)})"))
         if f.traced:
             out.append((name, "trace_loads/trace_stores/trace_realizations"))
+        if s.memory_type != "Auto":
+            out.append((name, f"store_in(MemoryType.{s.memory_type})"))
+        if s.async_:
+            out.append((name, "async()"))
+        if any(d.schedule.prefetches for d in definitions(f)):
+            out.append((name, "prefetch()"))
         if any(is_print(n) for d in definitions(f) for root in exprs_of(d) for n in walk(root)):
             out.append((name, "print/print_when"))
     return out

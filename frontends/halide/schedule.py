@@ -26,9 +26,6 @@ from frontends.names import Namer
 if TYPE_CHECKING:
     from frontends.halide.translate import FuncInfo, Translator
 
-# memoize, fold_storage, trace_* and print are no-ops (see noops.py)
-_FUNC_REFUSED = (("async_", "async_()"),)
-
 
 @dataclass
 class StagePlan:
@@ -45,11 +42,8 @@ def plan_func_schedule(fi: FuncInfo, is_output: bool) -> None:
     s = f.schedule
     if f.extern_function_name:
         raise UnsupportedHalideFeature(f.name, None, f"define_extern({f.extern_function_name})")
-    for attr, what in _FUNC_REFUSED:
-        if getattr(s, attr):
-            raise UnsupportedHalideFeature(f.name, None, what)
-    if s.memory_type != "Auto":
-        raise UnsupportedHalideFeature(f.name, None, f"store_in(MemoryType.{s.memory_type})")
+    # memoize, fold_storage, trace_*, print, prefetch, store_in(MemoryType) and async are
+    # no-ops (see noops.py)
     if s.ring_buffer is not None:
         raise UnsupportedHalideFeature(f.name, None, "ring_buffer()")
     if not s.hoist_storage_level.is_inlined:
@@ -63,8 +57,6 @@ def plan_func_schedule(fi: FuncInfo, is_output: bool) -> None:
                                        "returns the output in Halide's dimension order)")
     for k, d in enumerate(definitions(f)):
         st = d.schedule
-        if st.prefetches:
-            raise UnsupportedHalideFeature(f.name, k, "prefetch()")
         if st.fused_pairs or (st.fuse_level is not None and not st.fuse_level.is_inlined):
             raise UnsupportedHalideFeature(f.name, k, "compute_with()")
         if st.atomic or st.allow_race_conditions:
