@@ -7,6 +7,10 @@ statement per element; the printer turns the element loops of one instance into 
 message: the elements are counted, packed into a contiguous message in loop order, and
 sent (the receiver walks the same loops to unpack). An exchange prints the messages the
 middle-end computed for it, every rank sending first (non-blocking) and then receiving.
+With the ranks read at run time (``Distribution.runtime``), a distributed loop runs the
+iterations in the rank's block (``rank * B ..``, ``B`` a param of the rank's kernel) and
+an exchange's messages go to and come from the two neighbouring ranks, each side walking
+the same loops over the receiver's block start.
 
 A loop tagged ``parallel`` runs inside each rank as on the cpu target: its body outlined
 and run on the cpu backend's thread pool (:mod:`backends.cpu.pool`). MPI is initialised
