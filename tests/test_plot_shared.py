@@ -115,7 +115,13 @@ def test_compute_at_a_tile_draws_the_tiles_apart(tmp_path: Path) -> None:
     assert set(sp.arrows[("bx", "by")]) == {
         (at(i + k, j, i // 2), at(i, j, i // 2)) for i, j in _by() for k in range(3)}
     assert not sp.violated and _legal(f)
-    assert len(sp.tiles) == 4
+    # one box per tile around by's and bx's instances there, named by the tile loops
+    cols = {0: (0, 1), 1: (2, 2)}  # j0's columns of j (M - 2 = 3 columns)
+    boxes = {f"i0={a} j0={b}": (at(0, cols[b][0], a)[0], at(0, cols[b][1], a)[0],
+                                at(2 * a, 0, a)[1], at(2 * a + 3, 0, a)[1])
+             for a in range(2) for b in range(2)}  # bx's rows 2 a .. 2 a + 3
+    assert boxes["i0=1 j0=1"] == (3, 3, 5, 8)
+    assert dict(zip(sp.tile_names, sp.tiles, strict=True)) == boxes
     # the tick labels give back the rows each drawn position stands for
     assert sp.ticks["y"] == [(i + 3 * i0, i) for i0 in range(2)
                              for i in range(2 * i0, 2 * i0 + 4)]

@@ -316,6 +316,11 @@ def _shared(ax: Any, sp: SharedPanel) -> None:
             linewidths=1.2 if len(sp.tiles) <= 100 else 0.7, zorder=2, gid="tiles-shared"))
         handles.append(Rectangle((0, 0), 1, 1, fill=False, edgecolor="0.35",
                                  label=f"tiles ({len(sp.tiles)})"))
+        for (x0, _, _, y1), name in zip(sp.tiles, sp.tile_names, strict=True):
+            if len(sp.tiles) <= 40:  # which tile: its loops' values, at its top left
+                ax.annotate(name, (x0 - 0.45, y1 + 0.45), xytext=(2, -2),
+                            textcoords="offset points", ha="left", va="top", fontsize=7,
+                            color="0.35", zorder=6)
     for k, c in enumerate(sp.comps):
         again = set(sp.again[c])
         pts = [at(c, xy) for xy in sp.points[c]]

@@ -71,6 +71,7 @@ class SharedPanel:
     runs: dict[str, int] = field(default_factory=dict)
     domain: dict[str, int] = field(default_factory=dict)
     tiles: list[tuple[int, int, int, int]] = field(default_factory=list)
+    tile_names: list[str] = field(default_factory=list)  # the tile loops' values, per tile
     arrows: dict[Link, list[tuple[XY, XY]]] = field(default_factory=dict)
     violated: dict[Link, list[tuple[XY, XY]]] = field(default_factory=dict)
     # storage dependences a parallel loop carries: (kind, first, second) -> arrows, kind
@@ -209,13 +210,16 @@ def _place(sp: SharedPanel, comps: dict[str, _Comp], lay: _Layout, ref: str,
            lw: Lowered) -> None:
     """Points, execution order, tile boxes and the notes on recomputation."""
     r = comps[ref]
-    tile_pos = [r.inst.position(lp) for a in r.axes for lp in a.tiles]
+    tile_loops = [lp for a in r.axes for lp in a.tiles]
+    tile_pos = [r.inst.position(lp) for lp in tile_loops]
     boxes: dict[tuple[object, ...], list[int]] = {}
+    names: dict[tuple[object, ...], str] = {}  # a tile -> "i0=1 j0=0"
     for c, comp in comps.items():
         seen: dict[XY, bool] = {}  # position -> whether only recomputations are there
         shares = c == ref or (ref in _hosts(lw, c) and all(
             q < 2 * lw.ts.comps[c].n_outer for q in tile_pos))
-        own = [comp.inst.position(lp) for a in comp.axes for lp in a.tiles]
+        own_loops = [lp for a in comp.axes for lp in a.tiles]
+        own = [comp.inst.position(lp) for lp in own_loops]
         first = {min(ts) for ts in comp.inst.ts_of.values()}
         for t in sorted(t for ts in comp.inst.ts_of.values() for t in ts):
             xy = lay.at(c, t)
@@ -224,6 +228,10 @@ def _place(sp: SharedPanel, comps: dict[str, _Comp], lay: _Layout, ref: str,
                 (ref, *(t[q] for q in tile_pos)) if shares and tile_pos
                 else (c, *(t[q] for q in own)) if own else None)
             if key is not None:
+                if key not in names:
+                    lps = tile_loops if key[0] == ref and shares else own_loops
+                    names[key] = " ".join(f"{lp}={v}" for lp, v in zip(lps, key[1:],
+                                                                        strict=True))
                 b = boxes.setdefault(key, [xy[0], xy[0], xy[1], xy[1]])
                 b[:] = [min(b[0], xy[0]), max(b[1], xy[0]), min(b[2], xy[1]),
                         max(b[3], xy[1])]
@@ -238,6 +246,7 @@ def _place(sp: SharedPanel, comps: dict[str, _Comp], lay: _Layout, ref: str,
             + (f", {more} of them recomputations (computed at {hosts[0]})" if more > 0
                else f" (computed at {hosts[0]})" if hosts else ""))
     sp.tiles = [(b[0], b[1], b[2], b[3]) for b in boxes.values()]
+    sp.tile_names = [names[k] for k in boxes]
     for k in lay.block:
         sp.ticks["yx"[k]] = sorted({(lay.at(c, t)[1 - k], lay.value(comp, k, t))
                                     for c, comp in comps.items()
