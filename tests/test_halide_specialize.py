@@ -44,7 +44,7 @@ def test_specialize_on_a_param(rng: np.random.Generator) -> None:
     g.specialize(p > 100).parallel(y)
     k = compile_pipeline(g)
     data = rng.random((9, 31), dtype=np.float32)
-    for pv in (3, -2, 7, 0, 500):
+    for pv in (3, -2, 7, 0, 500, 3, -2):  # the choices are remembered per value of p
         _run(k, [g], [30, 9], [(a, data), (p, pv)])
     assert k.compiles == 3  # (f vectorized, g serial), (neither), (both)
     assert len(k._builds) == 3 and all(spec.index_values == () for spec in k._builds)

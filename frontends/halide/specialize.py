@@ -26,7 +26,7 @@ import numpy as np
 from frontends.halide.errors import HalideCheckError, UnsupportedHalideFeature
 from frontends.halide.evaluate import Env, Image, unsupported_node
 from frontends.halide.evaluate import evaluate as ev
-from frontends.halide.graph import definitions
+from frontends.halide.graph import definitions, walk
 from frontends.halide.hir import HDefinition, HFunc, HParameter, HPipeline, HStageSchedule
 from middleend import ScheduleError
 
@@ -80,8 +80,20 @@ class Specializations:
                 self.out_buffers.append((b, len(f.args)))
         named = frozenset(f"{b}.{what}.{d}" for b, dims in self.out_buffers
                           for what in ("min", "extent", "stride") for d in range(dims))
+        # what the conditions read: the key of the cache of choices
+        self.images: list[str] = []
+        self.scalars: list[str] = []
+        self._cache: dict[tuple, tuple[Choice, ...]] = {}
         for name, k, d in self.stages:
             f = hp.func(name)
+            for e, i in _conditions(d):
+                for n in walk(e.specializations[i].condition):
+                    if n.kind != "Variable":
+                        continue
+                    base = n.name.partition(".")[0]
+                    p = params.get(n.name if n.param_name == n.name else base)
+                    if p is not None and p.name not in self.images + self.scalars:
+                        (self.images if p.is_buffer else self.scalars).append(p.name)
             if k == 0 and _inlined(f, name in outputs):
                 raise ScheduleError(
                     f"Func {name!r} is computed inline and has a specialize(); Halide "
@@ -97,9 +109,24 @@ class Specializations:
     def choose(self, sizes: Sequence[int], images: Mapping[str, np.ndarray],
                scalars: Mapping[str, np.generic]) -> tuple[Choice, ...]:
         """The branch each specialized stage takes for these arguments; raises
-        :class:`HalideCheckError` with the message of a ``specialize_fail`` reached."""
+        :class:`HalideCheckError` with the message of a ``specialize_fail`` reached.
+        Remembered per value of what the conditions read (sizes, the shapes and strides of
+        the images they name, the Params they name)."""
         if not self.stages:
             return ()
+        key = (tuple(sizes), tuple((images[n].shape, images[n].strides, images[n].dtype.str)
+                                   for n in self.images),
+               tuple(scalars[n] for n in self.scalars))
+        got = self._cache.get(key)
+        if got is None:
+            got = self._choose(sizes, images, scalars)
+            if len(self._cache) >= 256:  # a float Param read by a condition: keep it small
+                self._cache.clear()
+            self._cache[key] = got
+        return got
+
+    def _choose(self, sizes: Sequence[int], images: Mapping[str, np.ndarray],
+                scalars: Mapping[str, np.generic]) -> tuple[Choice, ...]:
         env = Env({n: Image.of(a) for n, a in images.items()}, dict(scalars),
                   named=self._output_sizes(sizes))
         out: list[Choice] = []
