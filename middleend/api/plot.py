@@ -9,6 +9,8 @@ side by side, as the papers draw them, from the exact sets.
   a split or tiled dimension is drawn recombined, ``factor * outer + inner``), tiles
   outlined, the execution order as a thin line, the same dependences, and the loop tags
   (parallel, vector with its width, ...) in the axis labels.
+- Below (``together=True``): all of them in their shared time-space, with the dependences
+  between them (:mod:`middleend.api.plot_shared`).
 
 Drawing uses matplotlib's object API on a ``Figure`` of its own (no pyplot state, no
 display: a PNG goes through Agg, an SVG through matplotlib's SVG writer). What was drawn is
