@@ -144,3 +144,21 @@ def test_refused_specializations() -> None:
             f"Func {g2.name()!r} pure definition: a specialize() condition that uses the "
             f"call {f2.name()!r}")):
         compile_pipeline(g2)
+
+
+def test_a_param_split_factor_in_a_branch(rng: np.random.Generator) -> None:
+    """A Param that is a split factor only in a specialized schedule still decides bounds:
+    the build is specialized on its value too; the producer is computed at the consumer's
+    rows in both branches."""
+    a, p = hl.ImageParam(hl.Float(32), 2, "a"), hl.Param(hl.Int(32), "p")
+    f, g = _pair(a, p)
+    x, y = g.args()
+    xo, xi = _vars("xo xi")
+    f.compute_at(g, y)
+    g.specialize(p > 1).split(x, xo, xi, p)
+    k = compile_pipeline(g)
+    assert k.index_params == {p.name()}
+    data = rng.random((9, 31), dtype=np.float32)
+    for pv in (4, 1, 3, 4):  # (Halide checks the factor is positive even when not taken)
+        _run(k, [g], [30, 9], [(a, data), (p, pv)])
+    assert k.compiles == 3
