@@ -103,8 +103,9 @@ def plot(fn: Function, path: str | Path, params: Mapping[str, int] | None = None
     of the Layer II panel (default the axes of the same dimensions when the schedule keeps
     them, else the two innermost); ``max_points`` caps each set enumerated; ``together``
     adds one panel with all of them in the shared time-space and the dependences between
-    them (:mod:`middleend.api.plot_shared`). The schedule is drawn whether or not it is
-    legal: a picture is how one sees why it is not."""
+    them (:mod:`middleend.api.plot_shared`), on the axes of the ``dims`` (``loops`` names
+    one computation's loops: it applies to the per-computation panels only). The schedule
+    is drawn whether or not it is legal: a picture is how one sees why it is not."""
     out = check_path(path)
     if max_points < 1:
         raise PlotError(f"max_points must be at least 1, got {max_points}")
