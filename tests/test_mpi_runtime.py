@@ -262,3 +262,12 @@ def test_a_distributed_loop_beyond_the_ranks_blocks_is_a_clear_error() -> None:
     with pytest.raises(me.KernelRuntimeError, match=r"loop i has iterations 0\.\.11, "
                        r"beyond the blocks of 3 that 2 ranks own"):
         k(x=np.ones(N, np.float32), ranks=2)
+
+
+def test_the_command_line_takes_ranks_runtime() -> None:
+    from middleend.api.cli import _option_value
+
+    assert _option_value("mpi", "ranks=runtime") == ("ranks", "runtime")
+    assert _option_value("mpi", "ranks=3") == ("ranks", 3)
+    with pytest.raises(SystemExit, match="takes a int"):
+        _option_value("mpi", "ranks=many")

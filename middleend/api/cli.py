@@ -68,6 +68,8 @@ def _option_value(target: str, text: str) -> tuple[str, object]:
     if opt is None:
         raise SystemExit(f"middleend: target {target!r} has no option {name!r} (its options: "
                          f"{', '.join(known) or 'none'})")
+    if target == "mpi" and name == "ranks" and value == "runtime":
+        return name, value  # the number of ranks read at run time (not an int)
     if opt.type is bool:
         low = value.lower()
         if low not in ("true", "false", "1", "0", "yes", "no"):
