@@ -27,12 +27,12 @@ The formulations of ours, each checked against numpy before timing:
 * ``packed+fma A packed``: the chosen kernel with A packed too (``Ap``, the 6 rows of A
   a micro-tile row reads, copied k-major at ``i_uo``: ``store_in(ApB, [k, i])``). Packed
   again for every 64-column panel, it has cost more than it saved in our runs.
-* ``blocked+fma``: the reduction blocked by 256 as a BLAS blocks it
-  (:func:`middleend.api.examples.sgemm_blocked`): per column panel and 256-long block of
-  k, B's ``256 x 64`` panel is packed (64 KB, in L2, where the ``N x 64`` panel of
-  ``packed`` is 256 KB at N=1024 and 512 KB at 2048), the micro-kernel is the same, and
-  each micro-tile's block sum is added into C. ``A packed``: the same with the ``6 x 256``
-  block of A each micro-tile row reads copied k-major at ``i_uo``.
+* ``blocked+fma``: blocked as GotoBLAS/BLIS block it
+  (:func:`middleend.api.examples.sgemm_blocked`): per 256-long block of k, B's rows packed
+  in parallel into contiguous 256 x NR micro-panels (``store_in`` with ``j // NR``,
+  ``j % NR``), per block of 96 rows (parallel) A's block packed into 6 x 256 micro-panels,
+  the same 6 x NR micro-kernel reading both contiguously, each micro-tile's block sum
+  added into C; also with kc=384 / mc=144 and mc=192.
 * ``copy_at`` and ``copy_at off``: the packed schedule with the algorithm left alone (no
   ``Bp`` computation): the panel of B is packed by the Layer IV operation
   ``copy_at(upd, "j0", B, "Bp")``, whose footprint the compiler computes; ``copy_at off``
@@ -101,8 +101,9 @@ VARIANTS: dict[str, tuple[Callable[[int], me.Function], dict[str, bool]]] = {
     "packed+fma": (define_packed, {"fp_contract": True}),
     "packed+fma A packed": (lambda n: define_packed(n, pack_a=True), {"fp_contract": True}),
     "blocked+fma": (lambda n: sgemm_blocked(n, nr=NR), {"fp_contract": True}),
-    "blocked+fma A packed": (lambda n: sgemm_blocked(n, nr=NR, pack_a=True),
-                             {"fp_contract": True}),
+    "blocked+fma kc=384 mc=144": (lambda n: sgemm_blocked(n, kc=384, mc=144, nr=NR),
+                                  {"fp_contract": True}),
+    "blocked+fma mc=192": (lambda n: sgemm_blocked(n, mc=192, nr=NR), {"fp_contract": True}),
     "copy_at": (sgemm_copy_at, {}),
     "copy_at off": (lambda n: sgemm_copy_at(n, pack=False), {}),
 }

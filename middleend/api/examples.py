@@ -199,24 +199,25 @@ def sgemm_copy_at(n: int | None = None, tj: int = 64, mr: int = 6, nr: int = 16,
     return f
 
 
-def sgemm_blocked(n: int | None = None, kc: int = 256, tj: int = 64, mr: int = 6,
-                  nr: int = 16, pack_a: bool = False) -> Function:
-    """C = A @ B with the reduction blocked by ``kc`` as a BLAS blocks it: per column
-    panel ``j0`` (parallel) and block ``k0`` of the reduction, ``Bp`` packs the ``kc x tj``
-    panel of B (small enough for L2, where :func:`sgemm_packed`'s ``N x tj`` panel is
-    not), and each ``mr x nr`` micro-tile accumulates the block's ``kc`` products in a
-    register tile ``acc`` that is then added into C.
+def sgemm_blocked(n: int | None = None, kc: int = 256, mc: int = 96, mr: int = 6,
+                  nr: int = 16, pack_a: bool = True) -> Function:
+    """C = A @ B blocked as GotoBLAS/BLIS block it, in the scheduling language: for each
+    block ``k0`` of ``kc`` of the reduction, B's ``kc x N`` rows are packed (in parallel)
+    into column micro-panels ``nr`` wide, each contiguous (``store_in(BpB, [j // nr, k,
+    j % nr])``); for each block ``i0`` of ``mc`` rows (parallel), A's ``mc x kc`` block
+    is packed into row micro-panels ``mr`` high (``ApB[i // mr, k, i % mr]``); then each
+    ``mr x nr`` micro-tile accumulates the block's ``kc`` products in a register tile
+    that is added into C. The micro-kernel reads both operands contiguously (the printer
+    works the ``//`` and ``%`` out from the loops), the B micro-panel (``kc x nr``) stays
+    in L1 across the ``mc / mr`` micro-tiles, A's block in L2.
 
-    In Layer I the blocking is part of the algorithm, since a value read must have one
-    producer: ``acc`` has a ``k0`` index (a fresh accumulator per block: ``acc0`` zeroes
-    it, ``u`` accumulates, ``u`` at ``k1 = 0`` reading ``acc0``'s element), and ``cs``
-    adds block ``k0``'s sum to C (``cs[i, j, k0 - 1]``; at ``k0 = 0`` C's initial value,
-    ``cz``). The schedule then gives the loops j0 / k0 / i_uo / j1_vo / k1 / i_ui (unrolled
-    ``mr``) / j1_vi (vector ``nr``), ``acc`` allocated per micro-tile (so ``k0`` collapses
-    and gcc keeps the tile in registers), ``Bp`` computed and allocated at ``k0``.
-    ``n`` None gives a Param N (a last partial block of ``N mod kc``). ``pack_a`` also
-    copies the ``mr x kc`` block of A a micro-tile row reads, k-major (``Ap`` stored in
-    ``ApB[k, i]``), at ``i_uo``, so that the micro-kernel reads A contiguously."""
+    In Layer I the blocking of the reduction is part of the algorithm, since a value read
+    must have one producer: ``acc`` has a ``k0`` index (a fresh accumulator per block:
+    ``acc0`` zeroes it, ``u`` accumulates, ``u`` at ``k1 = 0`` reading ``acc0``'s
+    element), and ``cs`` adds block ``k0``'s sum to C (``cs[i, j, k0 - 1]``; at ``k0 =
+    0`` C's initial value, ``cz``). Loops: k0 / i0 (parallel) / j_vo / i1_uo / k1 / i1_ui
+    (unrolled ``mr``) / j_vi (vector ``nr``). ``n`` None gives a Param N (a last partial
+    block of ``N mod kc``); ``pack_a=False`` reads A in place."""
     with Function("sgemm_blocked") as f:
         size = Param("N") if n is None else n
         nk = (size + (kc - 1)) // kc
@@ -227,11 +228,14 @@ def sgemm_blocked(n: int | None = None, kc: int = 256, tj: int = 64, mr: int = 6
         b = Input("B", [size, size], float32)
         kk, jj = Var("kk", 0, size), Var("jj", 0, size)
         bp = Computation("Bp", [kk, jj], b[kk, jj])
+        bp.store_in(Buffer("BpB", [(size + (nr - 1)) // nr, size, nr], float32),
+                    [jj // nr, kk, jj % nr])
         ap = None
         if pack_a:
             ia, ka = Var("ia", 0, size), Var("ka", 0, size)
             ap = Computation("Ap", [ia, ka], a[ia, ka])
-            ap.store_in(Buffer("ApB", [size, size], float32), [ka, ia])
+            ap.store_in(Buffer("ApB", [(size + (mr - 1)) // mr, size, mr], float32),
+                        [ia // mr, ka, ia % mr])
         cb = Buffer("C", [size, size], float32, kind=OUTPUT)
         cz = Computation("cz", [i, j], 0.0)
         cz.store_in(cb, [i, j])
@@ -248,24 +252,29 @@ def sgemm_blocked(n: int | None = None, kc: int = 256, tj: int = 64, mr: int = 6
         cs.store_in(cb, [i, j])
     cz.parallelize("i")
     for x in (acc0, u, cs):
-        x.split("j", tj, "j0", "j1")  # i j0 j1 k0 [k1]
-        x.interchange("i", "j0")  # j0 i j1 k0
-        x.interchange("j1", "k0")  # j0 i k0 j1
-        x.interchange("i", "k0")  # j0 k0 i j1
-        x.unroll("i", mr)
-        x.vectorize("j1", nr)
-        x.interchange("i_ui", "j1_vo")  # j0 k0 i_uo j1_vo i_ui j1_vi [k1]
-        x.parallelize("j0")
-    u.interchange("i_ui", "k1")  # ... j1_vo k1 j1_vi i_ui
-    u.interchange("j1_vi", "i_ui")  # ... j1_vo k1 i_ui j1_vi
+        x.split("i", mc, "i0", "i1")  # i0 i1 j k0
+        x.interchange("i1", "j")  # i0 j i1 k0
+        x.interchange("i0", "j")  # j i0 i1 k0
+        x.interchange("i1", "k0")  # j i0 k0 i1
+        x.interchange("i0", "k0")  # j k0 i0 i1
+        x.interchange("j", "k0")  # k0 j i0 i1
+        x.interchange("j", "i0")  # k0 i0 j i1
+        x.vectorize("j", nr)  # k0 i0 j_vo j_vi i1
+        x.interchange("j_vi", "i1")  # k0 i0 j_vo i1 j_vi
+        x.unroll("i1", mr)  # k0 i0 j_vo i1_uo i1_ui j_vi
+        x.parallelize("i0")
+    u.interchange("i1_ui", "k1")  # ... i1_uo k1 j_vi i1_ui
+    u.interchange("j_vi", "i1_ui")  # ... i1_uo k1 i1_ui j_vi
     acc0.after(cz, ROOT)
-    u.after(acc0, "j1_vo")
-    cs.after(u, "j1_vo")
-    acc0.allocate_at(cs, "j1_vo")
+    u.after(acc0, "i1_uo")
+    cs.after(u, "i1_uo")
+    acc0.allocate_at(cs, "i1_uo")
     bp.vectorize("jj", nr)
+    bp.interchange("kk", "jj_vo")  # jj_vo kk jj_vi: each thread packs whole micro-panels
+    bp.parallelize("jj_vo")
     bp.compute_at(u, "k0")
     bp.allocate_at(u, "k0")
     if ap is not None:
-        ap.compute_at(u, "i_uo")
-        ap.allocate_at(u, "i_uo")
+        ap.compute_at(u, "i0")
+        ap.allocate_at(u, "i0")
     return f
