@@ -57,8 +57,8 @@ def plan_func_schedule(fi: FuncInfo, is_output: bool) -> None:
                                        "returns the output in Halide's dimension order)")
     for k, d in enumerate(definitions(f)):
         st = d.schedule
-        if st.fused_pairs or (st.fuse_level is not None and not st.fuse_level.is_inlined):
-            raise UnsupportedHalideFeature(f.name, k, "compute_with()")
+        if st.fused_pairs:  # compute_with's other side (fusewith.py), as lowering fills it
+            raise UnsupportedHalideFeature(f.name, k, "compute_with() pairs")
         if st.atomic or st.allow_race_conditions:
             raise UnsupportedHalideFeature(f.name, k, "atomic()/allow_race_conditions()")
     cl = s.compute_level

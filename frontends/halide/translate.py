@@ -23,6 +23,7 @@ from frontends.halide import bounds as bd
 from frontends.halide.copies import define_copy, storage_order
 from frontends.halide.errors import UnsupportedHalideFeature
 from frontends.halide.exprs import Scope, const, dtype_of, translate
+from frontends.halide.fusewith import fuse_with
 from frontends.halide.graph import definitions, exprs_of, producer_order, walk
 from frontends.halide.hir import HBound, HBuffer, HDefinition, HExpr, HFunc, HPipeline
 from frontends.halide.placement import Placement, place
@@ -453,6 +454,9 @@ class Translator:
             # from its own compute_at is then ordered inside that loop, before it
             for name in reversed(self.order):
                 place(self, self.info[name])
+            for name in self.order:
+                if not self.info[name].inline:
+                    fuse_with(self, self.info[name])
         outs = [c for n in self.outputs for c in self.info[n].comps[0]]
         comps = {n: fi.comps for n, fi in self.info.items()}
         loops = {n: [{h: p.loops[h] for h in p.order} for p in fi.plans]
