@@ -366,3 +366,29 @@ def test_histogram_in_two_stages(rng: np.random.Generator) -> None:
     o[x, y] += h[15 - x, y]
     h.compute_at(o, y)
     check(o, [16, 9], [(im, rng.integers(0, 256, (9, 30), dtype=np.uint8))])
+
+
+@pytest.mark.parametrize("schedule", ["root", "yo", "store_at_yi"])
+def test_hoist_storage(schedule: str, rng: np.random.Generator) -> None:
+    """``hoist_storage(g, yo)`` allocates at ``yo`` (outside ``store_at``'s loop): where
+    the storage lives, not what is computed."""
+    x, y, yo, yi = _vars("x y yo yi")
+    a, inputs = _image(rng, 13, 21)
+    f, g = hl.Func("hoisted"), hl.Func("hoist_c")
+    f[x, y] = a[x, y] * 2
+    g[x, y] = f[x, y] + f[x + 1, y] + f[x, y + 1]
+    g.split(y, yo, yi, 4)
+    f.compute_at(g, yi)
+    if schedule == "root":
+        f.hoist_storage_root()
+    elif schedule == "yo":
+        f.hoist_storage(g, yo)
+    else:
+        f.store_at(g, yi).hoist_storage(g, yo)
+    k = check(g, [20, 12], inputs)
+    built, _ = k.build([20, 12], a=inputs[0][1])
+    allocs = [ln for ln in built.fn.layers().splitlines() if ln.startswith("allocate hoisted")]
+    if schedule == "root":
+        assert allocs == ["allocate hoisted[13, 21] at function entry"], allocs
+    else:
+        assert len(allocs) == 1 and "at loop y_yo of hoist_c" in allocs[0], allocs

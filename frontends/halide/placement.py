@@ -270,7 +270,9 @@ def _place_at(tr: Translator, fi: FuncInfo) -> None:
             f"{', '.join(map(repr, outside))} read it outside that loop; Halide refuses this "
             "schedule too (\"computed at an invalid location\"): compute it at a loop "
             "around every use, or compute_root", computations=(f.name, *outside))
-    sl = s.store_level
+    # hoist_storage(level) allocates at that level, outside store_at's (values are the
+    # same; Halide only gives up the sliding window there)
+    sl = s.store_level if s.hoist_storage_level.is_inlined else s.hoist_storage_level
     if not sl.is_inlined and not sl.is_root and sl.func_name != cl.func_name:
         raise UnsupportedHalideFeature(f.name, None, "store_at and compute_at in different "
                                        "Funcs")
