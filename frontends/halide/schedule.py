@@ -46,8 +46,10 @@ def plan_func_schedule(fi: FuncInfo, is_output: bool) -> None:
     # no-ops (see noops.py)
     if s.ring_buffer is not None:
         raise UnsupportedHalideFeature(f.name, None, "ring_buffer()")
-    if not s.hoist_storage_level.is_inlined and s.compute_level.is_root:
-        raise UnsupportedHalideFeature(f.name, None, "hoist_storage() of a compute_root Func")
+    hs = s.hoist_storage_level
+    if not hs.is_inlined and not hs.is_root and s.compute_level.is_root:
+        raise UnsupportedHalideFeature(f.name, None, "hoist_storage() at a loop of a "
+                                       "compute_root Func")
     for sd in s.storage_dims:
         if sd.alignment is not None or sd.bound is not None:
             raise UnsupportedHalideFeature(f.name, None, f"align_storage/bound_storage on "
