@@ -49,20 +49,29 @@ def test_interpolate(schedule: str, levels: int) -> None:
                 halide_realize([app.output], app.sizes, app.inputs), atol=1e-4)
 
 
-@pytest.mark.parametrize(("schedule", "levels"), [
-    pytest.param("inline", 2, marks=pytest.mark.slow),  # Halide's own JIT takes ~20 s
-    ("root", 4),
-])
-def test_local_laplacian(schedule: str, levels: int) -> None:
+def test_local_laplacian() -> None:
     """uint16 results within 1 of Halide's: Halide's ``exp`` is its own polynomial, not
     libm's, and the remapping curve's last bits move a few rounded values by one."""
-    app = apps.local_laplacian(16, 24, levels=levels, schedule=schedule)
+    app = apps.local_laplacian(16, 24, levels=4, schedule="root")
     k = compile_pipeline(app.output, fp_contract=False)
     ours = k.realize(app.sizes, **app.by_name())
     (ref,) = halide_realize([app.output], app.sizes, app.inputs, STRICT)
     assert ours.dtype == ref.dtype == np.uint16 and ours.shape == ref.shape
     diff = np.abs(ours.astype(np.int32) - ref.astype(np.int32))
     assert diff.max() <= 1 and (diff > 0).mean() < 0.01, (diff.max(), (diff > 0).sum())
+
+
+def test_local_laplacian_inlined_equals_computed_at_root() -> None:
+    """With no schedule, the same values as every stage computed at root (checked against
+    Halide above) to the last bit: the same float operations in the same order, without
+    contraction (Halide's own JIT of the inlined pyramid takes 10-20 s, so it is not the
+    reference here)."""
+    got = []
+    for schedule in apps.SCHEDULES:
+        app = apps.local_laplacian(16, 24, levels=2, schedule=schedule)
+        got.append(compile_pipeline(app.output, fp_contract=False).realize(
+            app.sizes, **app.by_name()))
+    np.testing.assert_array_equal(got[0], got[1])
 
 
 @pytest.mark.parametrize(("name", "kw"), [
