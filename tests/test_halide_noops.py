@@ -76,3 +76,15 @@ def test_prefetch_store_in_and_async(rng: np.random.Generator) -> None:
     said = {str(w.message) for w in got}
     for func, what in ((p, "store_in(MemoryType.Stack)"), (c, "async()"), (q, "prefetch()")):
         assert any(f"{func.name()!r}: {what}" in m for m in said), (what, said)
+
+
+def test_align_and_bound_storage(rng: np.random.Generator) -> None:
+    """Padding of a buffer's storage: align_storage(x, 8), bound_storage(y, 16)."""
+    p, c, a, data = _pair(rng)
+    x, y = c.args()
+    p.compute_root().align_storage(x, 8).bound_storage(y, 16)
+    with pytest.warns(IgnoredHalideDirective) as got:
+        check(c, [20, 10], [(a, data)])
+    said = " ".join(str(w.message) for w in got)
+    assert f"{p.name()!r}: align_storage(x)" in said and \
+        f"{p.name()!r}: bound_storage(y)" in said, said

@@ -41,7 +41,8 @@ class HalideCheckError(HalideFrontendError, KernelArgumentError):
 
 class IgnoredHalideDirective(UserWarning):
     """A directive that cannot change a pipeline's values, accepted and not honoured:
-    ``memoize()`` (a cache across calls), ``fold_storage()`` (a smaller buffer), the
+    ``memoize()`` (a cache across calls), ``fold_storage()`` (a smaller buffer),
+    ``align_storage()`` / ``bound_storage()`` (a padded one), the
     ``trace_*`` calls and ``print`` / ``print_when`` (output on the side), ``prefetch()``,
     ``store_in(MemoryType...)`` (where a buffer lives) and ``async()`` (a producer in a
     thread of its own). Warned about at

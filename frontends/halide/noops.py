@@ -1,12 +1,13 @@
 """Directives that cannot change a pipeline's values, honoured as no-ops with a warning.
 
-``memoize()`` caches a Func across calls, ``fold_storage()`` folds its buffer, the
-``trace_*`` calls and ``print`` / ``print_when`` write to the side, ``prefetch()`` hints
-the cache, ``store_in(MemoryType...)`` chooses where a buffer lives and ``async()`` runs a
-producer in a thread of its own, synchronized with its consumer: the values are the same
-without them. The front-end translates the pipeline without them and says so once per Func
-and directive (:class:`.errors.IgnoredHalideDirective`), at ``compile_pipeline``, instead of
-refusing a pipeline Halide runs.
+``memoize()`` caches a Func across calls, ``fold_storage()`` folds its buffer,
+``align_storage()`` / ``bound_storage()`` pad it, the ``trace_*`` calls and ``print`` /
+``print_when`` write to the side, ``prefetch()`` hints the cache,
+``store_in(MemoryType...)`` chooses where a buffer lives and ``async()`` runs a producer in
+a thread of its own, synchronized with its consumer: the values are the same without them.
+The front-end translates the pipeline without them and says so once per Func and directive
+(:class:`.errors.IgnoredHalideDirective`), at ``compile_pipeline``, instead of refusing a
+pipeline Halide runs.
 """
 
 from __future__ import annotations
@@ -35,6 +36,11 @@ def ignored(hp: HPipeline, order: list[str]) -> list[tuple[str, str]]:
         folded = [sd.var for sd in s.storage_dims if sd.fold_factor is not None]
         if folded:
             out.append((name, f"fold_storage({', '.join(folded)})"))
+        for what in ("alignment", "bound"):
+            dims = [sd.var for sd in s.storage_dims if getattr(sd, what) is not None]
+            if dims:
+                word = "align_storage" if what == "alignment" else "bound_storage"
+                out.append((name, f"{word}({', '.join(dims)})"))
         if f.traced:
             out.append((name, "trace_loads/trace_stores/trace_realizations"))
         if s.memory_type != "Auto":

@@ -42,18 +42,14 @@ def plan_func_schedule(fi: FuncInfo, is_output: bool) -> None:
     s = f.schedule
     if f.extern_function_name:
         raise UnsupportedHalideFeature(f.name, None, f"define_extern({f.extern_function_name})")
-    # memoize, fold_storage, trace_*, print, prefetch, store_in(MemoryType) and async are
-    # no-ops (see noops.py)
+    # memoize, fold_storage, align/bound_storage, trace_*, print, prefetch,
+    # store_in(MemoryType) and async are no-ops (see noops.py)
     if s.ring_buffer is not None:
         raise UnsupportedHalideFeature(f.name, None, "ring_buffer()")
     hs = s.hoist_storage_level
     if not hs.is_inlined and not hs.is_root and s.compute_level.is_root:
         raise UnsupportedHalideFeature(f.name, None, "hoist_storage() at a loop of a "
                                        "compute_root Func")
-    for sd in s.storage_dims:
-        if sd.alignment is not None or sd.bound is not None:
-            raise UnsupportedHalideFeature(f.name, None, f"align_storage/bound_storage on "
-                                           f"{sd.var!r}")
     if is_output and [sd.var for sd in s.storage_dims] not in ([], list(f.args)):
         raise UnsupportedHalideFeature(f.name, None, "reorder_storage() of an output (realize "
                                        "returns the output in Halide's dimension order)")
