@@ -393,3 +393,16 @@ def test_hoist_storage(schedule: str, rng: np.random.Generator) -> None:
     want = r"\[13, 21\] at function entry" if schedule in ("root", "compute_root") else \
         r"\[5, 21\] at loop y_yo of hoist_c\w* \(one array per thread\)"
     assert len(allocs) == 1 and re.fullmatch(r"allocate hoisted\w*" + want, allocs[0]), allocs
+
+
+def test_compute_at_outermost(rng: np.random.Generator) -> None:
+    """``compute_at(g, Var.outermost())``: outside all of g's loops, before each stage that
+    reads it; computed once before g here (the same values)."""
+    x, y = _vars("x y")
+    a, inputs = _image(rng, 5, 10)
+    f, g = hl.Func("outer_p"), hl.Func("outer_c")
+    f[x, y] = a[x, y] * 2
+    g[x, y] = f[x, y] + f[x + 1, y]
+    g[x, y] += f[x, y] * 3
+    f.compute_at(g, hl.Var.outermost())
+    check(g, [8, 4], inputs)

@@ -93,6 +93,12 @@ class HLoopLevel:
     def is_root(self) -> bool:
         return self.var_name == "__root"
 
+    @property
+    def is_outermost(self) -> bool:
+        """``Var.outermost()`` of a Func: outside all its loops, so realized once before
+        the stage, which gives the values of a compute_root."""
+        return self.var_name == "__outermost"
+
 
 @dataclass(frozen=True, slots=True)
 class HSplit:

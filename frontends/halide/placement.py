@@ -21,6 +21,7 @@ the translator which copy each reader reads).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -65,7 +66,7 @@ class Placement:
     def computed_at(self, name: str) -> bool:
         fi = self.info[name]
         cl = fi.f.schedule.compute_level
-        return not fi.inline and not cl.is_root and not cl.is_inlined
+        return not fi.inline and not cl.is_root and not cl.is_inlined and not cl.is_outermost
 
     def stages(self, p: str) -> list[int]:
         """The stages of ``p``'s consumer Func where ``p`` is realized."""
@@ -214,8 +215,9 @@ def place(tr: Translator, fi: FuncInfo) -> None:
             # a scalar per iteration, or per iteration outside the vector loops
             t.allocate_at(fi.comps[k][0], plan.loops[at[-1]])
     cl = s.compute_level
-    if cl.is_root or cl.is_inlined:
-        if not s.store_level.is_inlined and not s.store_level.is_root:
+    if cl.is_root or cl.is_inlined or cl.is_outermost:  # outermost: before the consumer
+        sl = s.store_level
+        if not sl.is_inlined and not sl.is_root and not sl.is_outermost:
             raise UnsupportedHalideFeature(f.name, None, "store_at inside a compute_root Func")
         for a, b, inner in afters:
             b.after(a, inner)
@@ -273,6 +275,8 @@ def _place_at(tr: Translator, fi: FuncInfo) -> None:
     # hoist_storage(level) allocates at that level, outside store_at's (values are the
     # same; Halide only gives up the sliding window there)
     sl = s.store_level if s.hoist_storage_level.is_inlined else s.hoist_storage_level
+    if sl.is_outermost:
+        sl = dataclasses.replace(sl, var_name="__root")  # outside every loop: at root
     if not sl.is_inlined and not sl.is_root and sl.func_name != cl.func_name:
         raise UnsupportedHalideFeature(f.name, None, "store_at and compute_at in different "
                                        "Funcs")
