@@ -18,21 +18,26 @@ The formulations of ours, each checked against numpy before timing:
   of B computed at the column-panel loop ``j0`` into a private buffer (``compute_at`` +
   ``allocate_at``: B packing), and ``acc`` an MR x NR accumulator tile allocated at the
   micro-tile loop (``allocate_at``: a stack array that gcc keeps in registers). Loops: j0
-  (parallel, 64 columns: the panel of B) / i_uo / j1_vo / k / i_ui (unrolled 6) / j1_vi
-  (vector NR), i.e. a 6 x NR register-blocked micro-kernel, NR two of the host's vectors
-  (16 floats with AVX2: 12 accumulators of 8 floats in 16 registers; 32 with AVX-512).
+  (parallel, NR columns: the panel of B, N x NR, 128 KB at N=2048 with AVX2, in L2) /
+  i_uo / k / i_ui (unrolled 6) / j1_vi (vector NR), i.e. a 6 x NR register-blocked
+  micro-kernel, NR two of the host's vectors (16 floats with AVX2: 12 accumulators of 8
+  floats in 16 registers; 32 with AVX-512). Panels of 64 columns (4 micro-tiles, B's
+  panel 256-512 KB) ran at 0.79-0.86x numpy at N=1024 and 2048 on a quiet machine,
+  panels of NR at 0.93x (``/tmp`` A/B runs, interleaved).
 * ``packed+fma`` (the chosen one): the same kernel built with ``fp_contract=True``, so
   that gcc emits fused multiply-adds, as OpenBLAS does; the anchor it is compared with
   uses them, and without them the ceiling is half the FMA peak.
 * ``packed+fma A packed``: the chosen kernel with A packed too (``Ap``, the 6 rows of A
   a micro-tile row reads, copied k-major at ``i_uo``: ``store_in(ApB, [k, i])``). Packed
-  again for every 64-column panel, it has cost more than it saved in our runs.
+  again for every panel, it has cost more than it saved in our runs.
 * ``blocked+fma``: blocked as GotoBLAS/BLIS block it
   (:func:`middleend.api.examples.sgemm_blocked`): per 256-long block of k, B's rows packed
   in parallel into contiguous 256 x NR micro-panels (``store_in`` with ``j // NR``,
   ``j % NR``), per block of 96 rows (parallel) A's block packed into 6 x 256 micro-panels,
   the same 6 x NR micro-kernel reading both contiguously, each micro-tile's block sum
-  added into C; also with kc=384 / mc=144 and mc=192.
+  added into C. Slower than ``packed+fma`` here (0.50-0.84x numpy against 0.77-0.89x
+  in one quiet run; the serial parts and the packing copies cost more than the
+  contiguous micro-panels save at these sizes).
 * ``copy_at`` and ``copy_at off``: the packed schedule with the algorithm left alone (no
   ``Bp`` computation): the panel of B is packed by the Layer IV operation
   ``copy_at(upd, "j0", B, "Bp")``, whose footprint the compiler computes; ``copy_at off``
@@ -91,7 +96,7 @@ NR = 2 * float_lanes(compiler())  # two of the machine's vectors per micro-tile 
 def define_packed(n: int = N, pack_a: bool = False) -> me.Function:
     """The BLAS-like schedule of :func:`middleend.api.examples.sgemm_packed`, its
     micro-tile ``6 x NR`` (two of the host's vectors wide)."""
-    return sgemm_packed(n, nr=NR, pack_a=pack_a)
+    return sgemm_packed(n, tj=NR, nr=NR, pack_a=pack_a)
 
 
 # name -> (definition for a size N, compile options)
@@ -101,9 +106,6 @@ VARIANTS: dict[str, tuple[Callable[[int], me.Function], dict[str, bool]]] = {
     "packed+fma": (define_packed, {"fp_contract": True}),
     "packed+fma A packed": (lambda n: define_packed(n, pack_a=True), {"fp_contract": True}),
     "blocked+fma": (lambda n: sgemm_blocked(n, nr=NR), {"fp_contract": True}),
-    "blocked+fma kc=384 mc=144": (lambda n: sgemm_blocked(n, kc=384, mc=144, nr=NR),
-                                  {"fp_contract": True}),
-    "blocked+fma mc=192": (lambda n: sgemm_blocked(n, mc=192, nr=NR), {"fp_contract": True}),
     "copy_at": (sgemm_copy_at, {}),
     "copy_at off": (lambda n: sgemm_copy_at(n, pack=False), {}),
 }
