@@ -26,7 +26,7 @@ from collections.abc import Callable
 from backends.clike.cexpr import ident, iexpr_c
 from backends.clike.cstmt import comment
 from backends.cpu.cprinter import CPrinter
-from middleend.ir.distribution import ELEMENT, Distribution, Transfer
+from middleend.ir.distribution import BLOCK_C, ELEMENT, RECV_LO_C, Distribution, Transfer
 from middleend.ir.errors import TargetError
 from middleend.ir.expr import walk
 from middleend.ir.loopast import (
@@ -47,7 +47,6 @@ from middleend.ir.loopast import (
     statements,
     walk_loops,
 )
-from middleend.passes.distribution_rt import BLOCK_C, RECV_LO_C
 
 from .local import RANK, shifted
 from .rootio import blocks_call

@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from middleend.ir.distribution import Distribution, Window
+from middleend.ir.distribution import BLOCK, Distribution, Window
 from middleend.ir.expr import Binary, Expr, rebuild
 from middleend.ir.loopast import BufAccess, BufferDecl, IVar, ParamRef, Program, StmtInfo
 from middleend.ir.types import int64
-from middleend.passes.distribution_rt import BLOCK
 
 RANK = "me_rank"
 

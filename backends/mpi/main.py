@@ -25,9 +25,8 @@ from __future__ import annotations
 
 from backends.clike.cexpr import ident, iexpr_c
 from backends.clike.cstmt import dims_lines
-from middleend.ir.distribution import Distribution
+from middleend.ir.distribution import BLOCK_C, Distribution
 from middleend.ir.loopast import BufferDecl, Program
-from middleend.passes.distribution_rt import BLOCK_C
 
 from .local import RANK, lo_param, width_param, window_decl
 from .rootio import root_io

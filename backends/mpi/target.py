@@ -14,9 +14,9 @@ from typing import Any
 from backends.clike.build import build_cached, tool_identity
 from backends.clike.entry import generate_header
 from backends.cpu.build import cache_dir, flags_for, host_isa
+from middleend.ir.distribution import RUNTIME as RANKS_AT_RUN
 from middleend.ir.errors import TargetError
 from middleend.ir.loopast import Program, Signature
-from middleend.passes.distribution_rt import RUNTIME as RANKS_AT_RUN
 from middleend.target import (
     Artifact,
     ArtifactFile,

@@ -35,6 +35,7 @@ from typing import Any, TypeVar
 import islpy as isl
 
 from ..ir import commands as cmd
+from ..ir.distribution import RUNTIME as RUNTIME_RANKS
 from ..ir.errors import (
     DefinitionError,
     MiddleEndError,
@@ -48,7 +49,6 @@ from ..passes.data import Layer3, build_layer3
 from ..passes.dataflow import Expected, expected_dataflow
 from ..passes.device import DevicePlan, plan_device
 from ..passes.distribution import plan_distribution
-from ..passes.distribution_rt import RUNTIME as RUNTIME_RANKS
 from ..passes.distribution_rt import plan_runtime_distribution
 from ..passes.fifo import fifo_depths
 from ..passes.layer1 import Layer1, build_layer1

@@ -83,3 +83,11 @@ class Distribution:
 
 
 ELEMENT = "me_elem"  # the statement name of a Transfer's element
+
+# Ranks read at run time (the mpi target's ``ranks="runtime"``): the names the plan of
+# ``middleend.passes.distribution_rt`` and the mpi printer share (here, in the IR, since
+# the targets depend only on the IR)
+RUNTIME = "runtime"  # the mpi target's ``ranks`` option for a rank count read at run time
+LO, BLOCK = "me_lo", "me_B"  # the symbolic rank's block start and the block size
+BLOCK_C = f"p_{BLOCK}"  # the block size in the printed program (a param of the kernel)
+RECV_LO_C = "me_rlo"  # an exchange's receiver's block start, in the printed program

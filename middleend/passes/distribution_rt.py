@@ -33,7 +33,7 @@ from collections.abc import Sequence
 import islpy as isl
 
 from ..ir import commands as cmd
-from ..ir.distribution import Distribution, Transfer, Window
+from ..ir.distribution import BLOCK, BLOCK_C, LO, RECV_LO_C, Distribution, Transfer, Window
 from ..ir.errors import ScheduleError
 from ..ir.loopast import IVar, Program
 from .data import Layer3, box, lift_params
@@ -57,11 +57,6 @@ from .layer4 import Layer4
 from .physical import Physical
 from .placement import TimeSpace
 from .rootio import plan_root_ops
-
-RUNTIME = "runtime"  # the mpi target's ``ranks`` option for a rank count read at run time
-LO, BLOCK = "me_lo", "me_B"  # the symbolic rank's block start and the block size
-BLOCK_C = f"p_{BLOCK}"  # the block size in the printed program (a param of the kernel)
-RECV_LO_C = "me_rlo"  # an exchange's receiver's block start, in the printed program
 
 
 def _param(space: isl.Space, name: str) -> isl.PwAff:
