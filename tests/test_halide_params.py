@@ -14,6 +14,7 @@ import pytest
 from halide_util import assert_same, halide_realize
 
 from frontends.halide import HalideCheckError, compile_pipeline
+from frontends.halide.apps import bilateral_grid_funcs
 
 
 def _vars(names: str) -> list[hl.Var]:
@@ -151,57 +152,20 @@ def test_a_buffer_with_a_nonzero_min_is_refused() -> None:
 
 
 def _bilateral_grid(inp: hl.ImageParam, r_sigma: hl.Param, schedule: str) -> hl.Func:
-    """The bilateral grid (Chen, Paris and Durand), as Halide's app describes it: a
-    histogram of the image over (x/8, y/8, value/r_sigma), blurred along z, x and y, then
-    sliced with trilinear interpolation. ``r_sigma`` is a float Param that decides the
-    grid's z index (the pipeline of the report: "Param 'r_sigma' must be an int")."""
-    x, y, z, c, xo, xi = _vars("x y z c xo xi")
-    s = 8
-    clamped = hl.BoundaryConditions.repeat_edge(inp)
-    r = hl.RDom([(0, s), (0, s)], "r")
-    val = hl.clamp(clamped[x * s + r.x - s // 2, y * s + r.y - s // 2], 0.0, 1.0)
-    hist = hl.Func("histogram")
-    hist[x, y, z, c] = hl.f32(0)
-    hist[x, y, hl.i32(val * (1.0 / r_sigma) + 0.5), c] += hl.select(c == 0, val, 1.0)
-    blurs: list[hl.Func] = []
-    src = hist
-    for axis in range(3):  # z, then x, then y: taps 1 4 6 4 1
-        b = hl.Func(f"blur{'zxy'[axis]}")
-        b[x, y, z, c] = sum(w * src[_shift(axis, d, x, y, z, c)]
-                            for d, w in ((-2, 1), (-1, 4), (0, 6), (1, 4), (2, 1)))
-        blurs.append(b)
-        src = b
-    v = hl.clamp(clamped[x, y], 0.0, 1.0) * (1.0 / r_sigma)
-    zi = hl.i32(v)
-    zf = v - hl.f32(zi)
-    xf, yf = hl.f32(x % s) / s, hl.f32(y % s) / s
-    gx, gy = x // s, y // s
-    g = blurs[-1]
-
-    def bil(zz: hl.Expr) -> hl.Expr:
-        return hl.lerp(hl.lerp(g[gx, gy, zz, c], g[gx + 1, gy, zz, c], xf),
-                       hl.lerp(g[gx, gy + 1, zz, c], g[gx + 1, gy + 1, zz, c], xf), yf)
-
-    interp = hl.Func("interpolated")
-    interp[x, y, c] = hl.lerp(bil(zi), bil(zi + 1), zf)
-    out = hl.Func("bilateral_grid")
-    out[x, y] = interp[x, y, 0] / interp[x, y, 1]
-    for f in (hist, *blurs):
+    """The bilateral grid (:func:`frontends.halide.apps.bilateral_grid_funcs`: its z
+    index decided by ``r_sigma``, a float Param, the pipeline of the report "Param
+    'r_sigma' must be an int") with its stages at root, or at root and parallel."""
+    g = bilateral_grid_funcs(inp, r_sigma)
+    x, y = g.output.args()
+    xo, xi = hl.Var("xo"), hl.Var("xi")
+    for f in (g.histogram, *g.blurs):
         f.compute_root()
     if schedule == "parallel":
-        hist.parallel(z)
-        for b in blurs:
-            b.parallel(y).vectorize(x, 4)
-        out.split(x, xo, xi, 8).parallel(y).vectorize(xi)
-    return out
-
-
-def _shift(axis: int, d: int, x: hl.Var, y: hl.Var, z: hl.Var, c: hl.Var) -> list[hl.Expr]:
-    """(x, y, z, c) with ``d`` added along ``axis`` (0: z, 1: x, 2: y)."""
-    at: list[hl.Expr] = [hl.Expr(x), hl.Expr(y), hl.Expr(z), hl.Expr(c)]
-    k = [2, 0, 1][axis]
-    at[k] = at[k] + d
-    return at
+        g.histogram.parallel(g.histogram.args()[2])
+        for b in g.blurs:
+            b.parallel(b.args()[1]).vectorize(b.args()[0], 4)
+        g.output.split(x, xo, xi, 8).parallel(y).vectorize(xi)
+    return g.output
 
 
 @pytest.mark.parametrize("schedule", ["root", "parallel"])

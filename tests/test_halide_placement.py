@@ -16,6 +16,7 @@ from halide_util import check
 
 import middleend as me
 from frontends.halide import UnsupportedHalideFeature, compile_pipeline
+from frontends.halide.apps import interpolate_funcs
 
 Inputs = list[tuple[hl.ImageParam, np.ndarray]]
 Case = Callable[[str, np.random.Generator], tuple[hl.Func, list[int], Inputs]]
@@ -217,28 +218,12 @@ def test_a_use_outside_the_realization_is_refused_as_halide_does(
 
 
 def _interpolate(inp: hl.ImageParam, levels: int, schedule: str) -> hl.Func:
-    """Halide's interpolate app as its description has it: premultiplied-alpha pyramids
-    down (separable 1 2 1), then back up, each level filling the holes of the one below
-    with the coarser one; normalized by alpha. ``schedule``: every level compute_root, or
-    the downsampling's x pass and the upsampling's x pass computed at their consumers'
-    rows (reached through an inlined Func)."""
-    x, y, c = _vars("x y c")
-    cl = hl.BoundaryConditions.repeat_edge(inp)
-    ds, dx, it, ux, us = ([hl.Func(f"{n}{k}") for k in range(levels)]
-                          for n in ("down", "downx", "interp", "upx", "up"))
-    ds[0][x, y, c] = hl.select(c < 3, cl[x, y, c] * cl[x, y, 3], cl[x, y, 3])
-    for k in range(1, levels):
-        dx[k][x, y, c] = (ds[k - 1][x * 2 - 1, y, c] + 2.0 * ds[k - 1][x * 2, y, c]
-                          + ds[k - 1][x * 2 + 1, y, c]) * 0.25
-        ds[k][x, y, c] = (dx[k][x, y * 2 - 1, c] + 2.0 * dx[k][x, y * 2, c]
-                          + dx[k][x, y * 2 + 1, c]) * 0.25
-    it[levels - 1][x, y, c] = ds[levels - 1][x, y, c]
-    for k in range(levels - 2, -1, -1):
-        ux[k][x, y, c] = (it[k + 1][x // 2, y, c] + it[k + 1][(x + 1) // 2, y, c]) / 2
-        us[k][x, y, c] = (ux[k][x, y // 2, c] + ux[k][x, (y + 1) // 2, c]) / 2
-        it[k][x, y, c] = ds[k][x, y, c] + (1.0 - ds[k][x, y, 3]) * us[k][x, y, c]
-    out = hl.Func("interpolate")
-    out[x, y, c] = it[0][x, y, c] / it[0][x, y, 3]
+    """Halide's interpolate app (:func:`frontends.halide.apps.interpolate_funcs`) with a
+    schedule: every level compute_root, or the downsampling's x pass and the upsampling's
+    x pass computed at their consumers' rows (reached through an inlined Func)."""
+    p = interpolate_funcs(inp, levels)
+    out, ds, dx, it, ux = p.output, p.down, p.downx, p.interp, p.upx
+    x, y, c = out.args()
     out.reorder(c, x, y).bound(c, 0, 3)
     for k in range(levels):
         ds[k].compute_root()

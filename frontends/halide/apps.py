@@ -62,10 +62,29 @@ def bilateral_grid(rows: int = 16, cols: int = 24, schedule: str = "inline",
     the grid's z index. Inlined, every output pixel reads the histogram through
     2 x 8 x 125 data-dependent (clamped) accesses."""
     _check_schedule(schedule)
-    x, y, z, c = _vars("x y z c")
-    s = 8
     inp = hl.ImageParam(hl.Float(32), 2, "inp")
     rs = hl.Param(hl.Float(32), "r_sigma")
+    g = bilateral_grid_funcs(inp, rs)
+    _root([g.histogram, *g.blurs, g.interpolated], schedule)
+    img = np.random.default_rng(seed).random((rows, cols), dtype=np.float32)
+    return App("bilateral_grid", g.output, [cols, rows], [(inp, img), (rs, r_sigma)], 6)
+
+
+@dataclass
+class Grid:
+    """The bilateral grid's Funcs, for a caller that schedules them itself."""
+
+    output: hl.Func
+    histogram: hl.Func
+    blurs: list[hl.Func]  # along z, x, y
+    interpolated: hl.Func
+
+
+def bilateral_grid_funcs(inp: hl.ImageParam, rs: hl.Param) -> Grid:
+    """The bilateral grid's algorithm (no schedule) on a 2-D float input and the float
+    Param ``rs`` (r_sigma)."""
+    x, y, z, c = _vars("x y z c")
+    s = 8
     clamped = hl.BoundaryConditions.repeat_edge(inp)
     r = hl.RDom([(0, s), (0, s)], "r")
     val = hl.clamp(clamped[x * s + r.x - s // 2, y * s + r.y - s // 2], 0.0, 1.0)
@@ -100,9 +119,7 @@ def bilateral_grid(rows: int = 16, cols: int = 24, schedule: str = "inline",
     interp[x, y, c] = hl.lerp(bil(zi), bil(zi + 1), zf)
     out = hl.Func("bilateral_grid")
     out[x, y] = interp[x, y, 0] / interp[x, y, 1]
-    _root([hist, *blurs, interp], schedule)
-    img = np.random.default_rng(seed).random((rows, cols), dtype=np.float32)
-    return App("bilateral_grid", out, [cols, rows], [(inp, img), (rs, r_sigma)], 6)
+    return Grid(out, hist, blurs, interp)
 
 
 def interpolate(rows: int = 16, cols: int = 24, levels: int = 4, schedule: str = "inline",
@@ -113,8 +130,30 @@ def interpolate(rows: int = 16, cols: int = 24, levels: int = 4, schedule: str =
     app uses 10 levels; inlined, a level reads 9 points of the one below, so the inlined
     expression grows as 9^levels (Halide's own inlining too): keep ``levels`` small then."""
     _check_schedule(schedule)
-    x, y, c = _vars("x y c")
     inp = hl.ImageParam(hl.Float(32), 3, "inp")
+    p = interpolate_funcs(inp, levels)
+    _root([*p.down, *p.downx[1:], *p.interp[1:], *p.upx[:-1], *p.up[:-1]], schedule)
+    img = np.random.default_rng(seed).random((4, rows, cols), dtype=np.float32)
+    img[3] = 0.1 + 0.9 * img[3]  # alpha > 0: the normalization divides by it
+    return App("interpolate", p.output, [cols, rows, 3], [(inp, img)], 5 * levels - 1)
+
+
+@dataclass
+class Pyramid:
+    """Interpolate's Funcs per level (``downx[0]``, ``upx[-1]`` and ``up[-1]`` are
+    unused), for a caller that schedules them itself."""
+
+    output: hl.Func
+    down: list[hl.Func]
+    downx: list[hl.Func]
+    interp: list[hl.Func]
+    upx: list[hl.Func]
+    up: list[hl.Func]
+
+
+def interpolate_funcs(inp: hl.ImageParam, levels: int) -> Pyramid:
+    """Interpolate's algorithm (no schedule) on an RGBA float input, ``levels`` levels."""
+    x, y, c = _vars("x y c")
     cl = hl.BoundaryConditions.repeat_edge(inp)
     ds, dx, it, ux, us = ([hl.Func(f"{n}{k}") for k in range(levels)]
                           for n in ("down", "downx", "interp", "upx", "up"))
@@ -131,10 +170,7 @@ def interpolate(rows: int = 16, cols: int = 24, levels: int = 4, schedule: str =
         it[k][x, y, c] = ds[k][x, y, c] + (1.0 - ds[k][x, y, 3]) * us[k][x, y, c]
     out = hl.Func("interpolate")
     out[x, y, c] = it[0][x, y, c] / it[0][x, y, 3]
-    _root([*ds, *dx[1:], *it[1:], *ux[:-1], *us[:-1]], schedule)
-    img = np.random.default_rng(seed).random((4, rows, cols), dtype=np.float32)
-    img[3] = 0.1 + 0.9 * img[3]  # alpha > 0: the normalization divides by it
-    return App("interpolate", out, [cols, rows, 3], [(inp, img)], 5 * levels - 1)
+    return Pyramid(out, ds, dx, it, ux, us)
 
 
 def local_laplacian(rows: int = 16, cols: int = 24, levels: int = 4, schedule: str = "inline",
