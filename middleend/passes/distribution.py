@@ -27,7 +27,7 @@ from .astgen import iexpr
 from .data import Layer3, box, lift_params
 from .exchange_order import check_exchange_order
 from .layer1 import Layer1
-from .layer4 import Layer4
+from .layer4 import Layer4, Op
 from .physical import Physical
 from .placement import TimeSpace
 from .rootio import plan_root_ops
@@ -359,9 +359,11 @@ def _union(sets: object) -> isl.Set | None:
     return out
 
 
-def _exchange(rk: _Ranks, blocks: dict[str, _Blocks], name: str) -> tuple[Transfer, ...]:
-    """The messages of one exchange: for each pair of ranks, the exact elements the
-    consumer reads on the receiver below the exchange's loop that the sender owns."""
+def _exchanged(rk: _Ranks, blocks: dict[str, _Blocks], name: str
+               ) -> tuple[Op, str, str, _Blocks, list[isl.Map], list[int]]:
+    """What an exchange moves, checked (the fixed and the run-time plans share it): the
+    operation, its consumer and distributed buffer, the buffer's blocks, the consumer's
+    reads of the buffer and the time-space dims of the loops around the exchange."""
     o = rk.l4.ops[name]
     p, buf = o.consumer, o.src
     assert p is not None and buf is not None
@@ -369,16 +371,20 @@ def _exchange(rk: _Ranks, blocks: dict[str, _Blocks], name: str) -> tuple[Transf
         raise ScheduleError(f"{o.command}: {buf!r} is not distributed; exchange moves the "
                             f"halo of a distributed buffer ({buf}.distribute(dim))",
                             computations=(name,))
-    bl = blocks[buf]
     d = rk.dist.get(p)  # None: p runs on every rank, each receives all it reads
-    s = rk.ts.comps[p]
-    lv = -1 if o.level in (None, cmd.ROOT) else s.ext_dims.index(o.level)
+    lv = -1 if o.level in (None, cmd.ROOT) else rk.ts.comps[p].ext_dims.index(o.level)
     if d is not None and 2 * lv + 1 >= d:
         raise ScheduleError(f"{o.command}: the exchange must be placed at a loop outside "
                             f"{p!r}'s distributed loop {rk.ts.loop_name(p, (d - 1) // 2)!r} "
                             "(all ranks exchange together)", computations=(name, p))
     reads = [m for n, m, _ in rk.accesses(buf, writes=False, ops=False) if n == p]
-    loops = [2 * q + 1 for q in range(lv + 1)]  # the loops around the exchange
+    return o, p, buf, blocks[buf], reads, [2 * q + 1 for q in range(lv + 1)]
+
+
+def _exchange(rk: _Ranks, blocks: dict[str, _Blocks], name: str) -> tuple[Transfer, ...]:
+    """The messages of one exchange: for each pair of ranks, the exact elements the
+    consumer reads on the receiver below the exchange's loop that the sender owns."""
+    _, p, buf, bl, reads, loops = _exchanged(rk, blocks, name)
     out: list[Transfer] = []
     for r in range(rk.R):
         need = None

@@ -44,6 +44,7 @@ from .distribution import (
     _check_remote_reads,
     _distributed_buffers,
     _element_loops,
+    _exchanged,
     _fixed_ranks,
     _loop_values,
     _Ranks,
@@ -229,23 +230,7 @@ def _exchange(rk: _RtRanks, blocks: dict[str, _Blocks], name: str, need_b: int
     read and its block does not hold, from the block below (``src`` -1) and the block
     above (``src`` +1); ``dst`` is 0. With blocks of at least ``need_b`` elements those
     are all it reads (checked here with ISL)."""
-    o = rk.l4.ops[name]
-    p, buf = o.consumer, o.src
-    assert p is not None and buf is not None
-    if buf not in blocks:
-        raise ScheduleError(f"{o.command}: {buf!r} is not distributed; exchange moves the "
-                            f"halo of a distributed buffer ({buf}.distribute(dim))",
-                            computations=(name,))
-    bl = blocks[buf]
-    d = rk.dist.get(p)
-    s = rk.ts.comps[p]
-    lv = -1 if o.level in (None, cmd.ROOT) else s.ext_dims.index(o.level)
-    if d is not None and 2 * lv + 1 >= d:
-        raise ScheduleError(f"{o.command}: the exchange must be placed at a loop outside "
-                            f"{p!r}'s distributed loop {rk.ts.loop_name(p, (d - 1) // 2)!r} "
-                            "(all ranks exchange together)", computations=(name, p))
-    reads = [m for n, m, _ in rk.accesses(buf, writes=False, ops=False) if n == p]
-    loops = [2 * q + 1 for q in range(lv + 1)]
+    o, p, buf, bl, reads, loops = _exchanged(rk, blocks, name)
     need = None
     for m in reads:
         m = m.intersect_domain(rk.on_rank(p, 0)).subtract_range(bl.own(0))
