@@ -21,9 +21,11 @@ The formulations of ours, each checked against numpy before timing:
   (parallel, NR columns: the panel of B, N x NR, 128 KB at N=2048 with AVX2, in L2) /
   i_uo / k / i_ui (unrolled 6) / j1_vi (vector NR), i.e. a 6 x NR register-blocked
   micro-kernel, NR two of the host's vectors (16 floats with AVX2: 12 accumulators of 8
-  floats in 16 registers; 32 with AVX-512). Panels of 64 columns (4 micro-tiles, B's
-  panel 256-512 KB) ran at 0.79-0.86x numpy at N=1024 and 2048 on a quiet machine,
-  panels of NR at 0.93x (``/tmp`` A/B runs, interleaved).
+  floats in 16 registers; 32 with AVX-512). On a quiet machine, interleaved A/B runs:
+  at N=2048 panels of NR ran at 0.91-0.94x numpy against 0.78-0.81x for panels of 64
+  columns (B's panel 512 KB); at N=1024 the ratio depends on the process (0.69-0.96x for
+  NR, 0.65-0.94x for 64 columns; A is re-read per panel, and its TLB cost varies, huge
+  pages or not).
 * ``packed+fma`` (the chosen one): the same kernel built with ``fp_contract=True``, so
   that gcc emits fused multiply-adds, as OpenBLAS does; the anchor it is compared with
   uses them, and without them the ceiling is half the FMA peak.
