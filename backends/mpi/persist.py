@@ -38,6 +38,9 @@ from .inproc import InProcess
 
 RANK_LINE = re.compile(r"middleend rank (\d+): (.*)")
 TIMEOUT_ENV = "MIDDLEEND_MPI_TIMEOUT"
+# The job's answers on its standard output start with this; any other line there (MPICH
+# or a library may print one, even a blank line) is kept with the job's messages
+ANSWER = "@me "
 
 
 def _arrays(run: Path, specs: list[dict[str, Any]]) -> list[np.ndarray]:
@@ -58,7 +61,7 @@ def serve(library: str, ranks: int, name: str) -> None:
     run_it = InProcess(Path(library), name, ranks)
     root = comm.Get_rank() == 0
     if root:
-        print(json.dumps({"ready": True}), flush=True)
+        print(ANSWER + json.dumps({"ready": True}), flush=True)
     while True:
         # between calls the other ranks sleep-poll a barrier that rank 0 enters once a
         # call (or the end) came, instead of spinning in the broadcast on a shared core
@@ -81,7 +84,7 @@ def serve(library: str, ranks: int, name: str) -> None:
         del arrays
         comm.Barrier()  # every rank is done with the files before the caller reads them
         if root:
-            print(json.dumps(answer), flush=True)
+            print(ANSWER + json.dumps(answer), flush=True)
 
 
 if __name__ == "__main__":
@@ -94,6 +97,7 @@ class KeptJob:
     def __init__(self, launch: list[str], library: Path, ranks: int, name: str,
                  env: dict[str, str], timeout: float) -> None:
         self.name, self.timeout, self.ranks = name, timeout, ranks
+        self._pending = b""  # what the job wrote after the last line read
         self.log = tempfile.TemporaryFile(mode="w+")  # the job's stderr (rank messages)
         cmd = [*launch, sys.executable, "-m", "backends.mpi.persist", str(library),
                str(ranks), name]
@@ -103,13 +107,26 @@ class KeptJob:
         self._answer()  # {"ready": true}
 
     def _answer(self) -> dict[str, Any]:
+        """The job's next answer, within the timeout; lines that are not answers go to
+        the job's log."""
         assert self.proc.stdout is not None
-        ready, _, _ = select.select([self.proc.stdout], [], [], self.timeout)
-        line = self.proc.stdout.readline() if ready else ""
-        if not line:
-            self.close(kill=True)
-            raise KernelRuntimeError(self._failure(bool(ready)))
-        return json.loads(line)  # type: ignore[no-any-return]
+        fd = self.proc.stdout.fileno()  # read raw: select sees no buffered lines
+        deadline = time.monotonic() + self.timeout
+        while True:
+            if b"\n" not in self._pending:
+                left = max(0.0, deadline - time.monotonic())
+                ready, _, _ = select.select([fd], [], [], left)
+                chunk = os.read(fd, 1 << 16) if ready else b""
+                if not chunk:
+                    self.close(kill=True)
+                    raise KernelRuntimeError(self._failure(bool(ready)))
+                self._pending += chunk
+                continue
+            raw, self._pending = self._pending.split(b"\n", 1)
+            line = raw.decode(errors="replace")
+            if line.startswith(ANSWER):
+                return json.loads(line[len(ANSWER):])  # type: ignore[no-any-return]
+            self.log.write(line + "\n")
 
     def _failure(self, ended: bool) -> str:
         self.log.seek(0)
