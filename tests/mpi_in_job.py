@@ -13,7 +13,7 @@ import numpy as np
 from mpi4py import MPI
 
 import middleend as me
-from middleend.api.examples_mpi import heat2d
+from middleend.api.examples_mpi import heat2d, matmul_rows
 
 
 def heat_ref(a: np.ndarray, steps: int) -> np.ndarray:
@@ -25,23 +25,6 @@ def heat_ref(a: np.ndarray, steps: int) -> np.ndarray:
                          + p[1:-1, 2:]) * np.float32(0.2)
         planes.append(u)
     return np.stack(planes)
-
-
-def matmul(n: int, m: int, p: int, R: int) -> me.Function:
-    """Row blocks of A and C, B whole on every rank (broadcast from the root)."""
-    with me.Function("jmm") as f:
-        i, j, kk = me.Var("i", 0, n), me.Var("j", 0, p), me.Var("k", 0, m)
-        A = me.Input("A", [n, m], me.float64)
-        Bm = me.Input("B", [m, p], me.float64)
-        c0 = me.Computation("C", [i, j], 0.0, dtype=me.float64)
-        c1 = c0.update([i, j, kk], A[i, kk] * Bm[kk, j])
-    A.distribute(0)
-    c0.buffer().distribute(0)
-    for comp in (c0, c1):
-        comp.split(i, -(-n // R), "i0", "i1")
-        comp.distribute("i0")
-    c1.after(c0, "i1")
-    return f
 
 
 def main(case: str, R: int) -> None:
@@ -61,7 +44,7 @@ def main(case: str, R: int) -> None:
         assert len(k.last_bytes_sent) == R
     elif case == "matmul":
         n, m, p = 9, 6, 5
-        k = matmul(n, m, p, R).compile(target="mpi", ranks=R)
+        k = matmul_rows(n, m, p, R, "jmm").compile(target="mpi", ranks=R)
         a, b = rng.random((n, m)), rng.random((m, p))
         if not root:
             a, b = np.zeros_like(a), np.zeros_like(b)  # only the root's arrays count

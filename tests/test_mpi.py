@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import middleend as me
-from middleend.api.examples_mpi import heat2d
+from middleend.api.examples_mpi import heat2d, matmul_rows
 from middleend.driver.lowering import lower
 
 pytestmark = pytest.mark.mpi
@@ -211,18 +211,7 @@ def test_heat2d_with_time_folded_modulo_planes(R: int, planes: int, by_value: bo
 @pytest.mark.parametrize("R", [1, 2, 3, 4])
 def test_matmul_with_row_blocks_of_a_and_b_broadcast(R: int) -> None:
     n, m, p = 10, 7, 5
-    with me.Function("dmm") as f:
-        i, j, kk = me.Var("i", 0, n), me.Var("j", 0, p), me.Var("k", 0, m)
-        A = me.Input("A", [n, m], me.float64)
-        Bm = me.Input("B", [m, p], me.float64)
-        c0 = me.Computation("C", [i, j], 0.0, dtype=me.float64)
-        c1 = c0.update([i, j, kk], A[i, kk] * Bm[kk, j])
-    A.distribute(0)
-    c0.buffer().distribute(0)
-    for comp in (c0, c1):
-        comp.split(i, _blocks(n, R), "i0", "i1")
-        comp.distribute("i0")
-    c1.after(c0, "i1")
+    f = matmul_rows(n, m, p, R)
     k = f.compile(target="mpi", ranks=R)
     rng = np.random.default_rng(30 + R)
     a, b = rng.random((n, m)), rng.random((m, p))

@@ -6,7 +6,7 @@ from ..ir.commands import ROOT
 from ..ir.expr import Expr
 from ..ir.function import OUTPUT, Buffer, Computation, Input, Var
 from ..ir.operations import exchange
-from ..ir.types import float32
+from ..ir.types import float32, float64
 from .function import Function
 
 
@@ -56,4 +56,22 @@ def heat2d(rows: int, cols: int, steps: int, ranks: int | str | None, name: str 
     if ranks is not None:
         u.distribute(1)
         exchange(step, u, exchange_at)
+    return f
+
+
+def matmul_rows(n: int, m: int, p: int, ranks: int, name: str = "dmm") -> Function:
+    """C = A @ B (float64, A n x m, B m x p) distributed by row blocks of A and C, B whole
+    on every rank (broadcast from the root): the papers' distributed matmul."""
+    with Function(name) as f:
+        i, j, kk = Var("i", 0, n), Var("j", 0, p), Var("k", 0, m)
+        a = Input("A", [n, m], float64)
+        b = Input("B", [m, p], float64)
+        c0 = Computation("C", [i, j], 0.0, dtype=float64)
+        c1 = c0.update([i, j, kk], a[i, kk] * b[kk, j])
+    a.distribute(0)
+    c0.buffer().distribute(0)
+    for comp in (c0, c1):
+        comp.split(i, -(-n // ranks), "i0", "i1")
+        comp.distribute("i0")
+    c1.after(c0, "i1")
     return f
