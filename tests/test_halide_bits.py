@@ -37,3 +37,73 @@ def test_shifts_and_masks(htype: hl.Type, ntype: type, schedule: str,
     data = rng.integers(info.min, info.max, (6, 21), dtype=ntype, endpoint=True)
     data[0, :4] = [info.min, info.max, 0, -1 if info.min < 0 else 1]
     check(f, [16, 6], [(a, data)])
+
+
+_ALL = [(hl.UInt(8), np.uint8), (hl.Int(8), np.int8), (hl.UInt(16), np.uint16),
+        (hl.Int(16), np.int16), (hl.UInt(32), np.uint32), (hl.Int(32), np.int32),
+        (hl.UInt(64), np.uint64), (hl.Int(64), np.int64)]
+
+
+def _full_range(ntype: type, shape: tuple[int, int], rng: np.random.Generator) -> np.ndarray:
+    info = np.iinfo(ntype)
+    data = rng.integers(info.min, info.max, shape, dtype=ntype, endpoint=True)
+    data[0, :4] = [info.min, info.max, 0, -1 if info.min < 0 else 1]
+    return data
+
+
+@pytest.mark.parametrize("schedule", ["inline", "root_vectorized", "parallel_split"])
+@pytest.mark.parametrize(("htype", "ntype"), _ALL, ids=lambda t: str(t))
+def test_computed_bit_operations(htype: hl.Type, ntype: type, schedule: str,
+                                 rng: np.random.Generator) -> None:
+    """``|``, ``^``, ``~``, ``&`` of two computed values and shifts by a computed amount
+    (negative ones shift the other way, as in Halide; amounts stay inside the width, past
+    which Halide's result is undefined), left shifts wrapping around, for every integer
+    width and signedness; also amounts of the other signedness (``u8 << i32`` is
+    ``u32 << i32`` in Halide, ``i16 << u8`` is ``i16 << u16``) and a computed constant."""
+    x, y = hl.Var("x"), hl.Var("y")
+    bits = htype.bits()
+    # (Halide's Python Buffer has no uint64: those values come in as int64, same bits)
+    a = hl.ImageParam(hl.Int(64) if ntype is np.uint64 else htype, 2, "a")
+    s = hl.ImageParam(hl.Int(8), 2, "s")  # amounts in (-bits, bits)
+    v, w = hl.cast(htype, a[x, y]), hl.cast(htype, a[x + 1, y])
+    amt = hl.cast(hl.Int(bits), s[x, y])
+    uamt = hl.cast(hl.UInt(bits), hl.abs(s[x, y]))
+    g = hl.Func("g")
+    g[x, y] = (v | w) ^ (~v & w)
+    f = hl.Func("bits")
+    f[x, y] = (v | w, v ^ w, ~v, v & w, g[x, y], v << amt, v >> amt, v << uamt, v >> uamt,
+               v << s[x, y], v >> hl.cast(hl.UInt(8), hl.abs(s[x, y])),
+               (v ^ hl.cast(htype, 0x55)) | hl.cast(htype, 0x0f), v << (bits - 1))
+    if schedule == "root_vectorized":
+        g.compute_root().vectorize(x, 8)
+        f.vectorize(x, 8)
+    elif schedule == "parallel_split":
+        xo, xi = hl.Var("xo"), hl.Var("xi")
+        g.compute_at(f, y)
+        f.split(x, xo, xi, 4).parallel(y).reorder(xi, y, xo)
+    data = _full_range(ntype, (6, 21), rng)
+    data = data.view(np.int64) if ntype is np.uint64 else data
+    shifts = rng.integers(-(bits - 1), bits, (6, 20), dtype=np.int8)
+    shifts[0, :4] = [0, bits - 1, -(bits - 1), 1]
+    check(f, [16, 6], [(a, data), (s, shifts)])
+
+
+@pytest.mark.parametrize("schedule", ["inline", "root"])
+def test_bit_operations_in_an_index_and_a_reduction(schedule: str,
+                                                    rng: np.random.Generator) -> None:
+    """A computed bit operation in an index (a butterfly ``x ^ k`` read) and in an update
+    (an xor checksum over an RDom)."""
+    x, y = hl.Var("x"), hl.Var("y")
+    a = hl.ImageParam(hl.UInt(16), 2, "a")
+    k = hl.ImageParam(hl.Int(32), 1, "k")
+    r = hl.RDom([(0, 16)])
+    swap = hl.Func("swap")
+    # (Halide bounds ``x ^ k`` by its type only: u8, so ``a`` is 256 + 8 wide)
+    swap[x, y] = a[hl.i32(hl.u8(x) ^ hl.u8(k[y] & 7)) + 8, y] >> (k[y] & 3)
+    h = hl.Func("h")
+    h[y] = hl.u32(0)  # (u16 >> i32 is u32 in Halide)
+    h[y] = h[y] ^ (swap[r.x, y] << hl.u32(r.x % 5))
+    if schedule == "root":
+        swap.compute_root()
+    data = rng.integers(0, 2 ** 16, (5, 264), dtype=np.uint16)
+    check(h, [5], [(a, data), (k, rng.integers(-50, 50, 5, dtype=np.int32))])

@@ -27,6 +27,7 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # fullmatch: `$` accepts a trail
 
 _CMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 _ARITH = {"add": "+", "sub": "-", "mul": "*"}
+_BITS = {"bitand": "&", "bitor": "|", "bitxor": "^"}
 _FLOAT_FNS = frozenset("sin cos tan asin acos atan atan2 sinh cosh tanh exp log sqrt floor "
                        "ceil trunc pow erf".split())
 
@@ -408,12 +409,21 @@ class ExprPrinter:
         raise TargetError(f"binary operator {op!r} is not defined on {dt.name}")
 
     def _call(self, e: Call) -> str:
-        args = ", ".join(self.value(x) for x in e.args)
+        vals = [self.value(x) for x in e.args]
+        args = ", ".join(vals)
         dt, fn = e.type_, e.fn
         if fn == "abs":
             if dt.is_float:
                 return f"{'fabsf' if dt.bits == 32 else 'fabs'}({args})"
             return f"me_abs_{suffix(dt)}({args})"
+        if fn in _BITS or fn in ("bitnot", "shl", "shr"):
+            if not dt.is_int:
+                raise TargetError(f"intrinsic {fn!r} needs an integer type, got {dt.name}")
+            if fn == "bitnot":
+                return f"(~{args})"
+            if fn in _BITS:
+                return f"({vals[0]} {_BITS[fn]} {vals[1]})"
+            return f"me_{fn}_{suffix(dt)}({args})"
         if fn not in _FLOAT_FNS and fn != "round":
             raise TargetError(f"unknown intrinsic {fn!r}")
         if not dt.is_float:

@@ -122,12 +122,38 @@ static inline {c} me_max_{s}({c} a, {c} b) {{ return a > b ? a : b; }}
 """
 
 
+def _shifts(dt: DType) -> str:
+    """``shl``/``shr`` (middleend.ir.expr's INTRINSICS): C leaves a shift by the width or
+    more, or by a negative amount, undefined, and a left shift of a negative value too;
+    these give every amount one result (the other direction for a negative one, 0 or the
+    sign's fill past the width), shifting left in the unsigned type (wrap-around)."""
+    c, s, n = dt.c_name, SUFFIX[dt.name], dt.bits
+    if dt.kind == "uint":
+        return f"""\
+static inline {c} me_shl_{s}({c} a, {c} b) {{ return b >= {n} ? 0 : ({c})(a << b); }}
+static inline {c} me_shr_{s}({c} a, {c} b) {{ return b >= {n} ? 0 : ({c})(a >> b); }}
+"""
+    u = _UNSIGNED[c]
+    return f"""\
+static inline {c} me_shl_{s}({c} a, {c} b) {{
+    if (b >= {n}) return 0;
+    if (b <= -{n}) return a < 0 ? -1 : 0;
+    return b < 0 ? ({c})(a >> -b) : ({c})(({u})a << b);
+}}
+static inline {c} me_shr_{s}({c} a, {c} b) {{
+    if (b >= {n}) return a < 0 ? -1 : 0;
+    if (b <= -{n}) return 0;
+    return b < 0 ? ({c})(({u})a << -b) : ({c})(a >> b);
+}}
+"""
+
+
 def _helpers_for(dt: DType) -> str:
     c, s = dt.c_name, SUFFIX[dt.name]
     if dt.kind == "int":
-        body = _signed(c, s)
+        body = _signed(c, s) + _shifts(dt)
     elif dt.kind == "uint":
-        body = _unsigned(c, s)
+        body = _unsigned(c, s) + _shifts(dt)
     elif dt.kind == "float":
         body = _floating(c, s)
     else:
@@ -141,7 +167,7 @@ def runtime_text(d: Dialect = CPU) -> str:
                                       flag_fn=d.flag_fn)]
     if d.host:
         parts.append(_HOST)
-    parts.append("/* Floor division/modulo, abs, min and max per type. */\n")
+    parts.append("/* Floor division/modulo, abs, min, max and shifts per type. */\n")
     parts.extend(_helpers_for(dt).replace("static inline", d.fn) for dt in ALL_TYPES)
     return "".join(parts)
 

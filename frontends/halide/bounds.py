@@ -137,6 +137,8 @@ def interval(e: Expr, ranges: dict[str, tuple[int, int]], deep: bool = False) ->
                 None if a[1] is None else math.ceil(a[1]))
     if isinstance(e, Binary):
         return _binary(e, interval(e.a, ranges, deep), interval(e.b, ranges, deep))
+    if isinstance(e, Call) and e.fn in _BIT_OPS:
+        return _bits(e, [interval(a, ranges, deep) for a in e.args])
     return (None, None)
 
 
@@ -173,6 +175,9 @@ def _binary(e: Binary, a: Interval, b: Interval) -> Interval:
     if op == "max":
         lo = b[0] if a[0] is None else a[0] if b[0] is None else max(a[0], b[0])
         return (lo, _opt(max, a[1], b[1]))
+    if op == "mod" and b[0] is not None and b[1] is not None and b[0] > 0 \
+            and not e.type_.is_float:  # whatever a is: the remainder is in [0, b)
+        return (0, b[1] - 1)
     if None in a or None in b:
         return (None, None)
     assert a[0] is not None and a[1] is not None and b[0] is not None and b[1] is not None
@@ -183,9 +188,44 @@ def _binary(e: Binary, a: Interval, b: Interval) -> Interval:
         if e.type_.is_float:
             return (a[0] / b[0], a[1] / b[0])
         return (a[0] // b[0], a[1] // b[0])
-    if op == "mod" and b[0] > 0 and not e.type_.is_float:
-        return (0, b[1] - 1)
     return (None, None)
+
+
+_BIT_OPS = frozenset({"bitand", "bitor", "bitxor", "bitnot", "shl", "shr"})
+
+
+def _bits(e: Call, args: list[Interval]) -> Interval:
+    """Bounds of a bit operation (``x ^ k`` in an index): values in [-2^w, 2^w) stay there
+    under ``&``, ``|``, ``^`` and ``~`` (two's complement), ``a & b`` of a non-negative
+    ``b`` is in [0, b], and shifts of a non-negative value by a non-negative amount scale
+    it (when the result still fits the type); anything else is the type's range."""
+    r = type_range(e.type_)
+    assert r is not None
+    whole: Interval = r if e.type_.bits <= 16 else (None, None)
+    if any(None in a for a in args):
+        if e.fn == "bitand" and any(a[0] is not None and a[0] >= 0 and a[1] is not None
+                                    for a in args):
+            return (0, min(a[1] for a in args if a[0] is not None and a[0] >= 0
+                           and a[1] is not None))
+        return whole
+    ivs = [(int(a[0]), int(a[1])) for a in args]  # type: ignore[arg-type]
+    if e.fn in ("shl", "shr"):
+        (lo, hi), (slo, shi) = ivs
+        if lo < 0 or slo < 0 or shi >= e.type_.bits:
+            return whole
+        out = (lo >> shi, hi >> slo) if e.fn == "shr" else (lo << slo, hi << shi)
+        return out if out[1] <= r[1] else whole
+    if e.fn == "bitand" and any(lo >= 0 for lo, _ in ivs):
+        return (0, min(hi for lo, hi in ivs if lo >= 0))
+    if e.fn == "bitnot":
+        lo, hi = ivs[0]
+        if e.type_.kind == "int":
+            return (-hi - 1, -lo - 1)
+        return (r[1] - hi, r[1] - lo) if lo >= 0 else whole
+    w = max(max(hi.bit_length(), (-lo - 1).bit_length() if lo < 0 else 0) for lo, hi in ivs)
+    if all(lo >= 0 for lo, _ in ivs):
+        return (0, 2 ** w - 1)
+    return (-(2 ** w), 2 ** w - 1) if e.type_.kind == "int" else whole
 
 
 def hull(a: Box | None, b: Box) -> Box:

@@ -13,9 +13,10 @@ Semantics that differ from the middle-end's defaults are spelled out here, once:
   argument;
 * integer shifts by a constant are ``a * 2^c`` / ``a / 2^c`` (Halide's simplifier rewrites
   them so), ``a & (2^k - 1)`` is ``a % 2^k`` and ``a & ~(2^k - 1)`` is ``a - a % 2^k``
-  (two's complement agrees for negative values); the middle-end has no bit operations, so
-  a shift by a computed amount and other masks, ``|``, ``^`` and ``~`` of integers are
-  refused.
+  (two's complement agrees for negative values): an index stays affine; other ``&``,
+  ``|``, ``^``, ``~`` and shifts by a computed amount are the middle-end's bit
+  intrinsics (``bitand``... ``shl``, ``shr``), whose shifts go the other way for a
+  negative amount, as Halide's do.
 
 Anything else unknown raises :class:`~.errors.UnsupportedHalideFeature`.
 """
@@ -335,61 +336,80 @@ def _intrinsic(name: str, dt: DType, args: list[Expr], scope: Scope) -> Expr:
         return args[1]
     if name == "if_then_else" and len(args) == 3:
         return select(args[0], args[1], args[2])
-    if name in ("bitwise_not", "bitwise_and", "bitwise_or") and dt.is_bool:
-        # Python's ~, & and | on Halide booleans
+    if name in ("bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor") and dt.is_bool:
+        # Python's ~, &, | and ^ on Halide booleans
         if name == "bitwise_not":
             return ~args[0]
+        if name == "bitwise_xor":
+            return args[0] != args[1]
         return args[0] & args[1] if name == "bitwise_and" else args[0] | args[1]
     if name in ("shift_left", "shift_right") and dt.is_int:
-        return _shift(name, dt, args, scope)
-    if name == "bitwise_and" and dt.is_int:
-        return _mask(dt, args, scope)
-    if name == "bitwise_not" and dt.is_int and _int_const(args[0]) is not None:
-        c = ~_int_const(args[0]) % 2 ** dt.bits  # a constant mask's complement, ~(2^k - 1)
+        return _shift(name, dt, args)
+    if name == "bitwise_not" and dt.is_int and (c := _int_const(args[0])) is not None:
+        c = ~c % 2 ** dt.bits  # a constant mask's complement, ~(2^k - 1)
         lo, hi = type_range(dt)  # type: ignore[misc]
         return const(c - 2 ** dt.bits if c > hi else c, dt)
+    if name in _BITWISE and dt.is_int:
+        args = [a if a.dtype == dt else Cast(dt, a) for a in args]
+        if name == "bitwise_and" and (masked := _mask(dt, args)) is not None:
+            return masked
+        return intrinsic(_BITWISE[name], *args)
     raise scope.unsupported(f"the intrinsic {name!r}")
 
 
-def _shift(name: str, dt: DType, args: list[Expr], scope: Scope) -> Expr:
-    """``a << c`` and ``a >> c`` by a constant: ``a * 2^c`` and ``a / 2^c``, Halide's own
+_BITWISE = {"bitwise_and": "bitand", "bitwise_or": "bitor", "bitwise_xor": "bitxor",
+            "bitwise_not": "bitnot"}
+
+
+def _shift(name: str, dt: DType, args: list[Expr]) -> Expr:
+    """``a << b`` and ``a >> b``. By a constant: ``a * 2^c`` and ``a / 2^c``, Halide's own
     rewrite of them (its ``/`` of integers rounds down, as an arithmetic shift does; a
-    negative ``c`` shifts the other way, as in Halide). A shift by a computed amount is
-    refused (the middle-end has no shift operation)."""
+    negative ``c`` shifts the other way, as in Halide), which keeps an index affine. By a
+    computed amount (or a constant past what a product holds): the middle-end's ``shl`` /
+    ``shr``, in ``a``'s type. Halide gives ``b`` the width of ``a`` but may leave it of the
+    other signedness (``u8 << i32`` is ``u32 << i32``): the amount is clamped to
+    [-width, width], which every integer type of that width holds when ``a`` is signed, and
+    a negative amount of an unsigned ``a`` becomes the other shift. Halide leaves a shift by
+    the width or more undefined (its scalar and vector code differ); ours gives 0, or the
+    sign's fill for a right shift."""
     a, b = args
-    c = _int_const(b)
-    if c is None:
-        raise scope.unsupported(f"{name} by a computed amount (only a constant shift is "
-                                "translated)")
-    left = (name == "shift_left") == (c >= 0)
-    lo, hi = type_range(dt)  # type: ignore[misc]
-    if abs(c) >= dt.bits or 2 ** abs(c) > hi:
-        raise scope.unsupported(f"{name} of a {dt.name} value by {c} (2^{abs(c)} is not a "
-                                f"{dt.name})")
-    p = const(2 ** abs(c), dt)
     a = a if a.dtype == dt else Cast(dt, a)
-    return binop("mul", a, p) if left else _div(a, p)
+    c = _int_const(b)
+    lo, hi = type_range(dt)  # type: ignore[misc]
+    if c is not None and abs(c) < dt.bits and 2 ** abs(c) <= hi:
+        left = (name == "shift_left") == (c >= 0)
+        p = const(2 ** abs(c), dt)
+        return binop("mul", a, p) if left else _div(a, p)
+    fn, other = ("shl", "shr") if name == "shift_left" else ("shr", "shl")
+    if b.dtype == dt:
+        return intrinsic(fn, a, b)
+    n = dt.bits
+    if b.dtype.kind == "uint":  # a is signed: [0, width] is one of its values
+        return intrinsic(fn, a, Cast(dt, me.min(b, const(n, b.dtype))))
+    amount = me.max(me.min(b, const(n, b.dtype)), const(-n, b.dtype))
+    if dt.kind == "int":
+        return intrinsic(fn, a, Cast(dt, amount))
+    return select(amount < const(0, b.dtype), intrinsic(other, a, Cast(dt, -amount)),
+                  intrinsic(fn, a, Cast(dt, amount)))
 
 
-def _mask(dt: DType, args: list[Expr], scope: Scope) -> Expr:
+def _mask(dt: DType, args: list[Expr]) -> Expr | None:
     """``a & m`` with a constant mask of low bits (``2^k - 1``: ``a`` modulo ``2^k``, in
     [0, 2^k) for signed values too, as two's complement gives) or of high bits (its
-    complement: ``a`` minus that); any other mask is refused."""
+    complement: ``a`` minus that), which keep an index affine; None for any other mask
+    (the middle-end's ``bitand``)."""
     a, b = args
     m = _int_const(b)
     if m is None:
         a, b = b, a
         m = _int_const(b)
     if m is None:
-        raise scope.unsupported("bitwise_and of two computed values (only a constant mask "
-                                "of low or high bits is translated)")
-    a = a if a.dtype == dt else Cast(dt, a)
+        return None
     m %= 2 ** dt.bits  # the mask's bits
     low = (m + 1) & m == 0  # 0...01...1
     inv = 2 ** dt.bits - 1 - m
     if not low and (inv + 1) & inv != 0:
-        raise scope.unsupported(f"bitwise_and with the mask {_int_const(b)} (only masks of "
-                                "low or high bits, 2^k - 1 or its complement, are translated)")
+        return None
     k = (m if low else inv).bit_length()
     if k == dt.bits:
         return a if low else const(0, dt)

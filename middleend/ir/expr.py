@@ -187,13 +187,20 @@ COMPARE = ("lt", "le", "gt", "ge", "eq", "ne")
 LOGIC = ("and", "or")
 
 # name -> (number of args, result rule): 'float' = float result (ints become float32),
-# 'same' = type of the (promoted) arguments.
+# 'same' = type of the (promoted) arguments, 'int' = the same, and only integer types.
+# The bit operations are two's complement on the operands' type; ``shl(a, n)`` /
+# ``shr(a, n)`` shift ``a`` by ``n`` bits (left wraps around, right is arithmetic for signed
+# types), the other way for a negative ``n``; a shift by the type's width or more gives 0
+# (the sign's fill, -1 or 0, for a right shift of a signed value), where C leaves it
+# undefined, so every value of ``n`` has one result on every target.
 INTRINSICS: dict[str, tuple[int, str]] = {
     "sin": (1, "float"), "cos": (1, "float"), "tan": (1, "float"), "asin": (1, "float"),
     "acos": (1, "float"), "atan": (1, "float"), "atan2": (2, "float"), "sinh": (1, "float"),
     "cosh": (1, "float"), "tanh": (1, "float"), "exp": (1, "float"), "log": (1, "float"),
     "sqrt": (1, "float"), "floor": (1, "float"), "ceil": (1, "float"), "round": (1, "float"),
     "trunc": (1, "float"), "pow": (2, "float"), "erf": (1, "float"), "abs": (1, "same"),
+    "bitand": (2, "int"), "bitor": (2, "int"), "bitxor": (2, "int"), "bitnot": (1, "int"),
+    "shl": (2, "int"), "shr": (2, "int"),
 }
 
 
@@ -253,6 +260,8 @@ def call(fn: str, *args: Any) -> Expr:
         rt = t.promote(rt, e.dtype)
     if rule == "float" and not rt.is_float:
         rt = t.float32
+    if rule == "int" and not rt.is_int:
+        raise TypeError(f"{fn} needs integer arguments, got {rt.name}")
     exprs = [e if e.dtype == rt else Cast(rt, e) for e in exprs]
     return Call(fn, tuple(exprs), rt)
 

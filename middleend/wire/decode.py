@@ -207,9 +207,11 @@ class _Decoder:
         rt = self.dtype(c.type, f"{path}.type")
         assert rt is not None
         args = tuple(self.expr(a, f"{path}.args[{k}]", iters, d) for k, a in enumerate(c.args))
-        if any(a.dtype != rt for a in args) or (rule == "float" and not rt.is_float):
+        if any(a.dtype != rt for a in args) or (rule == "float" and not rt.is_float) or \
+                (rule == "int" and not rt.is_int):
             raise self.fail(path, f"{c.function} of type {rt.name} needs arguments of that "
-                                  "type (float intrinsics need float arguments)")
+                                  "type (float intrinsics need float arguments, bit "
+                                  "operations integer ones)")
         return Call(c.function, args, rt)
 
     def access(self, a: Any, path: str, iters: dict[str, Var], d: int) -> Access:
