@@ -159,6 +159,9 @@ class ExprPrinter:
         self.buffers = buffers
         self.in_scope = in_scope
         self.err = err
+        # whether the target prints an atomic update (StmtInfo.atomic) with gcc's
+        # __atomic builtins (host code); a target that cannot is refused by name
+        self.atomics = False
         # the statement being printed: the range of each of its iterators (by name) over
         # the loops around it, so that clamps that cannot bind there are not printed
         self.ranges: dict[str, Interval] = {}

@@ -9,8 +9,10 @@ from collections.abc import Mapping
 from middleend.ir.errors import TargetError
 from middleend.ir.intervals import Interval, iexpr_interval
 from middleend.ir.loopast import BufferDecl, Stmt, StmtInfo
+from middleend.ir.types import DType
 
 from .cexpr import ExprPrinter, ident, iexpr_c, store_value
+from .cruntime import suffix
 
 
 def comment(text: str) -> str:
@@ -53,18 +55,27 @@ def statement_lines(exprs: ExprPrinter, buffers: dict[str, BufferDecl], s: Stmt,
     exprs.ranges = ranges
     exprs.bindings = {name[2:]: e for name, e in s.bindings if name.startswith("v_")}
     exprs.loops = loops or {}
+    if info.atomic is not None and not exprs.atomics:
+        raise TargetError(f"computation {s.comp!r} is an atomic update (atomic()), which "
+                          "this target does not print; use the cpu target")
     try:
         guard = exprs.value(info.guard) if info.guard is not None else None
-        temps = exprs.hoist(value)  # evaluated where the value is: under the guard
-        text = store_value(exprs, value, store.type_)
+        # evaluated where the value is: under the guard
+        temps = exprs.hoist(value if info.atomic is None else info.atomic[1])
+        if info.atomic is not None:
+            text = exprs.value(info.atomic[1])
+        else:
+            text = store_value(exprs, value, store.type_)
         lets, in_bounds, target = exprs.store_target(store)
     finally:
         exprs.ranges = {}
         exprs.bindings = {}
         exprs.loops = {}
         exprs.temps = {}
-    body = [*temps, *lets, f"{target} = {text};" if in_bounds is None else
-            f"if ({in_bounds}) {target} = {text}; else me_flag({exprs.err});"]
+    update = f"{target} = {text};" if info.atomic is None else \
+        atomic_update(info.atomic[0], target, text, store.type_)
+    body = [*temps, *lets, update if in_bounds is None else
+            f"if ({in_bounds}) {{ {update} }} else me_flag({exprs.err});"]
     inner = 1
     if guard is not None:
         out.append((1, f"if ({guard}) {{"))
@@ -74,3 +85,27 @@ def statement_lines(exprs: ExprPrinter, buffers: dict[str, BufferDecl], s: Stmt,
         out.append((1, "}"))
     out.append((0, "}"))
     return out
+
+
+_FETCH = {"add": "add", "sub": "sub", "bitand": "and", "bitor": "or", "bitxor": "xor"}
+_COMBINE = {"add": "+", "sub": "-", "mul": "*", "bitand": "&", "bitor": "|", "bitxor": "^"}
+
+
+def atomic_update(op: str, target: str, operand: str, dt: DType) -> str:
+    """``target = target op operand`` as one atomic read-modify-write (gcc's ``__atomic``
+    builtins, relaxed: the parallel loop's join orders it before what follows): a
+    fetch-and-op for integer + - & | ^ (two's complement wrap-around, as the plain update
+    has), else a compare-and-swap loop that retries until no other thread wrote the
+    element between its load and its store."""
+    if dt.is_int and op in _FETCH:
+        return f"__atomic_fetch_{_FETCH[op]}(&{target}, {operand}, __ATOMIC_RELAXED);"
+    c = dt.c_name
+    if op in ("min", "max"):
+        new = f"me_{op}_{suffix(dt)}(me_old, me_v)"
+    elif op in _COMBINE:
+        new = f"({c})(me_old {_COMBINE[op]} me_v)"
+    else:
+        raise TargetError(f"no atomic update for the operation {op!r}")
+    return (f"{c} me_v = {operand}, me_old, me_new; __atomic_load(&{target}, &me_old, "
+            f"__ATOMIC_RELAXED); do {{ me_new = {new}; }} while (!__atomic_compare_exchange("
+            f"&{target}, &me_old, &me_new, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED));")

@@ -73,6 +73,7 @@ class CPrinter(LoopPrinter):
                 raise TargetError(f"buffer {b.name!r} has unknown role {b.role!r}")
         self.in_scope = {b.name for b in program.buffers if not b.local}
         self.exprs = ExprPrinter(self.buffers, self.in_scope, err="me_errp")
+        self.exprs.atomics = True  # comp.atomic(): gcc's __atomic builtins
         self.loops: dict[str, Interval] = {}  # the ranges of the loops being printed
         self.loop_vars: list[str] = []  # the iterators of the loops being printed
         self.functions: list[str] = []  # outlined parallel loop bodies

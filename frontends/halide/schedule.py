@@ -57,8 +57,13 @@ def plan_func_schedule(fi: FuncInfo, is_output: bool) -> None:
         st = d.schedule
         if st.fused_pairs:  # compute_with's other side (fusewith.py), as lowering fills it
             raise UnsupportedHalideFeature(f.name, k, "compute_with() pairs")
-        if st.atomic or st.allow_race_conditions:
-            raise UnsupportedHalideFeature(f.name, k, "atomic()/allow_race_conditions()")
+        if st.allow_race_conditions:
+            raise UnsupportedHalideFeature(f.name, k, "allow_race_conditions() (a race "
+                                           "Halide lets give any result)")
+        if st.atomic and (k == 0 or len(f.output_types) > 1):
+            raise UnsupportedHalideFeature(f.name, k, "atomic() of a pure definition or of "
+                                           "a Tuple update (only a single-valued update is "
+                                           "made atomic)")
     cl = s.compute_level
     fi.inline = cl.is_inlined and not is_output and not f.updates
 
@@ -155,6 +160,9 @@ def schedule_stage(tr: Translator, fi: FuncInfo, k: int) -> None:
             raise UnsupportedHalideFeature(f.name, k, "more than three GPU block or thread "
                                            "loops")
         run("gpu_loops", tuple(blocks), tuple(threads))
+    if st.atomic:  # one atomic read-modify-write per instance: parallel(r) may race
+        for c in comps:
+            c.atomic()
     plan.gpu_blocks = set(blocks)
     plan.order = order
     fi.plans.append(plan)

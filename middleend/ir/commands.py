@@ -161,6 +161,16 @@ class Parallelize(Command):
 
 
 @dataclass(frozen=True)
+class Atomic(Command):
+    """Each instance of ``comp``, an update ``b[i] = b[i] op e`` (``op`` one of + - * min
+    max and the bit operations; ``e`` not reading ``b``), is one atomic read-modify-write
+    of its element (Halide's ``atomic()``): a loop tagged parallel may then run instances
+    that update the same element (a histogram over its input) in parallel, since their
+    order does not change the result of an associative, commutative ``op`` (the
+    rounding of a float sum aside)."""
+
+
+@dataclass(frozen=True)
 class Gpu(Command):
     """Tag loops as GPU blocks and threads (up to three of each; either may be empty:
     ``gpu_threads`` maps a producer computed inside a block to the block's threads).
@@ -240,7 +250,7 @@ class AllocateAt(Command):
 
 SCHEDULE_COMMANDS = (
     Interchange, Split, Fuse, Tile, Shift, Skew, Reverse, After, ComputeAt, Unroll, Vectorize,
-    Parallelize, Gpu, TileGpu, Distribute, Pipeline, SetSchedule,
+    Parallelize, Gpu, TileGpu, Distribute, Pipeline, SetSchedule, Atomic,
 )
 DATA_COMMANDS = (StoreIn, StorageFold, AllocateAt)  # and TagMemory (Layer III/IV)
 

@@ -216,6 +216,12 @@ class Computation(_Indexable, Schedulable, _Placed):
     def inline(self) -> Computation:
         return self._log(cmd.Inline(self.name))
 
+    def atomic(self) -> Computation:
+        """Make each instance of this update (``b[i] = b[i] op e``) one atomic
+        read-modify-write, so that a parallel loop may update the same element from
+        several iterations (a histogram); see :class:`~middleend.ir.commands.Atomic`."""
+        return self._log(cmd.Atomic(self.name))
+
 
     # -- data mapping (Layer III) ------------------------------------------------------
     def store_in(self, buffer: Buffer | Computation, indices: Sequence[Any] | None = None

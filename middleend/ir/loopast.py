@@ -206,6 +206,9 @@ class StmtInfo:
     # kernel launch), even where ISL printed no loop for a GPU dim of one iteration, and
     # a loop at a position below k runs on the host around the kernel
     kernel: tuple[int, tuple[int, ...]] | None = None
+    # comp.atomic(): (op, e), the statement is the atomic ``store = store op e`` (``value``
+    # is that expression written out); ``op`` is a Binary's op or a bit intrinsic
+    atomic: tuple[str, Expr] | None = None
 
 
 # --------------------------------------------------------------------------- loop nest

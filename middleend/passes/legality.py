@@ -23,6 +23,7 @@ import islpy as isl
 
 from ..ir.errors import ScheduleError
 from ..ir.islutil import maps_of, sets_of
+from .atomic import atomic_comps, atomic_update
 from .data import Layer3
 from .dataflow import Expected
 from .device import DEVICE_PREFIX
@@ -358,14 +359,30 @@ def _accesses(l1: Layer1, ph: Physical) -> tuple[isl.UnionMap, isl.UnionMap]:
 
 
 def check_parallel(l1: Layer1, l3: Layer3, ts: TimeSpace, ph: Physical) -> None:
-    """Every loop tagged parallel/vector (or a GPU/distributed dim) carries no dependence."""
+    """Every loop tagged parallel/vector (or a GPU/distributed dim) carries no dependence,
+    except that a parallel loop may carry those between instances of one atomic update
+    (passes/atomic.py), which commute."""
     names = {n: c.vars for n, c in l1.comps.items()}
     pairs = None
+    atomic = isl.UnionMap.empty(l1.param_space)
+    for n, command in atomic_comps(ts).items():
+        atomic_update(n, l1, l3, command)  # its form, refused here if it has another
+        pts = ts.comps[n].full.range()
+        atomic = atomic.union(isl.UnionMap.from_map(isl.Map.from_domain_and_range(pts, pts)))
     for n, name, tag, loop in tagged_loops(l1, ts):
         if pairs is None:
             kinds = memory_dependences(l1, ph)
             pairs = kinds["output"].union(kinds["flow"]).union(kinds["anti"])
         carried = pairs.intersect(loop)
+        if tag == "parallel" and not atomic.is_empty():
+            carried = carried.subtract(atomic)
+        elif not atomic.is_empty() and carried.is_subset(atomic) and not carried.is_empty():
+            dep = carried.apply_domain(ph.tinv).apply_range(ph.tinv)
+            raise ScheduleError(
+                f"illegal schedule: loop {name!r} of {n!r} is tagged {tag} and carries the "
+                "dependences of an atomic update, which only a parallel loop may carry "
+                "(each instance is one atomic operation; a vector or GPU loop is not)",
+                computations=(n,), dependence=_fmt(names, dep), level=name)
         if not carried.is_empty():
             dep = carried.apply_domain(ph.tinv).apply_range(ph.tinv)
             comps = sorted({m.get_tuple_name(isl.dim_type.in_) for m in maps_of(dep)}

@@ -28,6 +28,7 @@ from ..ir.loopast import (
     StmtInfo,
 )
 from .astgen import GpuFacts, generate, iexpr
+from .atomic import atomic_update
 from .data import Layer3, box, buffer_space
 from .dataflow import Expected
 from .device import DevicePlan
@@ -77,7 +78,8 @@ def build_program(fn: Function, l1: Layer1, l3: Layer3, l4: Layer4, ts: TimeSpac
             read_bufs[n] = {o.src} if o.src is not None else set()
             iters[n] = list(o.dims)
         else:
-            stmts[n] = _stmt_info(n, l1, l3, l4, ph, n in on_device)
+            stmts[n] = _stmt_info(n, l1, l3, l4, ph, n in on_device,
+                                  ts.comps[n].atomic if n in ts.comps else "")
             store_buf[n] = l3.store[n]
             read_bufs[n] = {l4.buffer_of(l3, r) for r in l1.comps[n].reads}
             iters[n] = list(l1.comps[n].vars)
@@ -106,7 +108,7 @@ def _offsets(ph: Physical, buf: str) -> tuple[str, ...] | None:
 
 
 def _stmt_info(name: str, l1: Layer1, l3: Layer3, l4: Layer4, ph: Physical,
-               device: bool) -> StmtInfo:
+               device: bool, atomic: str = "") -> StmtInfo:
     c = l1.comps[name]
     affine_nodes = {id(n) for r in c.reads if r.exact for n in r.nodes}
     redirected = {id(n): l4.redirect[r.ref] for r in c.reads if r.ref in l4.redirect
@@ -152,7 +154,11 @@ def _stmt_info(name: str, l1: Layer1, l3: Layer3, l4: Layer4, ph: Physical,
     if value.dtype != store.dtype:
         value = Cast(store.dtype, value)
     guard = None if c.guard is None else conv(c.guard)
-    return StmtInfo(name, tuple(c.vars), store, value, guard, device=device)
+    rmw = None
+    if atomic:  # one atomic read-modify-write of the stored element
+        op, operand = atomic_update(name, l1, l3, atomic)
+        rmw = (op, conv(operand))
+    return StmtInfo(name, tuple(c.vars), store, value, guard, device=device, atomic=rmw)
 
 
 def _op_info(o: Op, l3: Layer3, ph: Physical, device: bool) -> StmtInfo:
