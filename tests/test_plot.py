@@ -324,3 +324,32 @@ def test_a_larger_skewed_tiling_is_not_refused(tmp_path: Path) -> None:
     assert r.points("h", "II") == len(dom) == 1440
     assert r.tiles("h") == len({(t // 8, (t + i) // 8) for t, i in dom})
     assert r.arrows("h") == len(_heat_deps(T, N)) and r.violated("h") == 0
+
+
+def test_isl_cap_is_one_clear_line(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """Past the ISL operation bound, in the lowering or while the points are enumerated,
+    ``f.plot`` and ``middleend plot`` say so in one line naming the bound and how to raise
+    it (no islpy warning with a traceback from inside a callback); a cap large enough
+    draws."""
+    f, _ = _heat1d()
+    prog = tmp_path / "heat.json"
+    prog.write_bytes(encode_request(f).SerializeToString())
+    out = tmp_path / "heat.svg"
+    failed, cap = 0, 20_000
+    while True:
+        try:
+            f.plot(out, params={"T": 3, "N": 6}, max_isl_ops=cap)
+            break
+        except me.ResourceLimitError as e:
+            assert f"bound of {cap} operations" in str(e) and "max_isl_ops=N" in str(e)
+            assert "--max-isl-ops" in str(e)
+        failed += 1
+        rc = _run(["plot", str(prog), "-o", str(out), "--params", "T=3,N=6",
+                   "--max-isl-ops", str(cap)])
+        err = capfd.readouterr().err
+        assert rc == 1 and err.count("\n") == 1 and "Traceback" not in err, err
+        assert f"bound of {cap} operations" in err
+        cap = cap * 3 // 2
+    assert failed >= 3  # the sweep crossed the lowering and the pictures' enumeration
+    assert _run(["plot", str(prog), "-o", str(out), "--params", "T=3,N=6",
+                 "--max-isl-ops", str(cap)]) == 0

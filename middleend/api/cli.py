@@ -192,7 +192,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
     result = fn.plot(args.output, params=_param_values(args.params or []),
                      computations=_names(args.computations), dims=_names(args.dims),
                      loops=_names(args.loops), max_points=args.max_points,
-                     together=args.together)
+                     together=args.together, max_isl_ops=args.max_isl_ops)
     print(result.summary())
     return 0
 
@@ -449,6 +449,9 @@ def parser() -> argparse.ArgumentParser:
     pl.add_argument("--together", action="store_true",
                     help="also draw all of them in one time-space, with the dependences "
                          "between them (a producer computed per tile appears in each)")
+    pl.add_argument("--max-isl-ops", type=_count, default=DEFAULT_MAX_OPS,
+                    help=f"ISL operations the lowering and the pictures may take (default "
+                         f"{DEFAULT_MAX_OPS:.0e}, $MIDDLEEND_ISL_MAX_OPS)")
     pl.set_defaults(run=cmd_plot)
     ex = sub.add_parser("example", help="write one of the papers' programs as a request")
     ex.add_argument("name", choices=tuple(_EXAMPLES), help="which program")

@@ -45,16 +45,19 @@ class Function(FunctionRecord):
     def plot(self, path: Any, params: dict[str, int] | None = None,
              computations: Sequence[str] | None = None, dims: Sequence[str] | None = None,
              loops: Sequence[str] | None = None, max_points: int = 4096,
-             outputs: Sequence[Any] | None = None, together: bool = False) -> PlotResult:
+             outputs: Sequence[Any] | None = None, together: bool = False,
+             max_isl_ops: int | None = None) -> PlotResult:
         """Draw each computation's Layer I domain and Layer II time-space (tiles, tags,
         flow dependences) to ``path`` (.svg or .png), with every parameter fixed by
         ``params``, and with ``together`` all of them in one time-space with the
         dependences between them; returns a :class:`~middleend.api.plot.PlotResult` with
-        what was drawn (see :func:`middleend.api.plot.plot`)."""
+        what was drawn (see :func:`middleend.api.plot.plot`; ``max_isl_ops`` bounds
+        its ISL work)."""
         from .plot import plot
 
         return plot(self, path, params=params, computations=computations, dims=dims,
-                    loops=loops, max_points=max_points, outputs=outputs, together=together)
+                    loops=loops, max_points=max_points, outputs=outputs, together=together,
+                    max_isl_ops=max_isl_ops)
 
     def compile(self, target: str = "cpu", outputs: Sequence[Any] | None = None,
                 check_legality: bool = True, service: Any = None, **options: Any) -> Any:

@@ -25,7 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..driver.lowering import lower
+import islpy as isl
+
+from ..driver.lowering import DEFAULT_MAX_OPS, lower
+from ..ir.errors import ResourceLimitError
 from ..ir.function import Function
 from .plot_data import Panel, PlotError, collect, show_params
 from .plot_shared import SharedPanel, collect_shared
@@ -95,7 +98,8 @@ def check_path(path: str | Path) -> Path:
 def plot(fn: Function, path: str | Path, params: Mapping[str, int] | None = None,
          computations: Sequence[str] | None = None, dims: Sequence[str] | None = None,
          loops: Sequence[str] | None = None, max_points: int = 4096,
-         outputs: Sequence[Any] | None = None, together: bool = False) -> PlotResult:
+         outputs: Sequence[Any] | None = None, together: bool = False,
+         max_isl_ops: int | None = None) -> PlotResult:
     """Draw ``fn``'s computations (default: all) to ``path`` (.svg or .png).
 
     ``params`` gives every parameter a value; ``dims`` names the one or two Layer I
@@ -105,15 +109,28 @@ def plot(fn: Function, path: str | Path, params: Mapping[str, int] | None = None
     adds one panel with all of them in the shared time-space and the dependences between
     them (:mod:`middleend.api.plot_shared`), on the axes of the ``dims`` (``loops`` names
     one computation's loops: it applies to the per-computation panels only). The schedule
-    is drawn whether or not it is legal: a picture is how one sees why it is not."""
+    is drawn whether or not it is legal: a picture is how one sees why it is not.
+    ``max_isl_ops`` bounds the ISL operations of the lowering and of the pictures' sets
+    (default ``MIDDLEEND_ISL_MAX_OPS``, 2e7); going past it is a ResourceLimitError that
+    says so and how to raise it."""
     out = check_path(path)
     if max_points < 1:
         raise PlotError(f"max_points must be at least 1, got {max_points}")
-    lw = lower(fn, outputs=outputs, check_legality=False)
+    cap = DEFAULT_MAX_OPS if max_isl_ops is None else max_isl_ops
     commands = list(fn.commands.items)
-    rows = collect(lw, commands, dict(params or {}), computations, dims, loops, max_points)
-    shared = (collect_shared(lw, commands, dict(params or {}), computations, dims,
-                             max_points) if together else None)
+    try:
+        lw = lower(fn, outputs=outputs, check_legality=False, max_isl_ops=cap)
+        rows = collect(lw, commands, dict(params or {}), computations, dims, loops,
+                       max_points)
+        shared = (collect_shared(lw, commands, dict(params or {}), computations, dims,
+                                 max_points) if together else None)
+    except (isl.Error, ResourceLimitError) as e:
+        if isinstance(e, isl.Error) and "operations" not in str(e):
+            raise
+        raise ResourceLimitError(
+            f"plot of {fn.name!r}: ISL went past its bound of {cap} operations; raise it "
+            "with plot(..., max_isl_ops=N) (middleend plot --max-isl-ops N) or "
+            "MIDDLEEND_ISL_MAX_OPS, or plot smaller parameter values") from None
     for p in (p for row in rows for p in row if shared is not None):
         p.notes = [n.replace("(another computation; not drawn)", "(drawn in the shared "
                              "panel)") if n.split(" from ")[-1].split(" ")[0] in shared.comps

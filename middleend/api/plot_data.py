@@ -130,11 +130,18 @@ def points(s: isl.Set, what: str, cap: int, boxed: bool = True) -> list[Pt]:
     n = s.dim(isl.dim_type.set)
     out: list[Pt] = []
 
+    lost: list[int] = []
+
     def visit(p: isl.Point) -> None:
-        out.append(tuple(p.get_coordinate_val(isl.dim_type.set, k).to_python()
-                         for k in range(n)))
+        try:
+            out.append(tuple(p.get_coordinate_val(isl.dim_type.set, k).to_python()
+                             for k in range(n)))
+        except (TypeError, isl.Error):  # ISL went past its operation bound mid-scan
+            lost.append(1)
 
     s.foreach_point(visit)
+    if lost:  # (raised here, not in the callback, whose exceptions islpy only prints)
+        raise isl.Error("maximal number of operations exceeded while enumerating points")
     if len(out) > cap:
         raise PlotError(f"{what} has {len(out)} points, more than the cap of {cap}: give "
                         "smaller parameter values or raise max_points")
