@@ -93,14 +93,15 @@ def check_dataflow(l1: Layer1, l3: Layer3, ts: TimeSpace, exp: Expected, ph: Phy
     _check_device_reads(ph, l4, deps, names)
     _check_operation_reads(l1, l3, exp, ph, l4, chains, names)
     by_ref = {ref: o for o in l4.ops.values() for ref in o.refs}
+    parts = _Parts(deps, ph, l4)
     for r in exp.reads:
         if r.ref not in ph.reads:
             continue
-        direct = _strip(deps, f"R{r.ref}").reverse()  # T_sink -> T_src
+        direct = _strip(deps, f"R{r.ref}", parts.by_sink).reverse()  # T_sink -> T_src
         op = by_ref.get(r.ref)
         if op is not None:
             _check_copied(l1, names, r, op, direct, ph)
-        _, act, want, bad = _read_mismatch(l1, exp, ph, chains, r, direct, same)
+        _, act, want, bad = _read_mismatch(l1, exp, ph, chains, r, direct, same, parts)
         if not bad.is_empty():
             bad_sinks = bad.domain()
             dep = _restrict_domain_u(want, bad_sinks).apply_domain(ph.tinv).reverse()
@@ -200,14 +201,53 @@ def _scheduled_flow(l1: Layer1, l3: Layer3, ts: TimeSpace, exp: Expected, ph: Ph
 Mismatch = tuple[isl.UnionMap, isl.UnionMap, isl.UnionMap, isl.UnionMap]
 
 
+class _Parts:
+    """The pieces of the program-wide relations that one read needs, split once per check
+    so that checking a read costs what its own statement and buffer hold, not the whole
+    program (a many-stage pipeline's reads each went through every statement's maps:
+    quadratic in the number of stages): the dependences by sink, the time-space ->
+    instance map by statement, and each buffer's writers."""
+
+    def __init__(self, deps: isl.UnionMap, ph: Physical, l4: Layer4) -> None:
+        self.by_sink: dict[str, list[isl.Map]] = {}
+        for m in maps_of(deps):
+            self.by_sink.setdefault(m.get_tuple_name(isl.dim_type.out) or "", []).append(m)
+        self.tinv: dict[str, isl.UnionMap] = {}
+        for m in maps_of(ph.tinv):
+            n = m.get_tuple_name(isl.dim_type.out) or ""
+            um = isl.UnionMap.from_map(m)
+            self.tinv[n] = self.tinv[n].union(um) if n in self.tinv else um
+        self.writers: dict[str, list[str]] = {}
+        for n, w in ph.writes.items():
+            self.writers.setdefault(w.get_tuple_name(isl.dim_type.out) or "", []).append(n)
+        # a read resolved through a copy sees another buffer's writers: all of them then
+        self.exact = not any(o.transparent for o in l4.ops.values())
+        self.empty = isl.UnionMap.empty(ph.tinv.get_space())
+
+    def tinv_of(self, names: list[str]) -> isl.UnionMap:
+        out = self.empty
+        for n in names:
+            out = out.union(self.tinv.get(n, self.empty))
+        return out
+
+
 def _read_mismatch(l1: Layer1, exp: Expected, ph: Physical, chains: _Chains, r: Read,
-                   direct: isl.UnionMap, same: Callable[[], isl.UnionMap]) -> Mismatch:
+                   direct: isl.UnionMap, same: Callable[[], isl.UnionMap],
+                   parts: _Parts | None = None) -> Mismatch:
     """For read ``r``: the writes its sinks see (T_sink -> T_src), the instances they are
-    (T_sink -> P[y]), those Layer I prescribes, and where the two differ."""
+    (T_sink -> P[y]), those Layer I prescribes, and where the two differ. With ``parts``,
+    only the reading statement's and the read buffer's writers' pieces are composed (a
+    source of the read is a writer of the buffer it reads, unless a copy is between)."""
     resolved, _ = chains.resolve(direct)
-    act = resolved.apply_range(ph.tinv)  # T_sink -> P[y]
+    tinv, sink_tinv = ph.tinv, ph.tinv
+    if parts is not None:
+        sink_tinv = parts.tinv_of([r.comp])
+        if parts.exact:
+            buf = ph.reads[r.ref].get_tuple_name(isl.dim_type.out) or ""
+            tinv = parts.tinv_of(parts.writers.get(buf, []))
+    act = resolved.apply_range(tinv)  # T_sink -> P[y]
     sink_ts = ph.reads[r.ref].domain()
-    want = _restrict_domain(ph.tinv, sink_ts).apply_range(exp.sources.get(
+    want = _restrict_domain(sink_tinv, sink_ts).apply_range(exp.sources.get(
         r.ref, isl.UnionMap.empty(l1.param_space)))
     return resolved, act, want, _differ(act, want, same)
 
@@ -429,10 +469,12 @@ def tagged_loops(l1: Layer1, ts: TimeSpace) -> Iterator[tuple[str, str, str, isl
                 l1.ctx, f"{{ [{', '.join(t)}] -> [{', '.join(u)}] : {' and '.join(cons)} }}")
 
 
-def _strip(deps: isl.UnionMap, sink_name: str) -> isl.UnionMap:
-    """The part of ``deps`` into sink ``sink_name``, with tuple names removed: T -> T."""
+def _strip(deps: isl.UnionMap, sink_name: str,
+           by_sink: dict[str, list[isl.Map]] | None = None) -> isl.UnionMap:
+    """The part of ``deps`` into sink ``sink_name``, with tuple names removed: T -> T
+    (``by_sink``: ``deps``' maps grouped by sink, to look at that sink's only)."""
     out = None
-    for m in maps_of(deps):
+    for m in (maps_of(deps) if by_sink is None else by_sink.get(sink_name, [])):
         if m.get_tuple_name(isl.dim_type.out) != sink_name:
             continue
         m2 = m.reset_tuple_id(isl.dim_type.in_)
