@@ -16,7 +16,17 @@ import numpy as np
 from middleend.ir.errors import TargetError
 from middleend.ir.expr import Access, Binary, Call, Cast, Const, Expr, Select, Unary
 from middleend.ir.intervals import Interval, iexpr_interval, redundant_operand, within
-from middleend.ir.loopast import BufAccess, BufferDecl, IExpr, IInt, IOp, IterRef, IVar, ParamRef
+from middleend.ir.loopast import (
+    BufAccess,
+    BufferDecl,
+    FnCall,
+    IExpr,
+    IInt,
+    IOp,
+    IterRef,
+    IVar,
+    ParamRef,
+)
 from middleend.ir.types import DType, int64
 
 from .cruntime import suffix
@@ -173,6 +183,10 @@ class ExprPrinter:
         # the statement being printed: its shared float subexpressions, printed once into
         # locals (see ``hoist``), by node identity
         self.temps: dict[int, str] = {}
+        # the leading arguments of a call of an inlined function (``FnCall``): what its C
+        # function takes from the kernel (params, buffers, the error flag); None where the
+        # target prints no such functions
+        self.call_context: str | None = None
 
     def hoist(self, e: Expr) -> list[str]:
         """Declarations ``const T me_t<k> = ...;`` of the float subexpressions that ``e``
@@ -388,6 +402,14 @@ class ExprPrinter:
             return f"(({e.type_.c_name})({self.value(e.a)}))"
         if isinstance(e, Call):
             return self._call(e)
+        if isinstance(e, FnCall):
+            if self.call_context is None:
+                raise TargetError(f"inlined computation {e.fn!r} is kept as a function (its "
+                                  "body would be too large substituted), which this target "
+                                  "does not print; use the cpu target, or compute_root "
+                                  "some of the inlined stages")
+            args = [self.call_context, *(self.index(a) for a in e.args)]
+            return f"{fn_name(e.fn)}({', '.join(a for a in args if a)})"
         if isinstance(e, Access):
             raise TargetError("an unresolved Access reached the CPU backend; the lowering "
                               "must turn every read into a BufAccess")
@@ -435,6 +457,11 @@ class ExprPrinter:
         return f"{name}{'f' if dt.bits == 32 else ''}({args})"
 
 
+def fn_name(comp: str) -> str:
+    """The C name of the function of an inlined computation (see ``FnCall``)."""
+    return ident(f"me_fn_{comp}", "inlined computation name")
+
+
 def _linear(buf: str, subs: list[str], narrow: str | None = None) -> str:
     """``b_<buf>[...]`` at row-major subscripts ``subs`` (already int64 C text); with
     ``narrow``, the linear index is converted to that C type (it must fit)."""
@@ -452,4 +479,4 @@ def store_value(printer: ExprPrinter, value: Expr, target: DType) -> str:
     return text
 
 
-__all__ = ["ExprPrinter", "const_c", "iexpr_c", "ident", "store_value"]
+__all__ = ["ExprPrinter", "const_c", "fn_name", "iexpr_c", "ident", "store_value"]

@@ -9,7 +9,7 @@ lowering owns the naming scheme (see :mod:`middleend.loopast`).
 
 from __future__ import annotations
 
-from backends.clike.cexpr import ExprPrinter, ident, iexpr_c
+from backends.clike.cexpr import ExprPrinter, fn_name, ident, iexpr_c
 from backends.clike.cruntime import runtime_text
 from backends.clike.cstmt import comment, dims_lines, statement_lines
 from backends.clike.entry import c_declaration, generate_header
@@ -78,6 +78,46 @@ class CPrinter(LoopPrinter):
         self.loop_vars: list[str] = []  # the iterators of the loops being printed
         self.functions: list[str] = []  # outlined parallel loop bodies
         self.outlined = False  # printing inside one (a nested parallel loop is serial)
+        self.fn_defs: list[str] = []  # inlined computations kept as functions
+        if program.functions:
+            self._inline_functions()
+
+    def _inline_functions(self) -> None:
+        """One C function per inlined computation kept as a function (``FnCall``): the
+        kernel's params, the buffers the functions read and the error flag, then its
+        iterators, and it returns its body's value (shared values computed once)."""
+        p = self.program
+        bufs = sorted({b for f in p.functions for b in f.buffers})
+        for b in bufs:
+            if b not in self.in_scope:
+                raise TargetError(f"inlined computations read the local buffer {b!r} "
+                                  "from their functions")
+        caps = [("int64_t", ident(f"p_{q}", "parameter name")) for q in p.params]
+        for b in bufs:
+            const = "const " if self.buffers[b].role == "input" else ""
+            caps.append((f"{const}{self.buffers[b].dtype.c_name}* restrict",
+                         ident(f"b_{b}", "buffer name")))
+        caps.append(("int*", "me_errp"))
+        self.exprs.call_context = ", ".join(name for _, name in caps)
+        body_printer = ExprPrinter(self.buffers, set(bufs), err="me_errp")
+        body_printer.call_context = self.exprs.call_context
+        for f in p.functions:
+            params = [f"{ctype} {name}" for ctype, name in caps]
+            params += [f"int64_t {ident('v_' + v, 'iterator name')}" for v in f.params]
+            lines = [f"/* inlined {comment(f.name)} */",
+                     f"static {f.body.dtype.c_name} {fn_name(f.name)}({', '.join(params)}) {{"]
+            lines += [f"    (void){name};" for _, name in caps]
+            for b in f.buffers:
+                lines += [f"    {x}" for x in dims_lines(self.buffers[b])]
+                lines += [f"    (void)s_{b}_{k}; (void)d_{b}_{k};"
+                          for k in range(len(self.buffers[b].sizes))]
+            try:
+                lines += [f"    {x}" for x in body_printer.hoist(f.body)]
+                lines.append(f"    return {body_printer.value(f.body)};")
+            finally:
+                body_printer.temps = {}
+            lines.append("}")
+            self.fn_defs.append("\n".join(lines))
 
     # ------------------------------------------------------------------ output helpers
 
@@ -118,10 +158,10 @@ class CPrinter(LoopPrinter):
         self.emit(1, "if (__atomic_load_n(&me_oom, __ATOMIC_RELAXED)) return 2;")
         self.emit(1, "return __atomic_load_n(&me_err, __ATOMIC_RELAXED) ? 1 : 0;")
         self.emit(0, "}")
-        head = [runtime_text()]
+        head = [runtime_text(), *self.fn_defs]
         if self.functions:
             head = ["#define _GNU_SOURCE", runtime_text(), POOL_HEADERS, POOL_C,
-                    *self.functions]
+                    *self.fn_defs, *self.functions]
         return "\n".join([*head, *self.lines]) + "\n"
 
     # ------------------------------------------------------------------ nodes

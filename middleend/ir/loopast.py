@@ -179,6 +179,35 @@ class ParamRef(Expr):
         return int32
 
 
+@dataclass(frozen=True, eq=False)
+class FnCall(Expr):
+    """A call of an inlined computation kept as a function (``Program.functions[fn]``) at
+    the point ``args`` (64-bit indices): the value its body has there."""
+
+    fn: str
+    args: tuple[Expr, ...]
+    type_: DType
+
+    @property
+    def dtype(self) -> DType:
+        return self.type_
+
+    def children(self) -> tuple[Expr, ...]:
+        return self.args
+
+
+@dataclass(frozen=True)
+class InlineFunction:
+    """An inlined computation's body as a function of its iterators ``params`` (named as
+    IterRefs in ``body``): reads of non-local buffers (``checked``: bounds-checked at run
+    time unless proven in bounds) and calls of other functions only."""
+
+    name: str
+    params: tuple[str, ...]
+    body: Expr
+    buffers: tuple[str, ...]  # the buffers its body reads directly
+
+
 @dataclass(frozen=True)
 class StmtInfo:
     """What one statement does at one instance: ``store = value`` if ``guard`` holds.
@@ -341,6 +370,8 @@ class Program:
     # for a distributed target: windows, exchanges and tags for its number of ranks
     distribution: Distribution | None = None
     requirements: tuple[Requirement, ...] = ()  # checked per call (target/kernel.py)
+    # inlined computations kept as functions, callees before callers (FnCall nodes)
+    functions: tuple[InlineFunction, ...] = ()
 
     @property
     def arguments(self) -> tuple[BufferDecl, ...]:

@@ -24,7 +24,6 @@ from ..ir.expr import (
     Access,
     Binary,
     Expr,
-    rebuild,
     share_common,
     walk,
     walk_shared,
@@ -32,6 +31,7 @@ from ..ir.expr import (
 )
 from ..ir.function import Buffer, Computation, Function, Param, Var, _BufferOf
 from ..ir.islutil import out_of_index_range, quota_error
+from . import inlining
 
 
 @dataclass
@@ -62,6 +62,9 @@ class Read:
     domain: isl.Set  # the reading computation's domain
     ctx: AffineContext = field(repr=False)
     _relation: isl.Map | None = field(default=None, repr=False)
+    # an input read through calls of inlined functions (``nodes`` are the calls), any of
+    # its elements (see ``_call_reads``)
+    via_call: bool = False
 
     @property
     def exact(self) -> bool:
@@ -110,6 +113,10 @@ class Layer1:
     # the same with a parameter's missing min/max taken from int32 (a Param is an int32):
     # the values over which index arithmetic must fit in 64 bits (see check_index_range)
     index_context: isl.Set | None = None
+    # the inlined computations kept as called functions (see :mod:`.inlining`), by name:
+    # their bodies (reads of buffers and calls only) and domains; the statements' reads
+    # through calls are in their ``reads`` (``Read.via_call``)
+    functions: dict[str, Comp] = field(default_factory=dict)
 
     def reads_of(self, consumer: str, producer: str) -> isl.Map | None:
         """All instances of ``producer`` that ``consumer`` reads by value, per instance."""
@@ -189,18 +196,21 @@ def build_layer1(fn: Function, ctx: isl.Context, commands: list[cmd.Command]) ->
     for name in inline:
         if name not in comps:
             raise DefinitionError(f"{name}.inline(): unknown computation {name!r}")
+    functions: dict[str, Comp] = {}
     if inline:
-        _inline(comps, inline, commands)
-        for c in comps.values():
+        functions = inlining.inline(comps, inline, commands)
+        via: dict[str, dict[str, int]] = {}
+        for c in [*functions.values(), *comps.values()]:
             _share(c, table)
-            c.reads = _reads(c, comps)
+        for c in comps.values():
+            c.reads = _reads(c, comps, functions, via)
     declared = [c.name for c in fn.computations if c.name not in inline]
     if not declared:
         raise DefinitionError(f"function {fn.name!r}: every computation is inlined "
                               f"({', '.join(inline)}), so nothing is computed; remove "
                               "inline() from the computation(s) whose values are the outputs")
     return Layer1(ctx, params, pspace, {n: comps[n] for n in declared}, declared, inline,
-                  {b.name: b for b in fn.buffers}, context, index_context)
+                  {b.name: b for b in fn.buffers}, context, index_context, functions)
 
 
 INT32_MIN, INT32_MAX = -(2 ** 31), 2 ** 31 - 1
@@ -360,7 +370,8 @@ def _check_names(e: Expr, names: list[str], comp: str, where: str) -> None:
             raise DefinitionError(f"computation {comp!r}: unknown parameter {n.name!r}")
 
 
-def _reads(c: Comp, comps: dict[str, Comp]) -> list[Read]:
+def _reads(c: Comp, comps: dict[str, Comp], funcs: dict[str, Comp] | None = None,
+           via: dict[str, dict[str, int]] | None = None) -> list[Read]:
     """The read references of ``c``, one per distinct access relation.
 
     Occurrences whose indices give the same relation (the same target, the same exact
@@ -384,6 +395,7 @@ def _reads(c: Comp, comps: dict[str, Comp]) -> list[Read]:
             got = affs[id(ix)] = (pa, None if pa is None else str(pa.coalesce()))
         return got
 
+    calls: list[Access] = []
     roots = [c.expr] if c.guard is None else [c.expr, c.guard]
     roots += list(c.store_index or ())
     for n in (m for root in roots for m in walk_shared(root)):
@@ -391,6 +403,9 @@ def _reads(c: Comp, comps: dict[str, Comp]) -> list[Read]:
             continue
         seen.add(id(n))
         t = n.target
+        if funcs and isinstance(t, Computation) and t.name in funcs:
+            calls.append(n)
+            continue
         if isinstance(t, Computation):
             if t.name not in comps:
                 raise DefinitionError(f"computation {c.name!r} reads unknown {t.name!r}")
@@ -418,7 +433,51 @@ def _reads(c: Comp, comps: dict[str, Comp]) -> list[Read]:
                  tuple(text for _, text in ixs), c.domain, c.ctx)
         groups[key] = r
         out.append(r)
+    if calls:
+        assert funcs is not None and via is not None
+        out += _call_reads(c, calls, funcs, via)
     return out
+
+
+def _call_reads(c: Comp, calls: list[Access], funcs: dict[str, Comp],
+                via: dict[str, dict[str, int]]) -> list[Read]:
+    """``c``'s reads through the inlined functions it calls, one per input buffer: any
+    element of it (as a data-dependent index reads). Exactness is relaxed here only, and
+    only for kernel inputs (what a function may read, see :mod:`.inlining`): nothing
+    writes them, so no dependence is lost; what is given up is the static bounds check of
+    those reads, which the functions' code makes at run time where it cannot prove a
+    subscript in bounds (a clamped one, as boundary conditions give, needs no check)."""
+    nodes: dict[str, list[Access]] = {}
+    ranks: dict[str, int] = {}
+    for n in calls:
+        for buf, rank in _function_inputs(funcs[n.target.name], funcs, via).items():
+            nodes.setdefault(buf, []).append(n)
+            ranks[buf] = rank
+    out = []
+    for buf, ns in nodes.items():
+        rank = ranks[buf]
+        m, _ = access_relation([None] * rank, c.ctx, buf)
+        out.append(Read(-1, c.name, "memory", buf, ns[0], False, ns, (None,) * rank,
+                        (None,) * rank, c.domain, c.ctx, m.intersect_domain(c.domain),
+                        via_call=True))
+    return out
+
+
+def _function_inputs(f: Comp, funcs: dict[str, Comp], via: dict[str, dict[str, int]]
+                     ) -> dict[str, int]:
+    """The input buffers the inlined function ``f`` reads, itself or through its calls,
+    with their number of dimensions."""
+    got = via.get(f.name)
+    if got is None:
+        got = {}
+        for n in walk_shared(f.expr):
+            if isinstance(n, Access):
+                if isinstance(n.target, Computation):
+                    got.update(_function_inputs(funcs[n.target.name], funcs, via))
+                else:
+                    got[n.target.name] = len(n.indices)
+        via[f.name] = got
+    return got
 
 
 def _share(c: Comp, table: dict[object, Expr]) -> None:
@@ -445,64 +504,3 @@ def _check_self_reads(c: Comp) -> None:
                 f"({same.domain()}): a value cannot depend on itself; read an earlier point "
                 f"(e.g. {c.name}[i - 1]), another computation, or the buffer's current "
                 f"content ({c.name}.memory[...])")
-
-
-def _inline(comps: dict[str, Comp], inline: list[str], commands: list[cmd.Command]) -> None:
-    for name in inline:
-        p = comps[name]
-        if p.guard is not None:
-            raise DefinitionError(f"{name}.inline(): a computation with a non-affine "
-                                  "predicate cannot be inlined")
-        if any(isinstance(c, (cmd.StoreIn, cmd.ComputeAt)) and c.comp == name
-               for c in commands):
-            raise DefinitionError(f"{name}.inline(): an inlined computation cannot also be "
-                                  "stored or computed at a loop level")
-        for c in comps.values():
-            for r in c.reads:
-                if r.kind == "value" and r.target == name and r.access is not None:
-                    outside = r.access.range().subtract(p.domain)
-                    if not outside.is_empty():
-                        raise DefinitionError(
-                            f"{name}.inline(): {c.name!r} reads {name!r} outside its domain "
-                            f"at {outside}")
-    inl = {n: comps[n] for n in inline}
-    bodies: dict[str, Expr] = {}
-
-    def body(name: str, stack: tuple[str, ...]) -> Expr:
-        """``name``'s expression with its own inlined producers substituted, once."""
-        got = bodies.get(name)
-        if got is None:
-            if name in stack:
-                raise DefinitionError(f"inlining cycle among {list(stack)}")
-            got = bodies[name] = subst(inl[name].expr, (*stack, name))
-        return got
-
-    def subst(e: Expr, stack: tuple[str, ...] = ()) -> Expr:
-        # shared subtrees stay shared (memo): a pipeline inlined through several levels
-        # repeats its producers' bodies, and the expression costs its distinct nodes
-        memo: dict[int, Expr] = {}
-
-        def f(n: Expr) -> Expr | None:
-            if isinstance(n, Access) and isinstance(n.target, Computation) and \
-                    n.target.name in inl:
-                p = inl[n.target.name]
-                repl = {v: rebuild(ix, f, memo)
-                        for v, ix in zip(p.vars, n.indices, strict=True)}
-                return _replace_vars(body(p.name, stack), repl)
-            return None
-
-        return rebuild(e, f, memo)
-
-    for c in comps.values():
-        if c.name not in inl:
-            c.expr = subst(c.expr)
-            if c.guard is not None:
-                c.guard = subst(c.guard)
-            if c.store_index is not None:
-                c.store_index = tuple(subst(e) for e in c.store_index)
-    for n in inline:
-        del comps[n]
-
-
-def _replace_vars(e: Expr, repl: dict[str, Expr]) -> Expr:
-    return rebuild(e, lambda n: repl.get(n.name) if isinstance(n, Var) else None, {})

@@ -19,7 +19,9 @@ from ..ir.function import Buffer, Computation, Function, Param, Var, _BufferOf
 from ..ir.loopast import (
     BufAccess,
     BufferDecl,
+    FnCall,
     IInt,
+    InlineFunction,
     IterRef,
     Node,
     ParamRef,
@@ -99,7 +101,47 @@ def build_program(fn: Function, l1: Layer1, l3: Layer3, l4: Layer4, ts: TimeSpac
     reqs = tuple(Requirement(r.buffer, r.message, iexpr(cb.expr_from_set(r.violated), pmap))
                  for r in l3.requirements)
     return Program(fn.name, tuple(l1.params), tuple(decls), body, stmts, bounds,
-                   requirements=reqs)
+                   requirements=reqs, functions=_functions(l1, l3, ph))
+
+
+def _functions(l1: Layer1, l3: Layer3, ph: Physical) -> tuple[InlineFunction, ...]:
+    """The inlined computations kept as functions (:mod:`.inlining`), callees first: their
+    bodies read buffers at their logical indices (bounds-checked unless the printer
+    proves them in bounds: the elements a caller reads are not known per function)."""
+    out: dict[str, InlineFunction] = {}
+
+    def make(name: str) -> None:
+        if name in out:
+            return
+        f = l1.functions[name]
+        bufs: dict[str, None] = {}
+
+        def node(n: Expr) -> Expr | None:
+            if isinstance(n, Var):
+                return IterRef(n.name)
+            if isinstance(n, Param):
+                return ParamRef(n.name)
+            if isinstance(n, Access):
+                idx = tuple(rebuild(i, node, memo) for i in n.indices)
+                t = n.target
+                if isinstance(t, Computation):
+                    make(t.name)
+                    return FnCall(t.name, idx, l1.functions[t.name].expr.dtype)
+                if not isinstance(t, Buffer) or t.name in ph.local:  # pragma: no cover
+                    raise DefinitionError(f"inlined {name!r}: its function cannot read "
+                                          f"{t!r} (only whole buffers)")
+                bufs[t.name] = None
+                return BufAccess(t.name, l3.phys_index(t.name, idx), n.dtype, None,
+                                 checked=True)
+            return None
+
+        memo: dict[int, Expr] = {}
+        body = rebuild(f.expr, node, memo)
+        out[name] = InlineFunction(name, tuple(f.vars), body, tuple(bufs))
+
+    for name in l1.functions:
+        make(name)
+    return tuple(out.values())
 
 
 def _offsets(ph: Physical, buf: str) -> tuple[str, ...] | None:
@@ -127,6 +169,8 @@ def _stmt_info(name: str, l1: Layer1, l3: Layer3, l4: Layer4, ph: Physical,
         if isinstance(n, Access):
             t = n.target
             idx = tuple(conv(i) for i in n.indices)
+            if isinstance(t, Computation) and t.name in l1.functions:
+                return FnCall(t.name, idx, l1.functions[t.name].expr.dtype)
             if isinstance(t, Computation):
                 buf = l3.store[t.name]
                 pvars = l1.comps[t.name].vars

@@ -1,0 +1,148 @@
+"""Inlining (``c.inline()``): an inlined computation's body replaces its reads, either by
+substitution or, where substitution would multiply the program, as a call.
+
+Substitution rewrites every read ``P[f(x)]`` into P's body with P's iterators replaced by
+``f(x)``. Through a pyramid of inlined stages this is exponential however the nodes are
+shared, because the substituted bodies are distinct functions of the consumer's iterators:
+Halide's interpolate inlined over L levels reads its level-0 Func at about 16^L distinct
+quasi-affine index tuples (19 247 distinct (stage, index) pairs at 4 levels, 338 223 at 5),
+and every later pass pays for each. A *call* keeps P's body once, as a function of P's
+iterators, and the consumer keeps ``P[f(x)]``: the program grows with the number of stages.
+The values are the same (the body is evaluated at the same point, with the same
+operations); the C printer emits a function per called body.
+
+A body becomes a call when, substituted, it would have more than :data:`EXPANSION_LIMIT`
+distinct nodes, and it reads only buffers (kernel inputs, or buffers read through their
+current content) and other called bodies: a value read of a computation would need that
+computation's storage (a loop-local allocation, a cache copy) inside the function, which
+only the statement's own code has. Smaller bodies are substituted as before, so small
+pipelines lower to the same code.
+
+What the analyses see of a call is in :mod:`.layer1` (``_call_reads``): per reading
+statement and buffer, the union of the buffer elements read through its calls, the
+composition of the call's access relation with the body's own reads. It is an exact
+relation as a set of (instance, element) pairs but it is not a function of the instance
+(one instance reads many elements), so it is handled as a data-dependent read is: the
+element is bounds-checked at run time unless the printer proves it in bounds (a clamped
+index), and the dependences use the relation as a may-read.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..ir import commands as cmd
+from ..ir.errors import DefinitionError
+from ..ir.expr import Access, Expr, rebuild, walk_shared
+from ..ir.function import INPUT, Buffer, Computation, Var
+
+if TYPE_CHECKING:
+    from .layer1 import Comp
+
+# A substituted body with more distinct nodes than this becomes a call (when it may). The
+# inlined apps of tests/test_halide_apps.py at their small sizes stay under it except the
+# pyramids, whose deepest levels become calls; a blur or a boundary condition never does.
+EXPANSION_LIMIT = 500
+
+
+def inline(comps: dict[str, Comp], inline_names: list[str], commands: list[cmd.Command],
+           limit: int = EXPANSION_LIMIT) -> dict[str, Comp]:
+    """Substitute or call every computation of ``inline_names`` in the others, which stay
+    in ``comps``; return those kept as called functions (their bodies with their own
+    inlined producers substituted or called in turn)."""
+    for name in inline_names:
+        _check_inlinable(comps, name, commands)
+    inl = {n: comps[n] for n in inline_names}
+    bodies: dict[str, Expr] = {}
+    called: set[str] = set()
+
+    def body(name: str, stack: tuple[str, ...]) -> Expr:
+        """``name``'s expression with its own inlined producers substituted, once."""
+        got = bodies.get(name)
+        if got is None:
+            if name in stack:
+                raise DefinitionError(f"inlining cycle among {list(stack)}")
+            got = bodies[name] = subst(inl[name].expr, (*stack, name))
+            if _size(got, limit) > limit and _callable(got, called):
+                called.add(name)
+        return got
+
+    def subst(e: Expr, stack: tuple[str, ...] = ()) -> Expr:
+        # shared subtrees stay shared (memo): a pipeline inlined through several levels
+        # repeats its producers' bodies, and the expression costs its distinct nodes
+        memo: dict[int, Expr] = {}
+
+        def f(n: Expr) -> Expr | None:
+            if isinstance(n, Access) and isinstance(n.target, Computation) and \
+                    n.target.name in inl:
+                p = inl[n.target.name]
+                idx = tuple(rebuild(ix, f, memo) for ix in n.indices)
+                b = body(p.name, stack)
+                if p.name in called:
+                    return Access(n.target, idx)
+                return _replace_vars(b, dict(zip(p.vars, idx, strict=True)))
+            return None
+
+        return rebuild(e, f, memo)
+
+    for c in comps.values():
+        if c.name not in inl:
+            c.expr = subst(c.expr)
+            if c.guard is not None:
+                c.guard = subst(c.guard)
+            if c.store_index is not None:
+                c.store_index = tuple(subst(e) for e in c.store_index)
+    for n in inline_names:
+        del comps[n]
+    out = {}
+    for n in inline_names:  # declaration order, callees of a body before it or after
+        if n in called:
+            inl[n].expr = bodies[n]
+            out[n] = inl[n]
+    return out
+
+
+def _check_inlinable(comps: dict[str, Comp], name: str, commands: list[cmd.Command]) -> None:
+    p = comps[name]
+    if p.guard is not None:
+        raise DefinitionError(f"{name}.inline(): a computation with a non-affine "
+                              "predicate cannot be inlined")
+    if any(isinstance(c, (cmd.StoreIn, cmd.ComputeAt)) and c.comp == name for c in commands):
+        raise DefinitionError(f"{name}.inline(): an inlined computation cannot also be "
+                              "stored or computed at a loop level")
+    for c in comps.values():
+        for r in c.reads:
+            if r.kind == "value" and r.target == name and r.access is not None:
+                outside = r.access.range().subtract(p.domain)
+                if not outside.is_empty():
+                    raise DefinitionError(
+                        f"{name}.inline(): {c.name!r} reads {name!r} outside its domain "
+                        f"at {outside}")
+
+
+def _size(e: Expr, limit: int) -> int:
+    """The number of distinct nodes of ``e``, counted up to just past ``limit``."""
+    k = 0
+    for _ in walk_shared(e):
+        k += 1
+        if k > limit:
+            break
+    return k
+
+
+def _callable(e: Expr, called: set[str]) -> bool:
+    """Whether a body may be a function: it reads only whole buffers (by the element's
+    logical index, which a function can compute) and other called bodies."""
+    for n in walk_shared(e):
+        if isinstance(n, Access):
+            t = n.target
+            if isinstance(t, Computation):
+                if t.name not in called:
+                    return False
+            elif not isinstance(t, Buffer) or t.kind != INPUT:
+                return False
+    return True
+
+
+def _replace_vars(e: Expr, repl: dict[str, Expr]) -> Expr:
+    return rebuild(e, lambda n: repl.get(n.name) if isinstance(n, Var) else None, {})
