@@ -6,8 +6,9 @@ is that element, read before it is written: each instance is then one read-modif
 which a target prints as one atomic operation. Instances of it that update the same
 element commute (``op`` is associative and commutative: integer + * min max & | ^, and
 float + * min max up to the rounding of the order), so the legality check lets a loop
-tagged ``parallel`` carry the dependences between them (and only those: a dependence on
-another computation is checked as for any loop). Anything else is refused here, naming
+tagged ``parallel`` or ``vector`` carry the dependences between them (and only those: a
+dependence on another computation is checked as for any loop; C compilers run atomic
+operations one lane at a time in a vector loop). Anything else is refused here, naming
 the computation and what its expression is, before any code is generated.
 """
 

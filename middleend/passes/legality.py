@@ -400,8 +400,9 @@ def _accesses(l1: Layer1, ph: Physical) -> tuple[isl.UnionMap, isl.UnionMap]:
 
 def check_parallel(l1: Layer1, l3: Layer3, ts: TimeSpace, ph: Physical) -> None:
     """Every loop tagged parallel/vector (or a GPU/distributed dim) carries no dependence,
-    except that a parallel loop may carry those between instances of one atomic update
-    (passes/atomic.py), which commute."""
+    except that a parallel or vector loop may carry those between instances of one atomic
+    update (passes/atomic.py), which commute (a vector loop then runs the atomic update one
+    lane at a time: C compilers do not vectorize atomic operations)."""
     names = {n: c.vars for n, c in l1.comps.items()}
     pairs = None
     atomic = isl.UnionMap.empty(l1.param_space)
@@ -414,14 +415,14 @@ def check_parallel(l1: Layer1, l3: Layer3, ts: TimeSpace, ph: Physical) -> None:
             kinds = memory_dependences(l1, ph)
             pairs = kinds["output"].union(kinds["flow"]).union(kinds["anti"])
         carried = pairs.intersect(loop)
-        if tag == "parallel" and not atomic.is_empty():
+        if tag in ("parallel", "vector") and not atomic.is_empty():
             carried = carried.subtract(atomic)
         elif not atomic.is_empty() and carried.is_subset(atomic) and not carried.is_empty():
             dep = carried.apply_domain(ph.tinv).apply_range(ph.tinv)
             raise ScheduleError(
                 f"illegal schedule: loop {name!r} of {n!r} is tagged {tag} and carries the "
-                "dependences of an atomic update, which only a parallel loop may carry "
-                "(each instance is one atomic operation; a vector or GPU loop is not)",
+                "dependences of an atomic update, which only a parallel or vector loop of "
+                "the cpu target may carry (each instance is one atomic operation)",
                 computations=(n,), dependence=_fmt(names, dep), level=name)
         if not carried.is_empty():
             dep = carried.apply_domain(ph.tinv).apply_range(ph.tinv)
