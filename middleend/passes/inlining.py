@@ -39,9 +39,11 @@ from ..ir.function import INPUT, Buffer, Computation, Var
 if TYPE_CHECKING:
     from .layer1 import Comp
 
-# A substituted body with more distinct nodes than this becomes a call (when it may). The
-# inlined apps of tests/test_halide_apps.py at their small sizes stay under it except the
-# pyramids, whose deepest levels become calls; a blur or a boundary condition never does.
+# A substituted body with more distinct nodes than this becomes a call (when it may): a
+# blur or a boundary condition stays far under it; a pyramid's levels pass it every level
+# or two (Halide's interpolate: 1 function at 2 levels, 9 at 10). At 3000 the called bodies
+# are larger and fewer: lowering interpolate inlined at 10 levels took 1.4 s instead of
+# 0.2 s and its C was 1 MB instead of 0.2 MB (gcc 7.6 s instead of 1.0 s).
 EXPANSION_LIMIT = 500
 
 

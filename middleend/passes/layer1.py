@@ -142,7 +142,9 @@ class Layer1:
             g = f" if {expr_str(c.guard)}" if c.guard is not None else ""
             lines.append(f"{c.domain} : {expr_str(c.expr)}{g}")
         for n in self.inlined:
-            lines.append(f"(inlined) {n}")
+            f = self.functions.get(n)
+            lines.append(f"(inlined) {n}" if f is None else
+                         f"(inlined, a function) {f.domain} : {expr_str(f.expr)}")
         return "\n".join(lines)
 
 
