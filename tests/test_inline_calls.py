@@ -120,3 +120,19 @@ def test_halide_apps_deepest_pyramids_lower_inlined_within_a_tenth_of_the_isl_bo
     built = compile_pipeline(app.output).translate(app.sizes, **app.by_name())
     low = lower(built.fn, outputs=built.outputs, max_isl_ops=DEFAULT_MAX_OPS // 10)
     assert len(low.program.functions) >= levels // 2
+
+
+def _gpu(comps: list[me.Computation]) -> None:
+    comps[-1].split("i", 8, "i0", "i1")
+    comps[-1].gpu("i0", "i1")
+
+
+def test_targets_without_functions_get_the_bodies_substituted() -> None:
+    """The gpu target (OpenCL, on PoCL here) prints no functions: its kernel gets the
+    bodies substituted back (``middleend/ir/fncalls.py``), the same values."""
+    pytest.importorskip("pyopencl", reason="the gpu extra (pyopencl, PoCL) is not installed")
+    f = chain(_gpu)
+    assert f.lower().program.functions
+    a = np.random.default_rng(3).random(N, dtype=np.float32)
+    out = f.compile(target="gpu", dialect="opencl")(inp=a)[f"s{STAGES}"]
+    np.testing.assert_allclose(out, chain_ref(a), rtol=1e-6)

@@ -21,6 +21,7 @@ import numpy as np
 from backends.clike.build import build_cached, tool_identity
 from backends.clike.cexpr import ident
 from middleend.ir.errors import BuildError
+from middleend.ir.fncalls import substitute_calls
 from middleend.ir.loopast import Program, Signature
 from middleend.target import (
     Artifact,
@@ -156,6 +157,7 @@ class FpgaTarget(Target):
         clock = float(options.get("clock_mhz", 300.0))
         if not 1.0 <= clock <= 1000.0:
             raise BuildError(f"fpga clock_mhz {clock} is outside [1, 1000] MHz", [], "")
+        program = substitute_calls(program)  # its printer prints no functions
         return [SourceText(f"{program.name}_hls.cpp", "hls-c++", generate_hls(program)),
                 SourceText("run_hls.tcl", "tcl", run_hls_tcl(program, part, clock))]
 

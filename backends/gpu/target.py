@@ -16,6 +16,7 @@ from typing import Any
 
 from backends.clike.entry import c_declaration, generate_header
 from middleend.ir.errors import TargetError, TargetUnavailable
+from middleend.ir.fncalls import substitute_calls
 from middleend.ir.loopast import Program, Signature
 from middleend.ir.printing import iexpr_str
 from middleend.target import (
@@ -138,6 +139,7 @@ class GpuTarget(Target):
         return c_declaration(program) + ";"
 
     def generate(self, program: Program, options: Mapping[str, Any]) -> list[SourceText]:
+        program = substitute_calls(program)  # its printers print no functions
         gp = plan(program)
         fp = bool(options.get("fp_contract", False))
         if options.get("dialect") == "cuda":
@@ -151,7 +153,7 @@ class GpuTarget(Target):
         self._require(dialect)
         sig = Signature.of(program)
         name = program.name
-        gp = plan(program)
+        gp = plan(substitute_calls(program))  # as generate() planned it
         launch = _launch_facts(gp)
         launch["dialect"] = dialect
         if dialect == "cuda":
