@@ -33,6 +33,16 @@ class Array:
     elem: DType
     prefix: tuple[Expr, ...] = ()  # leading indices of an expanded array (``store_in``)
     perm: tuple[int, ...] = ()  # a packed copy's index k is the source's index perm[k]
+    # a pack with a loop name: only the reads with that variable as their index in the
+    # copy's first dim read the copy; the others read ``source`` (frontends/julia/pack.py)
+    along: str = ""
+    source: Array | None = None
+
+
+def runs_along(indices: tuple[J.Expr, ...], dim: int, var: str) -> bool:
+    """Whether the index in ``dim`` (0-based) is the bare variable ``var``."""
+    return dim < len(indices) and isinstance(indices[dim], J.Name) and \
+        indices[dim].id == var  # type: ignore[union-attr]
 
 
 ScalarRead = Callable[[str, int], Expr]
@@ -189,6 +199,9 @@ class Exprs:
         arr = self.arrays.get(e.array)
         if arr is None:
             raise self.fail(e.line, f"indexing {e.array!r}, which is not an array argument")
+        if arr.along and arr.source is not None and \
+                not runs_along(e.indices, arr.perm[0], arr.along):
+            arr = arr.source
         return arr.buffer[self.subscript(arr, e)]
 
     def subscript(self, arr: Array, e: J.Ref) -> tuple[Expr | int, ...]:

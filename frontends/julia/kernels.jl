@@ -189,29 +189,43 @@ end
                           data::Matrix{Float64})
     n, m = size(data)
     @schedule begin
-        # C is data' * data: both operands run along k, the contiguous index, so no loop
-        # but the k reduction reads contiguously; a 16 x 16 tile of cov stays in L1 while k
-        # runs outside it, i vectorized (a strided gather of data[k, i:i+15]), j unrolled
+        # C is data' * data: both operands run along k, the reduction, which gcc may not
+        # reorder. The register tile is 8 i x 6 j: i a plain loop of 8 that gcc unrolls and
+        # vectorizes (2 vectors), j unrolled, the 12 sums kept in registers across k1. The
+        # vector operand data[k, i:i+7] is read from a copy dataT[i, k] (i contiguous: pack
+        # along i); data[k, j] stays where it is, contiguous along k (read from the copy, the
+        # 6 values would lie side by side and gcc would load them as vectors and permute
+        # them into broadcasts: 1.4x slower). k in blocks of 100, j0 over the cores (the
+        # triangle's columns: the pool balances them). The tiles the diagonal crosses are
+        # generated apart (astgen), the others with constant bounds.
+        pack(data, dataT, 2, 1, i)
         shift(C, i, -1)
         shift(C, j, -1)
-        tile(C, i, j, 16, 16)
-        interchange(C, i1, k)
+        shift(C, k, -1)
+        tile(C, i, j, k, 8, 6, 100)
+        interchange(C, i0, k0)
+        interchange(C, i1, k1)
         unroll(C, j1)
-        vectorize(C, i1, 16)
-        parallelize(C, i0)
+        parallelize(C, j0)
+        # the O(n m) and O(m^2) passes over the cores too
+        parallelize(MEAN, j)
+        parallelize(CENTER, j)
+        parallelize(dataT, dataT_2)
+        parallelize(ZERO, i)
+        parallelize(SCALE, i)
     end
-    for j in 1:m
+    @name MEAN for j in 1:m
         mean[j] = 0.0
         for i in 1:n
             mean[j] += data[i, j]
         end
         mean[j] /= n
     end
-    for j in 1:m, i in 1:n
+    @name CENTER for j in 1:m, i in 1:n
         data[i, j] -= mean[j]
     end
     for i in 1:m
-        for j in i:m
+        @name ZERO for j in i:m
             cov[i, j] = 0.0
         end
         for j in i:m
@@ -219,7 +233,7 @@ end
                 @name C cov[i, j] += data[k, i] * data[k, j]
             end
         end
-        for j in i:m
+        @name SCALE for j in i:m
             cov[i, j] /= (n - 1)
             cov[j, i] = cov[i, j]
         end

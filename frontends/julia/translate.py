@@ -504,7 +504,8 @@ class Translator:
             raise self.fail(d.line, f"directive pack: {p.array!r} is stored by store_in")
         sizes = tuple(src.sizes[k] for k in p.perm)
         buf = me.Buffer(self.names(p.copy), list(reversed(sizes)), src.elem)
-        self.pack_view[p.copy] = Array(p.array, buf, src.sizes, src.elem, perm=p.perm)
+        self.pack_view[p.copy] = Array(p.array, buf, src.sizes, src.elem, perm=p.perm,
+                                       along=p.along, source=src if p.along else None)
         depth = self.depth
         vs = [me.Var(self.loop_names(f"{p.copy}_{k + 1}"), 0, n) for k, n in enumerate(sizes)]
         order = list(reversed(vs))  # the copy's memory order: its first index innermost
