@@ -52,6 +52,7 @@ from .ir.operations import (
 from .ir.types import (
     DType,
     bool_,
+    float16,
     float32,
     float64,
     int8,
@@ -106,7 +107,7 @@ __all__ = [
     "Buffer", "Computation", "Function", "Input", "Operation", "copy_at", "barrier_at", "send",
     "receive", "exchange", "scatter", "gather",
     "Param", "Var", "Expr", "DType", "select", "cast", "clamp", "min", "max",
-    "bool_", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
+    "bool_", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
     "uint32", "uint64", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh",
     "tanh", "exp", "log", "sqrt", "pow", "floor", "ceil", "round", "trunc", "abs", "erf",
     "MiddleEndError", "DefinitionError", "UnproducedReadError", "ScheduleError",

@@ -94,7 +94,7 @@ def _value(e: Callable[[hl.Expr], hl.Expr]) -> Build:
 _REFUSED: list[tuple[str, Build, str]] = [
     ("allow_race_conditions", _racy, "allow_race_conditions()"),
     ("atomic_tuple", _atomic_tuple, "atomic() of a pure definition or of a Tuple update"),
-    ("float16", _value(lambda v: hl.f32(hl.cast(hl.Float(16), v))), "float16"),
+    ("bfloat16", _value(lambda v: hl.f32(hl.cast(hl.BFloat(16), v))), "bfloat16"),
 ]
 
 

@@ -27,7 +27,7 @@ from middleend.ir.loopast import (
     IVar,
     ParamRef,
 )
-from middleend.ir.types import DType, int64
+from middleend.ir.types import DType, float32, int64
 
 from .cruntime import suffix
 from .divmod import div_mod
@@ -76,6 +76,10 @@ def _int_literal(v: int, dt: DType) -> str:
 
 
 def _float_literal(v: float, dt: DType) -> str:
+    if dt.bits == 16:  # a half value, exact as a float literal
+        with np.errstate(over="ignore"):
+            h = float(np.float16(v))
+        return f"(({dt.c_name}){_float_literal(h, float32)})"
     if dt.bits == 32:
         with np.errstate(over="ignore"):
             v = float(np.float32(v))  # out of float32 range: inf, as the conversion gives
@@ -172,6 +176,9 @@ class ExprPrinter:
         # whether the target prints an atomic update (StmtInfo.atomic) with gcc's
         # __atomic builtins (host code); a target that cannot is refused by name
         self.atomics = False
+        # whether the target's C has _Float16 (gcc on the host); float16 values are
+        # refused by name elsewhere
+        self.float16 = False
         # the statement being printed: the range of each of its iterators (by name) over
         # the loops around it, so that clamps that cannot bind there are not printed
         self.ranges: dict[str, Interval] = {}
@@ -374,7 +381,15 @@ class ExprPrinter:
         temp = self.temps.get(id(e))
         if temp is not None:
             return temp
+        half = e.dtype.is_float and e.dtype.bits == 16
+        if half and not self.float16:
+            raise TargetError("a float16 value, which this target does not print (C's "
+                              "_Float16 is gcc's, on the host): use the cpu target")
         text = self._value(e)
+        if half and isinstance(e, Binary | Unary | Call | Select) and not (
+                isinstance(e, Binary) and e.op in (*_CMP, "and", "or")):
+            # gcc keeps _Float16 intermediates in float: the cast rounds each result
+            return f"(({e.dtype.c_name})({text}))"
         if _narrow(e.dtype) and isinstance(e, Binary | Unary | Call | Select) \
                 and not (isinstance(e, Binary) and e.op in (*_CMP, "and", "or")) \
                 and not (isinstance(e, Unary) and e.op == "not"):
@@ -439,7 +454,7 @@ class ExprPrinter:
         dt, fn = e.type_, e.fn
         if fn == "abs":
             if dt.is_float:
-                return f"{'fabsf' if dt.bits == 32 else 'fabs'}({args})"
+                return f"{'fabsf' if dt.bits <= 32 else 'fabs'}({args})"
             return f"me_abs_{suffix(dt)}({args})"
         if fn in _BITS or fn in ("bitnot", "shl", "shr"):
             if not dt.is_int:
@@ -454,7 +469,7 @@ class ExprPrinter:
         if not dt.is_float:
             raise TargetError(f"intrinsic {fn!r} needs a float type, got {dt.name}")
         name = "nearbyint" if fn == "round" else fn
-        return f"{name}{'f' if dt.bits == 32 else ''}({args})"
+        return f"{name}{'f' if dt.bits <= 32 else ''}({args})"
 
 
 def fn_name(comp: str) -> str:

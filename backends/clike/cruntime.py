@@ -18,7 +18,7 @@ from middleend.ir.types import ALL_TYPES, DType
 SUFFIX: dict[str, str] = {
     "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
     "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
-    "float32": "f32", "float64": "f64", "bool": "b",
+    "float32": "f32", "float64": "f64", "bool": "b", "float16": "f16",
 }
 
 # The unsigned counterpart of each signed C type, used for wrap-around negation.
@@ -108,6 +108,14 @@ static inline {c} me_abs_{s}({c} a) {{ return a; }}
 
 
 def _floating(c: str, s: str) -> str:
+    if c == "_Float16":  # in float, rounded once (as Halide and numpy compute them)
+        return f"""\
+static inline {c} me_fdiv_{s}({c} a, {c} b) {{ return ({c})floorf((float)a / (float)b); }}
+static inline {c} me_fmod_{s}({c} a, {c} b) {{
+    float x = (float)a, y = (float)b;
+    return ({c})(x - floorf(x / y) * y);
+}}
+"""
     f = "f" if c == "float" else ""
     return f"""\
 static inline {c} me_fdiv_{s}({c} a, {c} b) {{ return floor{f}(a / b); }}
@@ -168,7 +176,8 @@ def runtime_text(d: Dialect = CPU) -> str:
     if d.host:
         parts.append(_HOST)
     parts.append("/* Floor division/modulo, abs, min, max and shifts per type. */\n")
-    parts.extend(_helpers_for(dt).replace("static inline", d.fn) for dt in ALL_TYPES)
+    parts.extend(_helpers_for(dt).replace("static inline", d.fn) for dt in ALL_TYPES
+                 if dt.c_name != "_Float16" or d.name == "c")  # gcc's C only
     return "".join(parts)
 
 

@@ -74,6 +74,7 @@ class CPrinter(LoopPrinter):
         self.in_scope = {b.name for b in program.buffers if not b.local}
         self.exprs = ExprPrinter(self.buffers, self.in_scope, err="me_errp")
         self.exprs.atomics = True  # comp.atomic(): gcc's __atomic builtins
+        self.exprs.float16 = True  # gcc has _Float16
         self.loops: dict[str, Interval] = {}  # the ranges of the loops being printed
         self.loop_vars: list[str] = []  # the iterators of the loops being printed
         self.functions: list[str] = []  # outlined parallel loop bodies

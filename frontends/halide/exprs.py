@@ -47,6 +47,7 @@ _TYPES: dict[tuple[str, int], DType] = {
     ("uint", 32): t.uint32,
     ("uint", 64): t.uint64,
     ("uint", 1): t.bool_,
+    ("float", 16): t.float16,
     ("float", 32): t.float32,
     ("float", 64): t.float64,
 }
@@ -96,7 +97,7 @@ _HINTS = frozenset(
 
 
 def dtype_of(ht: HType | None, func: str | None, stage: int | None) -> DType:
-    """The middle-end element type of a Halide scalar type (vectors and float16 refused)."""
+    """The middle-end element type of a Halide scalar type (vectors and bfloat refused)."""
     if ht is None:
         raise UnsupportedHalideFeature(func, stage, "an expression without a type")
     dt = _TYPES.get((ht.code, ht.bits))
@@ -294,10 +295,10 @@ def _call(e: HExpr, scope: Scope, args: Sequence[Expr]) -> Expr:
         return _intrinsic(name, dt, list(args), scope)
     if ct == "PureExtern":
         stem, _, suffix = name.rpartition("_")
-        if suffix in ("f32", "f64") and stem in _MATH:
+        if suffix in ("f16", "f32", "f64") and stem in _MATH:
             out = intrinsic(_MATH[stem], *args)
             return out if out.dtype == dt else Cast(dt, out)
-        if name == "is_nan_f32" or name == "is_nan_f64":
+        if name in ("is_nan_f16", "is_nan_f32", "is_nan_f64"):
             x = args[0]
             return x != x
     raise scope.unsupported(f"the call {name!r} ({ct})")

@@ -49,12 +49,18 @@ uint8 = DType("uint8", "uint", 8, "uint8_t")
 uint16 = DType("uint16", "uint", 16, "uint16_t")
 uint32 = DType("uint32", "uint", 32, "uint32_t")
 uint64 = DType("uint64", "uint", 64, "uint64_t")
+# IEEE half precision: C's _Float16 (gcc on x86-64; the cpu target only). Each operation's
+# result is rounded to half precision (the printers cast every result back, as gcc keeps
+# the intermediates of an expression in float otherwise), which is what numpy's float16 and
+# Halide's Float(16) (with strict_float) compute.
+float16 = DType("float16", "float", 16, "_Float16")
 float32 = DType("float32", "float", 32, "float")
 float64 = DType("float64", "float", 64, "double")
 bool_ = DType("bool", "bool", 8, "bool")
 
 ALL_TYPES: tuple[DType, ...] = (
     int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64, bool_,
+    float16,
 )
 BY_NAME: dict[str, DType] = {t.name: t for t in ALL_TYPES}
 NUMPY_NAMES: dict[str, str] = {t.name: ("bool" if t is bool_ else t.name) for t in ALL_TYPES}

@@ -24,7 +24,8 @@ from .v1 import middleend_pb2 as pb
 
 ELEM = {"int8": pb.INT8, "int16": pb.INT16, "int32": pb.INT32, "int64": pb.INT64,
         "uint8": pb.UINT8, "uint16": pb.UINT16, "uint32": pb.UINT32, "uint64": pb.UINT64,
-        "float32": pb.FLOAT32, "float64": pb.FLOAT64, "bool": pb.BOOL}
+        "float32": pb.FLOAT32, "float64": pb.FLOAT64, "bool": pb.BOOL,
+        "float16": pb.FLOAT16}
 BINARY = {"add": pb.ADD, "sub": pb.SUB, "mul": pb.MUL, "div": pb.DIV, "floordiv": pb.FLOORDIV,
           "mod": pb.MOD, "min": pb.MIN, "max": pb.MAX, "lt": pb.LT, "le": pb.LE, "gt": pb.GT,
           "ge": pb.GE, "eq": pb.EQ, "ne": pb.NE, "and": pb.AND, "or": pb.OR}

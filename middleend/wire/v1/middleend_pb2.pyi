@@ -21,6 +21,7 @@ class ElemType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     FLOAT32: _ClassVar[ElemType]
     FLOAT64: _ClassVar[ElemType]
     BOOL: _ClassVar[ElemType]
+    FLOAT16: _ClassVar[ElemType]
 
 class BinaryOp(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -115,6 +116,7 @@ UINT64: ElemType
 FLOAT32: ElemType
 FLOAT64: ElemType
 BOOL: ElemType
+FLOAT16: ElemType
 BINARY_OP_UNSPECIFIED: BinaryOp
 ADD: BinaryOp
 SUB: BinaryOp
