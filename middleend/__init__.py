@@ -101,6 +101,10 @@ exp, log, sqrt, pow = _intrinsic("exp"), _intrinsic("log"), _intrinsic("sqrt"), 
 floor, ceil, round, trunc = (_intrinsic("floor"), _intrinsic("ceil"), _intrinsic("round"),
                              _intrinsic("trunc"))
 abs, erf = _intrinsic("abs"), _intrinsic("erf")
+# integer bit operations (``&``, ``|``, ``~`` of expressions are the logical ones)
+shl, shr = _intrinsic("shl"), _intrinsic("shr")
+bitand, bitor, bitxor, bitnot = (_intrinsic("bitand"), _intrinsic("bitor"),
+                                 _intrinsic("bitxor"), _intrinsic("bitnot"))
 
 __all__ = [
     "__version__", "connect", "targets", "ROOT", "INPUT", "OUTPUT", "TEMPORARY", "INOUT",
@@ -110,6 +114,7 @@ __all__ = [
     "bool_", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
     "uint32", "uint64", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh",
     "tanh", "exp", "log", "sqrt", "pow", "floor", "ceil", "round", "trunc", "abs", "erf",
+    "shl", "shr", "bitand", "bitor", "bitxor", "bitnot",
     "MiddleEndError", "DefinitionError", "UnproducedReadError", "ScheduleError",
     "TargetError", "TargetUnavailable", "ResourceLimitError", "BuildError",
     "KernelArgumentError",

@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 from halide_util import check
 
+import middleend as me
+
 _TYPES = [(hl.UInt(8), np.uint8), (hl.Int(8), np.int8), (hl.Int(16), np.int16),
           (hl.Int(32), np.int32), (hl.UInt(32), np.uint32)]
 
@@ -107,3 +109,46 @@ def test_bit_operations_in_an_index_and_a_reduction(schedule: str,
         swap.compute_root()
     data = rng.integers(0, 2 ** 16, (5, 264), dtype=np.uint16)
     check(h, [5], [(a, data), (k, rng.integers(-50, 50, 5, dtype=np.int32))])
+
+
+@pytest.mark.parametrize("dtype", ["int16", "uint32", "int64"])
+def test_api_bit_operations(dtype: str, rng: np.random.Generator) -> None:
+    """``me.shl``... in the Python API against Python's own integers (two's complement,
+    wrapped to the type): a negative amount shifts the other way, the width or more gives
+    0 (or the sign's fill for a right shift)."""
+    dt = getattr(me, dtype)
+    bits = dt.bits
+    with me.Function(f"bits_{dtype}") as f:
+        i = me.Var("i", 0, 64)
+        a, b = me.Input("a", [64], dt), me.Input("b", [64], dt)
+        s = me.Input("s", [64], dt)
+        outs = [me.Computation(n, [i], e) for n, e in [
+            ("o_shl", me.shl(a[i], s[i])), ("o_shr", me.shr(a[i], s[i])),
+            ("o_and", me.bitand(a[i], b[i])), ("o_or", me.bitor(a[i], b[i])),
+            ("o_xor", me.bitxor(a[i], b[i])), ("o_not", me.bitnot(a[i]))]]
+    info = np.iinfo(dt.numpy)
+    av = rng.integers(info.min, info.max, 64, dtype=dt.numpy, endpoint=True)
+    bv = rng.integers(info.min, info.max, 64, dtype=dt.numpy, endpoint=True)
+    lo = -bits - 2 if info.min < 0 else 0
+    sv = rng.integers(lo, bits + 3, 64).astype(dt.numpy)
+    got = f.compile(outputs=outs)(a=av, b=bv, s=sv)
+
+    def wrap(v: int) -> int:
+        v %= 2 ** bits
+        return v - 2 ** bits if info.min < 0 and v > info.max else v
+
+    def shift(x: int, n: int, left: bool) -> int:
+        if n < 0:
+            n, left = -n, not left
+        if n >= bits:
+            return 0 if left else (-1 if x < 0 else 0)
+        return wrap(x << n) if left else x >> n
+
+    ref = {"o_shl": [shift(int(x), int(n), True) for x, n in zip(av, sv, strict=True)],
+           "o_shr": [shift(int(x), int(n), False) for x, n in zip(av, sv, strict=True)],
+           "o_and": [wrap(int(x) & int(y)) for x, y in zip(av, bv, strict=True)],
+           "o_or": [wrap(int(x) | int(y)) for x, y in zip(av, bv, strict=True)],
+           "o_xor": [wrap(int(x) ^ int(y)) for x, y in zip(av, bv, strict=True)],
+           "o_not": [wrap(~int(x)) for x in av]}
+    for name, want in ref.items():
+        assert got[name].tolist() == want, name
