@@ -123,21 +123,22 @@ end
         # a GEMM (C4' times the columns of A) whose operands both run along s, the
         # reduction: gcc may not reorder a sum, so p must be the vector dim, along which C4
         # is strided: pack reads it through a transposed copy C4t[p, s] (200 KB, once per
-        # call), contiguous in p. The register tile is 8 p x 4 q: a plain p1 loop of 8 that
-        # gcc unrolls and vectorizes (SLP), keeping the 32 sums in 8 registers across s
+        # call), contiguous in p. The register tile is 8 p x 5 q: a plain p1 loop of 8 that
+        # gcc unrolls and vectorizes (SLP), keeping the 40 sums in 10 registers across s
         # (an omp-simd p1 loop would load and store them every s), each C4t vector used for
-        # 4 columns of A (broadcasts of A[s, q, r]). That needs 4 sum vectors at once and
-        # one set per r for the r loop to run over the cores: store_in(sum, q % 4, r) (Z
-        # resets sum in every (q, r): no value crosses them; sum's last values are copied
-        # back); q in blocks of 4 for Z, U and W alike so that they share the q0 loop
+        # 5 columns of A (broadcasts of A[s, q, r]; 5 measured 1.2-1.3x faster than 4, 2 or
+        # 7). That needs 5 sum vectors at once and one set per r for the r loop to run over
+        # the cores: store_in(sum, q % 5, r) (Z resets sum in every (q, r): no value
+        # crosses them; sum's last values are copied back); q in blocks of 5 for Z, U and
+        # W alike so that they share the q0 loop
         pack(C4, C4t, 2, 1)
-        store_in(sum, q % 4, r)
+        store_in(sum, q % 5, r)
         shift(Z, q, -1)
         shift(U, q, -1)
         shift(W, q, -1)
-        split(Z, q, 4, q0, q1)
-        split(U, q, 4, q0, q1)
-        split(W, q, 4, q0, q1)
+        split(Z, q, 5, q0, q1)
+        split(U, q, 5, q0, q1)
+        split(W, q, 5, q0, q1)
         shift(U, p, -1)
         split(U, p, 8, p0, p1)
         interchange(U, q1, p0)
@@ -164,17 +165,22 @@ end
     ni, nj = size(A)
     nk, nl = size(B, 2), size(B, 3)
     @schedule begin
-        # i innermost and vectorized (B and A contiguous), in blocks of 40 so that the
-        # block of A (40 x nj) stays in L1 while k and l run outside j: each B[i0, k, l]
-        # is loaded once into registers and used for all j; the blocks over the cores
+        # the sum over (k, l) of each A[i, j] must keep its order (k outer, l inner), but j
+        # may run between k and l: for each block of 4 rows and each k, a 4 i x 8 j
+        # register tile (i a plain loop of 4 that gcc vectorizes, j unrolled) sums over l,
+        # each B[i:i+3, k, l] loaded once for 8 columns, C[k, j] hoisted out of l; the 100
+        # vectors of B[i:i+3, k, :] stay in L1 across the 8 column blocks. The blocks of
+        # rows over the cores (50 of them). Each term is two products, (B * C) * D, where
+        # numpy's formulation multiplies C and D first and calls one GEMM: twice our
+        # multiplies, so this one cannot reach numpy's speed without reassociating
         shift(M, i, -1)
-        split(M, i, 40)
-        interchange(M, i1, j)
+        shift(M, j, -1)
+        split(M, i, 4)
+        split(M, j, 8)
         interchange(M, i1, k)
-        interchange(M, i1, l)
-        interchange(M, j, k)
-        interchange(M, j, l)
-        vectorize(M, i1, 8)
+        interchange(M, j1, l)
+        interchange(M, i1, j1)
+        unroll(M, j1)
         parallelize(M, i0)
     end
     for j in 1:nj, i in 1:ni
