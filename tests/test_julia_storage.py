@@ -235,7 +235,10 @@ end
 
 
 @pytest.mark.parametrize("schedule", ["", "pack(X, Xt, 2, 1)",
-                                      "pack(X, Xt, 2, 1); vectorize(P, i, 4)"])
+                                      "pack(X, Xt, 2, 1); vectorize(P, i, 4)",
+                                      "pack(X, Xt, 2, 1, i); vectorize(P, i, 4)",
+                                      "pack(X, Xt, 2, 1, j); tile(P, i, j, 2, 3); "
+                                      "interchange(P, j1, k); unroll(P, i1)"])
 def test_pack_of_an_array_the_kernel_writes_before_and_after(schedule: str) -> None:
     """The copy is made after the last write before its readers: the centring before is
     seen, the update after still lands in X (and is not read through the copy)."""
@@ -260,6 +263,7 @@ def test_pack_of_an_array_the_kernel_writes_before_and_after(schedule: str) -> N
     ("pack(B, T, 2, 1)", r"'T' already names an array or a statement"),
     ("pack(q, Bt, 2, 1)", r"the first argument must be an array"),
     ("pack(C, Ct, 2, 1)", r"no statement after the last write of 'C' reads it"),
+    ("pack(B, Bt, 2, 1, k)", r"no read of 'B' after its last write has 'k' as its index 2"),
     ("pack(B, Bt, 2, 1); vectorize(Bt, Bt_3, 4)", r"has no loop 'Bt_3'"),
 ])
 def test_pack_refusals(schedule: str, message: str) -> None:
@@ -291,3 +295,19 @@ def test_copy_at_of_the_array_a_statement_updates_is_refused_by_the_legality_che
     with pytest.raises(ScheduleError, match="'T' writes 'C': a read-only copy"):
         compile_source(_src(MM, "copy_at(T, j, C, Cp)"), "mm!")(
             np.zeros((3, 4), order="F"), F(rng, 3, 2), F(rng, 2, 4))
+
+
+def test_pack_along_a_loop_reads_the_other_operand_in_place() -> None:
+    """``pack(X, Xt, 2, 1, i)``: ``X[k, i]`` is read from the copy, ``X[k, j]`` from X."""
+    import re
+
+    rng = np.random.default_rng(8)
+    X, c, G = F(rng, 8, 5), rng.random(5), np.zeros((5, 5), order="F")
+    src = GRAM.replace("X[1, j] += 1.0", "c[j] += 1.0")
+    k = compile_source(_src(src, "pack(X, Xt, 2, 1, i)"), "gram!")
+    k(G, X.copy(order="F"), c.copy())
+    Xc = X - c
+    np.testing.assert_allclose(G, Xc.T @ Xc, rtol=1e-12)
+    code = k.compiled(k.spec_of((G, X, c))).kernel.source
+    line = next(x for x in code.splitlines() if re.search(r"b_G\[.*\] = \(b_G", x))
+    assert "b_Xt[" in line and "b_X[" in line, line
