@@ -29,11 +29,12 @@ index), and the dependences use the relation as a may-read.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from ..ir import commands as cmd
 from ..ir.errors import DefinitionError
-from ..ir.expr import Access, Expr, rebuild, walk_shared
+from ..ir.expr import Access, Expr, rebuild, walk_shared, wrap
 from ..ir.function import INPUT, Buffer, Computation, Var
 
 if TYPE_CHECKING:
@@ -48,13 +49,16 @@ EXPANSION_LIMIT = 500
 
 
 def inline(comps: dict[str, Comp], inline_names: list[str], commands: list[cmd.Command],
-           limit: int = EXPANSION_LIMIT) -> dict[str, Comp]:
+           limit: int | None = None) -> dict[str, Comp]:
     """Substitute or call every computation of ``inline_names`` in the others, which stay
     in ``comps``; return those kept as called functions (their bodies with their own
-    inlined producers substituted or called in turn)."""
+    inlined producers substituted or called in turn). ``limit``: :data:`EXPANSION_LIMIT`
+    unless given."""
+    limit = EXPANSION_LIMIT if limit is None else limit
     for name in inline_names:
         _check_inlinable(comps, name, commands)
     inl = {n: comps[n] for n in inline_names}
+    plain = {n for n in comps if n not in inl and not _storage_named(n, commands)}
     bodies: dict[str, Expr] = {}
     called: set[str] = set()
 
@@ -65,7 +69,7 @@ def inline(comps: dict[str, Comp], inline_names: list[str], commands: list[cmd.C
             if name in stack:
                 raise DefinitionError(f"inlining cycle among {list(stack)}")
             got = bodies[name] = subst(inl[name].expr, (*stack, name))
-            if _size(got, limit) > limit and _callable(got, called):
+            if _size(got, limit) > limit and _callable(got, called, plain):
                 called.add(name)
         return got
 
@@ -132,18 +136,40 @@ def _size(e: Expr, limit: int) -> int:
     return k
 
 
-def _callable(e: Expr, called: set[str]) -> bool:
-    """Whether a body may be a function: it reads only whole buffers (by the element's
-    logical index, which a function can compute) and other called bodies."""
+def _callable(e: Expr, called: set[str], plain: set[str]) -> bool:
+    """Whether a body may be a function: it reads only kernel inputs, values of ``plain``
+    computations and other called bodies (what a function can address by itself)."""
     for n in walk_shared(e):
         if isinstance(n, Access):
             t = n.target
             if isinstance(t, Computation):
-                if t.name not in called:
+                if t.name not in called and t.name not in plain:
                     return False
             elif not isinstance(t, Buffer) or t.kind != INPUT:
                 return False
     return True
+
+
+# the commands that leave a computation's values in its own whole buffer, at their
+# logical index, for the whole kernel (loop transformations and orderings)
+_PLACEMENT_ONLY = (cmd.Interchange, cmd.Split, cmd.Fuse, cmd.Tile, cmd.Shift, cmd.Skew,
+                   cmd.Reverse, cmd.After, cmd.Unroll, cmd.Vectorize, cmd.Parallelize)
+
+
+def _storage_named(name: str, commands: list[cmd.Command]) -> bool:
+    """Whether a command other than a loop transformation, an ordering or a store_in at
+    indices that read nothing names ``name`` (compute_at, a fold, a loop-local allocation,
+    a copy, a memory tag...): a function could not find its values by itself then, only
+    the statement's code can."""
+    for c in commands:
+        if isinstance(c, _PLACEMENT_ONLY):
+            continue
+        if isinstance(c, cmd.StoreIn) and c.comp == name and not any(
+                isinstance(n, Access) for i in c.indices or () for n in walk_shared(wrap(i))):
+            continue  # another whole buffer, at an affine index (Layer III maps it)
+        if any(getattr(c, f.name) == name for f in dataclasses.fields(c)):
+            return True
+    return False
 
 
 def _replace_vars(e: Expr, repl: dict[str, Expr]) -> Expr:

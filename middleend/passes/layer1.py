@@ -62,8 +62,8 @@ class Read:
     domain: isl.Set  # the reading computation's domain
     ctx: AffineContext = field(repr=False)
     _relation: isl.Map | None = field(default=None, repr=False)
-    # an input read through calls of inlined functions (``nodes`` are the calls), any of
-    # its elements (see ``_call_reads``)
+    # an input or a computation read through calls of inlined functions (``nodes`` are
+    # the calls): any of its elements or instances (see ``_call_reads``)
     via_call: bool = False
 
     @property
@@ -201,7 +201,7 @@ def build_layer1(fn: Function, ctx: isl.Context, commands: list[cmd.Command]) ->
     functions: dict[str, Comp] = {}
     if inline:
         functions = inlining.inline(comps, inline, commands)
-        via: dict[str, dict[str, int]] = {}
+        via: dict[str, dict[ReadKey, int]] = {}
         for c in [*functions.values(), *comps.values()]:
             _share(c, table)
         for c in comps.values():
@@ -373,7 +373,7 @@ def _check_names(e: Expr, names: list[str], comp: str, where: str) -> None:
 
 
 def _reads(c: Comp, comps: dict[str, Comp], funcs: dict[str, Comp] | None = None,
-           via: dict[str, dict[str, int]] | None = None) -> list[Read]:
+           via: dict[str, dict[ReadKey, int]] | None = None) -> list[Read]:
     """The read references of ``c``, one per distinct access relation.
 
     Occurrences whose indices give the same relation (the same target, the same exact
@@ -437,47 +437,57 @@ def _reads(c: Comp, comps: dict[str, Comp], funcs: dict[str, Comp] | None = None
         out.append(r)
     if calls:
         assert funcs is not None and via is not None
-        out += _call_reads(c, calls, funcs, via)
+        out += _call_reads(c, calls, comps, funcs, via)
     return out
 
 
-def _call_reads(c: Comp, calls: list[Access], funcs: dict[str, Comp],
-                via: dict[str, dict[str, int]]) -> list[Read]:
-    """``c``'s reads through the inlined functions it calls, one per input buffer: any
-    element of it (as a data-dependent index reads). Exactness is relaxed here only, and
-    only for kernel inputs (what a function may read, see :mod:`.inlining`): nothing
-    writes them, so no dependence is lost; what is given up is the static bounds check of
-    those reads, which the functions' code makes at run time where it cannot prove a
-    subscript in bounds (a clamped one, as boundary conditions give, needs no check)."""
-    nodes: dict[str, list[Access]] = {}
-    ranks: dict[str, int] = {}
+def _call_reads(c: Comp, calls: list[Access], comps: dict[str, Comp],
+                funcs: dict[str, Comp], via: dict[str, dict[ReadKey, int]]) -> list[Read]:
+    """``c``'s reads through the inlined functions it calls, one per input buffer or
+    computation they read: any element of the input, any instance of the computation (as
+    a data-dependent index reads). This is the one place where exactness is relaxed:
+    nothing writes an input, so no dependence changes there; a computation read through a
+    function (one no command stores elsewhere, computes at a loop or copies: see
+    :mod:`.inlining`) is taken as read whole by each instance of ``c``, so a schedule
+    that interleaves its instances with ``c``'s (``c.after(P, i)``, fusing their loops)
+    is refused even where ``c`` reads only instances computed earlier; computing it
+    before ``c`` (at root, Halide's compute_root) is what such a schedule does. The bounds
+    check of input reads made through calls is the functions' code's, at run time, where
+    the printer cannot prove a subscript in bounds (a clamped one, as boundary conditions
+    give, needs none)."""
+    nodes: dict[ReadKey, list[Access]] = {}
     for n in calls:
-        for buf, rank in _function_inputs(funcs[n.target.name], funcs, via).items():
-            nodes.setdefault(buf, []).append(n)
-            ranks[buf] = rank
+        for key in _function_reads(funcs[n.target.name], funcs, via):
+            nodes.setdefault(key, []).append(n)
     out = []
-    for buf, ns in nodes.items():
-        rank = ranks[buf]
-        m, _ = access_relation([None] * rank, c.ctx, buf)
-        out.append(Read(-1, c.name, "memory", buf, ns[0], False, ns, (None,) * rank,
-                        (None,) * rank, c.domain, c.ctx, m.intersect_domain(c.domain),
-                        via_call=True))
+    for (kind, target, of_comp, rank), ns in nodes.items():
+        m, _ = access_relation([None] * rank, c.ctx, target)
+        m = m.intersect_domain(c.domain)
+        if kind == "value":
+            m = m.intersect_range(comps[target].domain)
+        out.append(Read(-1, c.name, kind, target, ns[0], of_comp, ns, (None,) * rank,
+                        (None,) * rank, c.domain, c.ctx, m, via_call=True))
     return out
 
 
-def _function_inputs(f: Comp, funcs: dict[str, Comp], via: dict[str, dict[str, int]]
-                     ) -> dict[str, int]:
-    """The input buffers the inlined function ``f`` reads, itself or through its calls,
-    with their number of dimensions."""
+ReadKey = tuple[str, str, bool, int]  # kind, target, of_comp, number of indices
+
+
+def _function_reads(f: Comp, funcs: dict[str, Comp], via: dict[str, dict[ReadKey, int]]
+                    ) -> dict[ReadKey, int]:
+    """What the inlined function ``f`` reads, itself or through its calls: input buffers
+    and computations' values, as (kind, name, False, number of indices)."""
     got = via.get(f.name)
     if got is None:
         got = {}
         for n in walk_shared(f.expr):
             if isinstance(n, Access):
-                if isinstance(n.target, Computation):
-                    got.update(_function_inputs(funcs[n.target.name], funcs, via))
+                t = n.target
+                if isinstance(t, Computation) and t.name in funcs:
+                    got.update(_function_reads(funcs[t.name], funcs, via))
                 else:
-                    got[n.target.name] = len(n.indices)
+                    kind = "value" if isinstance(t, Computation) else "memory"
+                    got[(kind, t.name, False, len(n.indices))] = 0
         via[f.name] = got
     return got
 

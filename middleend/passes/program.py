@@ -124,15 +124,22 @@ def _functions(l1: Layer1, l3: Layer3, ph: Physical) -> tuple[InlineFunction, ..
             if isinstance(n, Access):
                 idx = tuple(rebuild(i, node, memo) for i in n.indices)
                 t = n.target
-                if isinstance(t, Computation):
+                if isinstance(t, Computation) and t.name in l1.functions:
                     make(t.name)
                     return FnCall(t.name, idx, l1.functions[t.name].expr.dtype)
-                if not isinstance(t, Buffer) or t.name in ph.local:  # pragma: no cover
-                    raise DefinitionError(f"inlined {name!r}: its function cannot read "
-                                          f"{t!r} (only whole buffers)")
-                bufs[t.name] = None
-                return BufAccess(t.name, l3.phys_index(t.name, idx), n.dtype, None,
-                                 checked=True)
+                if isinstance(t, Computation):  # its value, in its whole buffer
+                    buf = l3.store[t.name]
+                    repl = dict(zip(l1.comps[t.name].vars, idx, strict=True))
+                    lidx = tuple(_subst_iters(rebuild(e, node, {}), repl)
+                                 for e in l3.index[t.name])
+                else:
+                    buf, lidx = t.name, idx
+                if buf in ph.local or not isinstance(t, Buffer | Computation):
+                    raise DefinitionError(  # pragma: no cover - inlining.py refuses these
+                        f"inlined {name!r}: its function cannot read {t!r} (a whole "
+                        "buffer only)")
+                bufs[buf] = None
+                return BufAccess(buf, l3.phys_index(buf, lidx), n.dtype, None, checked=True)
             return None
 
         memo: dict[int, Expr] = {}
