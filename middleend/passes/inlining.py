@@ -12,19 +12,23 @@ The values are the same (the body is evaluated at the same point, with the same
 operations); the C printer emits a function per called body.
 
 A body becomes a call when, substituted, it would have more than :data:`EXPANSION_LIMIT`
-distinct nodes, and it reads only buffers (kernel inputs, or buffers read through their
-current content) and other called bodies: a value read of a computation would need that
-computation's storage (a loop-local allocation, a cache copy) inside the function, which
-only the statement's own code has. Smaller bodies are substituted as before, so small
-pipelines lower to the same code.
+distinct nodes and it reads only kernel inputs, values of computations kept in a whole
+buffer of their own (no command but loop transformations, orderings and a store_in at
+affine indices names them: Halide's compute_root Funcs) and other called bodies. A
+computation computed inside a loop (compute_at), folded, copied or allocated at a loop
+lives where only the reading statement's code can address it, so bodies reading it are
+substituted, as are the bodies under the limit: small pipelines lower to the same code.
 
 What the analyses see of a call is in :mod:`.layer1` (``_call_reads``): per reading
-statement and buffer, the union of the buffer elements read through its calls, the
-composition of the call's access relation with the body's own reads. It is an exact
-relation as a set of (instance, element) pairs but it is not a function of the instance
-(one instance reads many elements), so it is handled as a data-dependent read is: the
-element is bounds-checked at run time unless the printer proves it in bounds (a clamped
-index), and the dependences use the relation as a may-read.
+statement, one read of each input or computation its calls reach, of any element or
+instance, handled as a data-dependent read is. This is the one over-approximation: the
+exact composition of the calls' relations with the bodies' reads costs what substitution
+cost (unions of thousands of clamped pieces). For inputs nothing is lost (nothing writes
+them; their reads are bounds-checked at run time unless the printer proves a subscript in
+bounds, as it does a clamped one). A computation so read must be computed entirely before
+the reading statement, which its being kept in a whole buffer already implies for a
+Halide compute_root Func; a schedule interleaving the two (``after`` at a loop: fusing
+them) is refused although it may be legal.
 """
 
 from __future__ import annotations
