@@ -100,6 +100,17 @@ def test_a_stage_computed_at_a_loop_is_read_by_substituted_bodies_only(
     np.testing.assert_allclose(f.compile()(inp=a)["s5"], chain_ref(a, 5), rtol=1e-6)
 
 
+def test_fusing_a_stage_read_through_calls_with_its_reader_is_refused() -> None:
+    """s7 reads s1 through s6's function (at i - 6 .. i + 6): fused at ``i``, s7 would read
+    values of s1 not yet computed. The read through calls is of every instance of s1."""
+    def fused(comps: list[me.Computation]) -> None:
+        comps[-1].after(comps[1], "i")
+
+    f = chain(fused, computed=(1,))
+    with pytest.raises(me.ScheduleError, match=r"'s7' would not read the value of 's1'"):
+        f.lower()
+
+
 def test_small_inlined_bodies_are_substituted() -> None:
     """Two stages inlined: far under the limit, no function (the code is unchanged)."""
     f = chain(_as_is, stages=2)
