@@ -62,9 +62,6 @@ class Read:
     domain: isl.Set  # the reading computation's domain
     ctx: AffineContext = field(repr=False)
     _relation: isl.Map | None = field(default=None, repr=False)
-    # an input or a computation read through calls of inlined functions (``nodes`` are
-    # the calls): any of its elements or instances (see ``_call_reads``)
-    via_call: bool = False
 
     @property
     def exact(self) -> bool:
@@ -114,8 +111,8 @@ class Layer1:
     # the values over which index arithmetic must fit in 64 bits (see check_index_range)
     index_context: isl.Set | None = None
     # the inlined computations kept as called functions (see :mod:`.inlining`), by name:
-    # their bodies (reads of buffers and calls only) and domains; the statements' reads
-    # through calls are in their ``reads`` (``Read.via_call``)
+    # their bodies (reads of inputs, of stages in whole buffers, calls) and domains; the
+    # statements' reads through calls are in their ``reads`` (see ``_call_reads``)
     functions: dict[str, Comp] = field(default_factory=dict)
 
     def reads_of(self, consumer: str, producer: str) -> isl.Map | None:
@@ -466,7 +463,7 @@ def _call_reads(c: Comp, calls: list[Access], comps: dict[str, Comp],
         if kind == "value":
             m = m.intersect_range(comps[target].domain)
         out.append(Read(-1, c.name, kind, target, ns[0], of_comp, ns, (None,) * rank,
-                        (None,) * rank, c.domain, c.ctx, m, via_call=True))
+                        (None,) * rank, c.domain, c.ctx, m))
     return out
 
 
