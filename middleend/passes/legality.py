@@ -143,30 +143,37 @@ def check_dataflow(l1: Layer1, l3: Layer3, ts: TimeSpace, exp: Expected, ph: Phy
 Flow = tuple[isl.UnionMap, _Chains, Callable[[], isl.UnionMap]]
 
 
+def _flow_group(access: isl.Map) -> str:
+    """The dataflow problem an access belongs to: its buffer's (benchmarks/legality_time.py
+    puts all in one, as the check did before, to compare)."""
+    return access.get_tuple_name(isl.dim_type.out) or ""
+
+
 def _scheduled_flow(l1: Layer1, l3: Layer3, ts: TimeSpace, exp: Expected, ph: Physical,
                     l4: Layer4) -> Flow | None:
     """ISL's exact dataflow of the scheduled program (sink -> the write it sees, in
     time-space), the copy chains to follow through, and the same-value relation (lazy);
-    None when nothing is read and nothing is an output."""
-    sinks = isl.UnionMap.empty(l1.param_space)
-    sched = isl.UnionMap.empty(l1.param_space)
+    None when nothing is read and nothing is an output. One dataflow problem per buffer
+    (a read sees only writes of its own buffer): the same dependences as one problem for
+    the whole program, which ISL solved in time growing faster than the number of
+    statements (a many-stage pipeline)."""
+    empty = isl.UnionMap.empty(l1.param_space)
+    groups: dict[str, list[isl.UnionMap]] = {}  # buffer -> [sinks, must, may, schedule]
+
+    def add(m: isl.Map, slot: int, sched: isl.UnionMap) -> None:
+        g = groups.setdefault(_flow_group(m), [empty] * 4)
+        g[slot] = g[slot].union(isl.UnionMap.from_map(m))
+        g[3] = g[3].union(sched)
+
     for key, r in [*((f"R{k}", m) for k, m in ph.reads.items()),
                    *((f"O_{k}", m) for k, m in ph.op_reads.items())]:
-        sinks = sinks.union(isl.UnionMap.from_map(r.set_tuple_name(isl.dim_type.in_, key)))
-        sched = sched.union(_ident_sched(r, key))
-    must = isl.UnionMap.empty(l1.param_space)
-    may = isl.UnionMap.empty(l1.param_space)
+        add(r.set_tuple_name(isl.dim_type.in_, key), 0, _ident_sched(r, key))
     writers = [(n in ph.guarded, w) for n, w in ph.writes.items()]
     # a receive's data comes from another node: the distributed target checks it
     writers += [(False, w) for o, w in ph.op_writes.items() if l4.ops[o].transparent]
     for guarded, w in writers:
         nm = "V" if guarded else "W"
-        um = isl.UnionMap.from_map(w.set_tuple_name(isl.dim_type.in_, nm))
-        if guarded:
-            may = may.union(um)
-        else:
-            must = must.union(um)
-        sched = sched.union(_ident_sched(w, nm))
+        add(w.set_tuple_name(isl.dim_type.in_, nm), 2 if guarded else 1, _ident_sched(w, nm))
     ntd = 2 * ts.depth + 1
     end = [max([ts.comps[n].betas[0] for n in ts.order] or [0]) + 1] + [0] * (ntd - 1)
     for bname, written in exp.written.items():
@@ -178,16 +185,19 @@ def _scheduled_flow(l1: Layer1, l3: Layer3, ts: TimeSpace, exp: Expected, ph: Ph
             continue  # folded buffers are never outputs (refused in Layer III)
         nm = f"END_{bname}"
         e2 = elems.set_tuple_name(nm)
-        sinks = sinks.union(isl.UnionMap.from_map(
-            isl.Map.identity(e2.get_space().map_from_set()).intersect_domain(e2)
-            .set_tuple_name(isl.dim_type.out, bname)))
         t_end = isl.Set.read_from_str(l1.ctx, "{ [" + ", ".join(map(str, end)) + "] }")
-        sched = sched.union(isl.UnionMap.from_map(isl.Map.from_domain_and_range(e2, t_end)))
-    if sinks.is_empty():
+        add(isl.Map.identity(e2.get_space().map_from_set()).intersect_domain(e2)
+            .set_tuple_name(isl.dim_type.out, bname), 0,
+            isl.UnionMap.from_map(isl.Map.from_domain_and_range(e2, t_end)))
+    deps, any_sink = empty, False
+    for sinks, must, may, sched in groups.values():
+        if sinks.is_empty():
+            continue
+        any_sink = True
+        info = isl.UnionAccessInfo.from_sink(sinks).set_must_source(must).set_may_source(may)
+        deps = deps.union(info.set_schedule_map(sched).compute_flow().get_may_dependence())
+    if not any_sink:
         return None
-    info = isl.UnionAccessInfo.from_sink(sinks).set_must_source(must).set_may_source(may)
-    flow = info.set_schedule_map(sched).compute_flow()
-    deps = flow.get_may_dependence()
     cached: list[isl.UnionMap] = []
 
     def same() -> isl.UnionMap:  # computed only when some producers differ
