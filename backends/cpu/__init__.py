@@ -12,7 +12,7 @@ from middleend.ir.loopast import Program
 from middleend.target import NativeKernel
 
 from .build import BuiltLibrary, cache_dir, compile_shared
-from .cprinter import generate_c
+from .source import generate_c
 from .target import CpuTarget
 
 

@@ -30,7 +30,7 @@ from .build import (
     flags_for,
     host_isa,
 )
-from .cprinter import generate_c
+from .source import generate_c
 
 INSTALL = ("install gcc with OpenMP (Debian/Ubuntu: apt-get install gcc libgomp1) or set CC "
            "to such a compiler")

@@ -129,11 +129,15 @@ def generate(ts: TimeSpace, ph: Physical, params: list[str], context: isl.Set,
     keep: set[str] = set()
     while True:
         recs.clear()
+        sched = _separated(ts, keep).intersect_params(context)
+        maps = sched.get_map_list()
+        tails = any(maps.get_at(k).get_tuple_name(isl.dim_type.in_).startswith(TAIL)
+                    for k in range(maps.n_map()))
         try:
-            root = build.node_from_schedule_map(_separated(ts, keep).intersect_params(context))
-        finally:
-            if failed:
-                raise failed[0]
+            root = _node(build, sched, failed, bounded=tails)
+        except SeparationTooCostly:
+            keep = set(ts.order)  # generate every statement without the separation
+            continue
         body = _translate(root, recs, pmap, ts)
         _check_nesting(body, None)
         try:
@@ -150,6 +154,62 @@ def generate(ts: TimeSpace, ph: Physical, params: list[str], context: isl.Set,
         leaves = [Leaf(r.comp, r.domain) for r in recs]
         return annotate(placed, ts, leaves, context, lambda e: iexpr(e, pmap), gpu.kinds,
                         gpu.boxes)
+
+
+# ISL operations the AST generation of a schedule with separated full/partial tiles may
+# take (about 3 s here) before it is generated without the separation. Tails add
+# statements, and ISL's generation grows fast with them: a GotoBLAS-blocked sgemm took 30 s
+# and passed the lowering's whole bound; unseparated it takes 3 s.
+SEPARATION_OPS = 3_000_000
+
+
+class SeparationTooCostly(Exception):
+    """The separated schedule's AST generation passed :data:`SEPARATION_OPS`."""
+
+
+def _node(build: isl.AstBuild, sched: isl.UnionMap, failed: list[BaseException],
+          bounded: bool) -> isl.AstNode:
+    """ISL's AST of ``sched``; with ``bounded`` (a schedule with separated tiles), within
+    :data:`SEPARATION_OPS` operations, else :class:`SeparationTooCostly`. ISL counts
+    operations per context: the counter restarts here, so the lowering's own bound then
+    counts from this point (at most twice the bound in all)."""
+    ctx = sched.get_ctx()
+    cap = ctx.get_max_operations()
+    if bounded:
+        ctx.reset_operations()
+        ctx.set_max_operations(min(cap, SEPARATION_OPS) if cap else SEPARATION_OPS)
+    try:
+        try:
+            root = build.node_from_schedule_map(sched)
+        except isl.Error:
+            if not failed:
+                raise
+            root = None  # a leaf's callback failed first: raised below
+        if failed or root is None:
+            first = failed[0]
+            if bounded and isinstance(first, isl.Error) and _past_bound(ctx):
+                ctx.reset_operations()
+                raise SeparationTooCostly from None
+            raise first
+        return root
+    except isl.Error:
+        if not bounded or not _past_bound(ctx):
+            raise
+        ctx.reset_operations()
+        raise SeparationTooCostly from None
+    finally:
+        failed.clear()
+        if bounded:
+            ctx.set_max_operations(cap)
+
+
+def _past_bound(ctx: isl.Context) -> bool:
+    """Whether ``ctx`` is past its operation bound (a trivial read fails)."""
+    try:
+        isl.Set.read_from_str(ctx, "{ [0] }")
+    except isl.Error:
+        return True
+    return False
 
 
 @dataclass
