@@ -38,9 +38,12 @@ class SummaryRow:
 
 
 def samples_interleaved(fns: Mapping[str, Callable[[], object]], reps: int = DEFAULT_REPS,
-                        rounds: int = 2, warmup: int = 1) -> dict[str, list[float]]:
-    """Every timed wall time (seconds, ``time.perf_counter``) of each callable, ``reps``
-    calls each (at least ``MIN_REPS``), in the order they ran.
+                        rounds: int = 2, warmup: int = 1,
+                        clock: Callable[[], float] = time.perf_counter
+                        ) -> dict[str, list[float]]:
+    """Every timed wall time (seconds, ``clock``: ``time.perf_counter``; ``time.thread_time``
+    gives the calling thread's CPU time, for single-threaded runs on a loaded machine) of
+    each callable, ``reps`` calls each (at least ``MIN_REPS``), in the order they ran.
 
     The calls are spread over ``rounds`` rounds; in each round every callable runs in turn,
     ``warmup`` untimed calls then its share of the timed calls. Alternating between the
@@ -56,9 +59,9 @@ def samples_interleaved(fns: Mapping[str, Callable[[], object]], reps: int = DEF
             for _ in range(warmup):
                 fn()
             for _ in range(count):
-                t0 = time.perf_counter()
+                t0 = clock()
                 fn()
-                samples[name].append(time.perf_counter() - t0)
+                samples[name].append(clock() - t0)
     return samples
 
 

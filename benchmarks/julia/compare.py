@@ -11,13 +11,22 @@ compare; the absolute times on a shared machine are noise.
 The kernels write in place into their array arguments (Julia's ``f!`` convention), so our
 side allocates nothing per call; numpy's formulations return new arrays.
 
+``--cpu-time`` times the calling thread's CPU time (``time.thread_time``) instead of wall
+time: with both sides on one thread (``MIDDLEEND_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1``,
+checked) it measures the code, not the other processes of a busy machine. ``--source``
+compiles another version of ``kernels.jl`` (e.g. an earlier commit's schedules, ``git show
+REV:frontends/julia/kernels.jl``) with the same compiler, to compare schedules.
+
     .venv/bin/python benchmarks/julia/compare.py [--reps 5] [--only bicg!,doitgen!] [--small]
+        [--cpu-time] [--source old_kernels.jl]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -62,9 +71,18 @@ def main() -> None:
     ap.add_argument("--only", default="", help="comma-separated kernel names")
     ap.add_argument("--small", action="store_true",
                     help="the tests' small sizes instead of the large ones (a quick check)")
+    ap.add_argument("--cpu-time", action="store_true",
+                    help="the calling thread's CPU time, both sides on one thread")
+    ap.add_argument("--source", default="",
+                    help="a kernels.jl to compile instead of frontends/julia/kernels.jl")
     a = ap.parse_args()
+    if a.cpu_time and not all(os.environ.get(v) == "1" for v in
+                              ("MIDDLEEND_NUM_THREADS", "OPENBLAS_NUM_THREADS")):
+        ap.error("--cpu-time needs MIDDLEEND_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 in the "
+                 "environment (a thread's CPU time misses the work of other threads)")
+    clock = time.thread_time if a.cpu_time else time.perf_counter
     names = [n for n in KERNELS if not a.only or n in a.only.split(",")]
-    src = source()
+    src = Path(a.source).read_text() if a.source else source()
     rows: list[list[object]] = []
     for n in names:
         kd = KERNELS[n]
@@ -80,7 +98,7 @@ def main() -> None:
             "unsched": lambda k=ku, x=unsched: k(*x), "sched": lambda k=ks, x=sched: k(*x)}
         if kd.numpy is not None:
             calls["numpy"] = lambda f=kd.numpy, x=args: f(x)
-        t = samples_interleaved(calls, reps=a.reps)
+        t = samples_interleaved(calls, reps=a.reps, clock=clock)
         b = {k: min(v) for k, v in t.items()}
         row: list[object] = [n, f"{b['unsched'] * 1e3:.3f}", f"{b['sched'] * 1e3:.3f}",
                              f"{spread(t['sched']) * 100:.0f}%"]
@@ -91,7 +109,8 @@ def main() -> None:
             row += ["-", "-", f"{b['unsched'] / b['sched']:.2f}x", "-"]
         rows.append(row)
         print(f"{n}: checked and timed", flush=True)
-    print_table(f"Julia kernels, best of {max(a.reps, MIN_REPS)} interleaved "
+    what = "single-thread CPU time" if a.cpu_time else "wall time"
+    print_table(f"Julia kernels, {what}, best of {max(a.reps, MIN_REPS)} interleaved "
                 "(ratio = ours scheduled / numpy; < 1: ours faster)",
                 ["kernel", "unsched ms", "sched ms", "spread", "numpy ms", "spread",
                  "sched speedup", "ratio"], rows)
