@@ -100,6 +100,25 @@ def test_a_stage_computed_at_a_loop_is_read_by_substituted_bodies_only(
     np.testing.assert_allclose(f.compile()(inp=a)["s5"], chain_ref(a, 5), rtol=1e-6)
 
 
+def test_functions_read_params() -> None:
+    """Sizes and a value given as params at call time: the functions take the params."""
+    with me.Function("pchain") as f:
+        n, g = me.Param("N"), me.Param("g")
+        i = me.Var("i", 0, n)
+        inp = me.Input("inp", [n], me.float32)
+        comps = [me.Computation("s0", [i], inp[i] + me.cast(me.float32, g))]
+        for k in range(1, STAGES + 1):
+            p = comps[-1]
+            comps.append(me.Computation(f"s{k}", [i], (
+                p[me.clamp(i - 1, 0, n - 1)] + p[i] + p[me.clamp(i + 1, 0, n - 1)]) / 3.0))
+        for s in comps[:-1]:
+            s.inline()
+    assert f.lower().program.functions
+    a = np.random.default_rng(6).random(N, dtype=np.float32)
+    out = f.compile()(inp=a, N=N, g=1)[f"s{STAGES}"]
+    np.testing.assert_allclose(out, chain_ref(a), rtol=1e-6)
+
+
 def test_fusing_a_stage_read_through_calls_with_its_reader_is_refused() -> None:
     """s7 reads s1 through s6's function (at i - 6 .. i + 6): fused at ``i``, s7 would read
     values of s1 not yet computed. The read through calls is of every instance of s1."""
