@@ -21,7 +21,7 @@ from common import SummaryRow, best_of_interleaved, print_table
 
 from frontends.halide import apps, compile_pipeline
 from middleend.driver import lowering
-from middleend.passes import legality
+from middleend.passes import flow, legality
 
 CASES = [("local_laplacian", n) for n in (2, 4, 6, 8, 10)] + [("interpolate", n)
                                                               for n in (4, 8, 12)]
@@ -50,13 +50,13 @@ def _checks(name: str, levels: int) -> tuple[int, Any, Any]:
         a.check()
 
     def whole() -> None:
-        parts, group = legality._Parts, legality._flow_group
-        legality._Parts = _Whole  # type: ignore[misc, assignment]
-        legality._flow_group = lambda access: ""  # one dataflow problem
+        parts, group = legality.Parts, flow.flow_group
+        legality.Parts = _Whole  # type: ignore[misc, assignment]
+        flow.flow_group = lambda access: ""  # one dataflow problem
         try:
             a.check()
         finally:
-            legality._Parts, legality._flow_group = parts, group  # type: ignore[misc]
+            legality.Parts, flow.flow_group = parts, group  # type: ignore[misc]
 
     return len(fn.computations), ours, whole
 

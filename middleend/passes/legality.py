@@ -27,55 +27,18 @@ from .atomic import atomic_comps, atomic_update
 from .data import Layer3
 from .dataflow import Expected
 from .device import DEVICE_PREFIX
+from .flow import Chains, Parts, scheduled_flow, strip
 from .layer1 import Layer1, Read
 from .layer4 import Layer4, Op
 from .physical import Physical
 from .placement import TimeSpace
-from .samevalue import same_value
 
 PARALLEL_TAGS = ("parallel", "vector", "gpu_block", "gpu_thread", "distribute")
-
-
-def _ident_sched(m: isl.Map, name: str) -> isl.UnionMap:
-    dom = m.domain()
-    ident = isl.Map.identity(dom.get_space().map_from_set()).intersect_domain(dom)
-    return isl.UnionMap.from_map(ident.set_tuple_name(isl.dim_type.in_, name))
 
 
 def _to_layer1(u: isl.UnionMap, tinv: isl.UnionMap, src_is_t: bool = True) -> isl.UnionMap:
     """{T_src -> T_sink} as {P[y] -> C[x]}."""
     return u.apply_domain(tinv).apply_range(tinv) if src_is_t else u.apply_range(tinv)
-
-
-class _Chains:
-    """Follows a read through transparent Layer IV operations (copies) to the computation
-    instance whose value it sees: a read whose last writer is a copy instance sees what
-    that instance read, and so on (a copy of a copy: global -> shared -> local)."""
-
-    def __init__(self, deps: isl.UnionMap, ts: TimeSpace, ph: Physical, l4: Layer4) -> None:
-        self.ranges = {o.name: isl.UnionSet.from_set(ts.comps[o.name].full.range())
-                       for o in l4.ops.values() if o.transparent and o.name in ph.op_reads}
-        self.flow = {o: _strip(deps, f"O_{o}").reverse() for o in ph.op_reads}
-        self.unsourced = {o: isl.UnionSet.from_set(ph.op_reads[o].domain()).subtract(
-            self.flow[o].domain()) for o in ph.op_reads}
-
-    def resolve(self, flow: isl.UnionMap) -> tuple[isl.UnionMap, isl.UnionSet]:
-        """``flow`` (T_sink -> T_source) with copy instances replaced by their own
-        sources; the sinks whose chain ends at a copy that read nothing written (an input's
-        or the caller's initial content)."""
-        none = isl.UnionSet.empty(flow.get_space().params())
-        for _ in range(len(self.ranges) + 1):
-            changed = False
-            for o, rng in self.ranges.items():
-                part = flow.intersect_range(rng)
-                if part.is_empty():
-                    continue
-                changed = True
-                none = none.union(part.intersect_range(self.unsourced[o]).domain())
-                flow = flow.subtract(part).union(part.apply_range(self.flow[o]))
-            if not changed:
-                return flow, none
-        raise ScheduleError("internal: a chain of copies does not end")  # pragma: no cover
 
 
 def check_dataflow(l1: Layer1, l3: Layer3, ts: TimeSpace, exp: Expected, ph: Physical,
@@ -86,18 +49,18 @@ def check_dataflow(l1: Layer1, l3: Layer3, ts: TimeSpace, exp: Expected, ph: Phy
     names = {n: c.vars for n, c in l1.comps.items()}
     names.update({o.name: [*ts.comps[o.name].ext_dims] for o in l4.ops.values()
                   if o.name in ts.comps})
-    flow = _scheduled_flow(l1, l3, ts, exp, ph, l4)
+    flow = scheduled_flow(l1, l3, ts, exp, ph, l4)
     if flow is None:
         return
     deps, chains, same = flow
     _check_device_reads(ph, l4, deps, names)
     _check_operation_reads(l1, l3, exp, ph, l4, chains, names)
     by_ref = {ref: o for o in l4.ops.values() for ref in o.refs}
-    parts = _Parts(deps, ph, l4)
+    parts = Parts(deps, ph, l4)
     for r in exp.reads:
         if r.ref not in ph.reads:
             continue
-        direct = _strip(deps, f"R{r.ref}", parts.by_sink).reverse()  # T_sink -> T_src
+        direct = strip(deps, f"R{r.ref}", parts.by_sink).reverse()  # T_sink -> T_src
         op = by_ref.get(r.ref)
         if op is not None:
             _check_copied(l1, names, r, op, direct, ph)
@@ -140,110 +103,12 @@ def check_dataflow(l1: Layer1, l3: Layer3, ts: TimeSpace, exp: Expected, ph: Phy
                 dependence=_fmt(names, exp_w.reverse()))
 
 
-Flow = tuple[isl.UnionMap, _Chains, Callable[[], isl.UnionMap]]
-
-
-def _flow_group(access: isl.Map) -> str:
-    """The dataflow problem an access belongs to: its buffer's (benchmarks/legality_time.py
-    puts all in one, as the check did before, to compare)."""
-    return access.get_tuple_name(isl.dim_type.out) or ""
-
-
-def _scheduled_flow(l1: Layer1, l3: Layer3, ts: TimeSpace, exp: Expected, ph: Physical,
-                    l4: Layer4) -> Flow | None:
-    """ISL's exact dataflow of the scheduled program (sink -> the write it sees, in
-    time-space), the copy chains to follow through, and the same-value relation (lazy);
-    None when nothing is read and nothing is an output. One dataflow problem per buffer
-    (a read sees only writes of its own buffer): the same dependences as one problem for
-    the whole program, which ISL solved in time growing faster than the number of
-    statements (a many-stage pipeline)."""
-    empty = isl.UnionMap.empty(l1.param_space)
-    groups: dict[str, list[isl.UnionMap]] = {}  # buffer -> [sinks, must, may, schedule]
-
-    def add(m: isl.Map, slot: int, sched: isl.UnionMap) -> None:
-        g = groups.setdefault(_flow_group(m), [empty] * 4)
-        g[slot] = g[slot].union(isl.UnionMap.from_map(m))
-        g[3] = g[3].union(sched)
-
-    for key, r in [*((f"R{k}", m) for k, m in ph.reads.items()),
-                   *((f"O_{k}", m) for k, m in ph.op_reads.items())]:
-        add(r.set_tuple_name(isl.dim_type.in_, key), 0, _ident_sched(r, key))
-    writers = [(n in ph.guarded, w) for n, w in ph.writes.items()]
-    # a receive's data comes from another node: the distributed target checks it
-    writers += [(False, w) for o, w in ph.op_writes.items() if l4.ops[o].transparent]
-    for guarded, w in writers:
-        nm = "V" if guarded else "W"
-        add(w.set_tuple_name(isl.dim_type.in_, nm), 2 if guarded else 1, _ident_sched(w, nm))
-    ntd = 2 * ts.depth + 1
-    end = [max([ts.comps[n].betas[0] for n in ts.order] or [0]) + 1] + [0] * (ntd - 1)
-    for bname, written in exp.written.items():
-        if bname in ph.local:
-            continue
-        elems = written
-        f = l3.fold_map(bname, elems.get_space())
-        if f is not None:
-            continue  # folded buffers are never outputs (refused in Layer III)
-        nm = f"END_{bname}"
-        e2 = elems.set_tuple_name(nm)
-        t_end = isl.Set.read_from_str(l1.ctx, "{ [" + ", ".join(map(str, end)) + "] }")
-        add(isl.Map.identity(e2.get_space().map_from_set()).intersect_domain(e2)
-            .set_tuple_name(isl.dim_type.out, bname), 0,
-            isl.UnionMap.from_map(isl.Map.from_domain_and_range(e2, t_end)))
-    deps, any_sink = empty, False
-    for sinks, must, may, sched in groups.values():
-        if sinks.is_empty():
-            continue
-        any_sink = True
-        info = isl.UnionAccessInfo.from_sink(sinks).set_must_source(must).set_may_source(may)
-        deps = deps.union(info.set_schedule_map(sched).compute_flow().get_may_dependence())
-    if not any_sink:
-        return None
-    cached: list[isl.UnionMap] = []
-
-    def same() -> isl.UnionMap:  # computed only when some producers differ
-        if not cached:
-            cached.append(same_value(l1, l3))
-        return cached[0]
-
-    return deps, _Chains(deps, ts, ph, l4), same
-
-
 Mismatch = tuple[isl.UnionMap, isl.UnionMap, isl.UnionMap, isl.UnionMap]
 
 
-class _Parts:
-    """The pieces of the program-wide relations that one read needs, split once per check
-    so that checking a read costs what its own statement and buffer hold, not the whole
-    program (a many-stage pipeline's reads each went through every statement's maps:
-    quadratic in the number of stages): the dependences by sink, the time-space ->
-    instance map by statement, and each buffer's writers."""
-
-    def __init__(self, deps: isl.UnionMap, ph: Physical, l4: Layer4) -> None:
-        self.by_sink: dict[str, list[isl.Map]] = {}
-        for m in maps_of(deps):
-            self.by_sink.setdefault(m.get_tuple_name(isl.dim_type.out) or "", []).append(m)
-        self.tinv: dict[str, isl.UnionMap] = {}
-        for m in maps_of(ph.tinv):
-            n = m.get_tuple_name(isl.dim_type.out) or ""
-            um = isl.UnionMap.from_map(m)
-            self.tinv[n] = self.tinv[n].union(um) if n in self.tinv else um
-        self.writers: dict[str, list[str]] = {}
-        for n, w in ph.writes.items():
-            self.writers.setdefault(w.get_tuple_name(isl.dim_type.out) or "", []).append(n)
-        # a read resolved through a copy sees another buffer's writers: all of them then
-        self.exact = not any(o.transparent for o in l4.ops.values())
-        self.empty = isl.UnionMap.empty(ph.tinv.get_space())
-
-    def tinv_of(self, names: list[str]) -> isl.UnionMap:
-        out = self.empty
-        for n in names:
-            out = out.union(self.tinv.get(n, self.empty))
-        return out
-
-
-def _read_mismatch(l1: Layer1, exp: Expected, ph: Physical, chains: _Chains, r: Read,
+def _read_mismatch(l1: Layer1, exp: Expected, ph: Physical, chains: Chains, r: Read,
                    direct: isl.UnionMap, same: Callable[[], isl.UnionMap],
-                   parts: _Parts | None = None) -> Mismatch:
+                   parts: Parts | None = None) -> Mismatch:
     """For read ``r``: the writes its sinks see (T_sink -> T_src), the instances they are
     (T_sink -> P[y]), those Layer I prescribes, and where the two differ. With ``parts``,
     only the reading statement's and the read buffer's writers' pieces are composed (a
@@ -262,12 +127,12 @@ def _read_mismatch(l1: Layer1, exp: Expected, ph: Physical, chains: _Chains, r: 
     return resolved, act, want, _differ(act, want, same)
 
 
-def _final_mismatch(l1: Layer1, exp: Expected, ph: Physical, chains: _Chains,
+def _final_mismatch(l1: Layer1, exp: Expected, ph: Physical, chains: Chains,
                     deps: isl.UnionMap, bname: str, same: Callable[[], isl.UnionMap]
                     ) -> Mismatch | None:
     """For output ``bname``: its elements' last writes (b[e] -> T_src), the instances
     they are, those Layer I prescribes, and where they differ (None: nothing to check)."""
-    actual, _ = chains.resolve(_strip(deps, f"END_{bname}").reverse())
+    actual, _ = chains.resolve(strip(deps, f"END_{bname}").reverse())
     if actual.is_empty() and bname not in exp.final:
         return None
     act = _rename_all_domains(actual.apply_range(ph.tinv), bname)
@@ -282,14 +147,14 @@ def misreads(l1: Layer1, l3: Layer3, ts: TimeSpace, exp: Expected, ph: Physical,
     ``("final", b[e] -> T_src last, b[e] -> P[y] prescribed)``, each restricted to the
     sinks or elements that would get another value than Layer I's."""
     l4 = l4 or Layer4()
-    flow = _scheduled_flow(l1, l3, ts, exp, ph, l4)
+    flow = scheduled_flow(l1, l3, ts, exp, ph, l4)
     if flow is None:
         return []
     deps, chains, same = flow
     out = []
     for r in exp.reads:
         if r.ref in ph.reads:
-            direct = _strip(deps, f"R{r.ref}").reverse()
+            direct = strip(deps, f"R{r.ref}").reverse()
             got, _, want, bad = _read_mismatch(l1, exp, ph, chains, r, direct, same)
             if not bad.is_empty():
                 out.append(("read", got.intersect_domain(bad.domain()),
@@ -329,7 +194,7 @@ def _check_device_reads(ph: Physical, l4: Layer4, deps: isl.UnionMap,
         buf = m.get_tuple_name(isl.dim_type.out)
         if not buf.startswith(DEVICE_PREFIX):
             continue
-        sourced = _strip(deps, key).range()
+        sourced = strip(deps, key).range()
         missing = isl.UnionSet.from_set(m.domain()).subtract(sourced)
         if not missing.is_empty():
             where = _fmt_set(names, missing.apply(ph.tinv))
@@ -354,7 +219,7 @@ def _check_copied(l1: Layer1, names: dict[str, list[str]], r: Read, op: Op,
 
 
 def _check_operation_reads(l1: Layer1, l3: Layer3, exp: Expected, ph: Physical, l4: Layer4,
-                           chains: _Chains, names: dict[str, list[str]]) -> None:
+                           chains: Chains, names: dict[str, list[str]]) -> None:
     """An operation that is not followed through (a host/device copy, a send) must not
     read an element before anything writes it, and a copy back to the host must copy the
     final value of an output."""
@@ -478,26 +343,6 @@ def tagged_loops(l1: Layer1, ts: TimeSpace) -> Iterator[tuple[str, str, str, isl
             cons += [f"t{k} = u{k}" for k in range(d)] + [f"t{d} < u{d}"]
             yield n, name, tag, isl.UnionMap.read_from_str(
                 l1.ctx, f"{{ [{', '.join(t)}] -> [{', '.join(u)}] : {' and '.join(cons)} }}")
-
-
-def _strip(deps: isl.UnionMap, sink_name: str,
-           by_sink: dict[str, list[isl.Map]] | None = None) -> isl.UnionMap:
-    """The part of ``deps`` into sink ``sink_name``, with tuple names removed: T -> T
-    (``by_sink``: ``deps``' maps grouped by sink, to look at that sink's only)."""
-    out = None
-    for m in (maps_of(deps) if by_sink is None else by_sink.get(sink_name, [])):
-        if m.get_tuple_name(isl.dim_type.out) != sink_name:
-            continue
-        m2 = m.reset_tuple_id(isl.dim_type.in_)
-        if m2.get_tuple_name(isl.dim_type.out) != sink_name:
-            continue
-        m2 = m2.reset_tuple_id(isl.dim_type.out) if not sink_name.startswith("END_") else \
-            m2.set_tuple_name(isl.dim_type.out, sink_name)
-        um = isl.UnionMap.from_map(m2)
-        out = um if out is None else out.union(um)
-    if out is None:
-        return isl.UnionMap.empty(deps.get_space())
-    return out
 
 
 def _restrict_domain(u: isl.UnionMap, s: isl.Set) -> isl.UnionMap:
