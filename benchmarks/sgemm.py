@@ -1,6 +1,6 @@
 """sgemm C = A @ B (N x N float32, N = 1024 by default), ours vs numpy.matmul (OpenBLAS).
 
-    python benchmarks/sgemm.py [--reps R] [--size N [N ...]]
+    python benchmarks/sgemm.py [--reps R] [--size N [N ...]] [--cpu-time]
 
 Per size N: GFLOP/s (2 N^3 flops per call) of every variant and of numpy, and the ratio
 ours/numpy, all timed interleaved in one run. Both sides write into a C preallocated once
@@ -32,6 +32,11 @@ The formulations of ours, each checked against numpy before timing:
 * ``packed+fma A packed``: the chosen kernel with A packed too (``Ap``, the 6 rows of A
   a micro-tile row reads, copied k-major at ``i_uo``: ``store_in(ApB, [k, i])``). Packed
   again for every panel, it has cost more than it saved in our runs.
+* ``packed+fma A once``: the chosen kernel with A packed once before the panels
+  (:func:`middleend.api.examples.sgemm_packed_a`): ``Ap`` copies A into 6-row
+  micro-panels (``store_in(ApP, [i // 6, k, i % 6])``, parallel), so the micro-kernel
+  reads one contiguous stream of A instead of 6 rows ``4N`` bytes apart; one pass over A
+  more.
 * ``blocked+fma``: blocked as GotoBLAS/BLIS block it
   (:func:`middleend.api.examples.sgemm_blocked`): per 256-long block of k, B's rows packed
   in parallel into contiguous 256 x NR micro-panels (``store_in`` with ``j // NR``,
@@ -51,6 +56,12 @@ cache is keyed on the host's ISA). The backend builds with ``-ffp-contract=off``
 so float results equal numpy's. Each table also gives every variant's share of the FMA peak
 measured on this machine at the start of the run (``benchmarks/peak.py``).
 
+``--cpu-time`` times the calling thread's CPU time (``time.thread_time``) instead of the
+wall time, with both sides on one thread (``MIDDLEEND_NUM_THREADS=1
+OPENBLAS_NUM_THREADS=1`` in the environment, checked): the micro-kernels compared core
+for core, in figures that hold on a machine other processes keep busy (the wall-time
+default is the figure that counts; the FMA peak is then one core's).
+
 Sizes are compile-time constants (one build per N) as in the papers' benchmarks: with a
 ``me.Param`` N the same schedule is correct (tests/test_allocation.py) but about half as
 fast here, because the packed panel's strides are then run-time values. The schedules'
@@ -59,6 +70,7 @@ tiles (128-column panels, 64 x 256 x 64 for ``direct``) suit multiples of 256.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
 
@@ -69,7 +81,13 @@ from peak import fma_peak
 
 import middleend as me
 from backends.cpu.build import compiler, float_lanes
-from middleend.api.examples import matmul, sgemm_blocked, sgemm_copy_at, sgemm_packed
+from middleend.api.examples import (
+    matmul,
+    sgemm_blocked,
+    sgemm_copy_at,
+    sgemm_packed,
+    sgemm_packed_a,
+)
 
 N = 1024
 CHOSEN = "packed+fma"
@@ -107,6 +125,7 @@ VARIANTS: dict[str, tuple[Callable[[int], me.Function], dict[str, bool]]] = {
     "packed": (define_packed, {}),
     "packed+fma": (define_packed, {"fp_contract": True}),
     "packed+fma A packed": (lambda n: define_packed(n, pack_a=True), {"fp_contract": True}),
+    "packed+fma A once": (lambda n: sgemm_packed_a(n, tj=NR, nr=NR), {"fp_contract": True}),
     "blocked+fma": (lambda n: sgemm_blocked(n, nr=NR), {"fp_contract": True}),
     "copy_at": (sgemm_copy_at, {}),
     "copy_at off": (lambda n: sgemm_copy_at(n, pack=False), {}),
@@ -117,7 +136,8 @@ def gflops(seconds: float, n: int = N) -> float:
     return 2.0 * n ** 3 / seconds / 1e9
 
 
-def run_size(n: int, reps: int, peak: float) -> SummaryRow:
+def run_size(n: int, reps: int, peak: float,
+             clock: Callable[[], float] = time.perf_counter) -> SummaryRow:
     """Build, check and time the variants against numpy.matmul at size ``n``; print a
     table; return the summary row of the chosen variant."""
     rng = np.random.default_rng(0)
@@ -142,7 +162,7 @@ def run_size(n: int, reps: int, peak: float) -> SummaryRow:
             failed[name] = short_error(exc)
             continue
         calls[name] = lambda k=kernel, c=c: k(A=a, B=b, C=c)
-    samples = samples_interleaved(calls, reps)
+    samples = samples_interleaved(calls, reps, clock=clock)
     best = {k: min(v) for k, v in samples.items()}
     g_np = gflops(best["numpy"], n)
     rows: list[list[object]] = [["numpy.matmul (anchor)", f"{g_np:.1f}",
@@ -156,8 +176,9 @@ def run_size(n: int, reps: int, peak: float) -> SummaryRow:
             g = gflops(best[name], n)
             rows.append([label, f"{g:.1f}", f"{spread(samples[name]) * 100:.0f}%",
                          f"{g / g_np:.3f}", f"{g / peak:.2f}", f"{build_s[name]:.2f}"])
-    print_table(f"sgemm N={n} float32, best of {max(reps, common.MIN_REPS)} interleaved, "
-                "preallocated C on both sides",
+    what = "single-thread CPU time" if clock is time.thread_time else "wall time"
+    print_table(f"sgemm N={n} float32, best of {max(reps, common.MIN_REPS)} interleaved "
+                f"({what}), preallocated C on both sides",
                 ["variant", "GFLOP/s", "spread", "ours/numpy", "of FMA peak", "build s"], rows)
     metric = "GFLOP/s" if n == N else f"GFLOP/s N={n}"
     if CHOSEN in failed:
@@ -167,12 +188,18 @@ def run_size(n: int, reps: int, peak: float) -> SummaryRow:
                       f"{CHOSEN} vs numpy.matmul; target >= 1.0")
 
 
-def run(reps: int = common.DEFAULT_REPS, sizes: Sequence[int] = (N,)) -> list[SummaryRow]:
+def run(reps: int = common.DEFAULT_REPS, sizes: Sequence[int] = (N,),
+        cpu_time: bool = False) -> list[SummaryRow]:
     """:func:`run_size` for each size; with several sizes, a last table of the chosen
-    variant's ratio per size. Returns the summary rows, one per size."""
+    variant's ratio per size. Returns the summary rows, one per size. ``cpu_time``: the
+    calling thread's CPU time, both sides on one thread (see the module doc)."""
     peak, width = fma_peak()
-    print(f"measured FMA peak: {peak:.1f} GFLOP/s ({width}-float vectors, all cores)")
-    out = [run_size(n, reps, peak) for n in sizes]
+    if cpu_time:  # fma_peak runs one thread per usable core
+        peak /= max(1, len(os.sched_getaffinity(0)))
+    cores = "one core" if cpu_time else "all cores"
+    print(f"measured FMA peak: {peak:.1f} GFLOP/s ({width}-float vectors, {cores})")
+    clock = time.thread_time if cpu_time else time.perf_counter
+    out = [run_size(n, reps, peak, clock) for n in sizes]
     if len(out) > 1:
         print_table(f"sgemm {CHOSEN} vs numpy.matmul per size",
                     ["N", "ours GFLOP/s", "numpy GFLOP/s", "ours/numpy"],
@@ -184,8 +211,14 @@ def main() -> None:
     p = common.arg_parser(__doc__.splitlines()[0])
     p.add_argument("--size", type=int, nargs="+", default=[N], metavar="N",
                    help=f"matrix size(s) N (N x N times N x N; default {N})")
+    p.add_argument("--cpu-time", action="store_true",
+                   help="the calling thread's CPU time, both sides on one thread")
     args = p.parse_args()
-    run(args.reps, args.size)
+    if args.cpu_time and not all(os.environ.get(v) == "1" for v in
+                                 ("MIDDLEEND_NUM_THREADS", "OPENBLAS_NUM_THREADS")):
+        p.error("--cpu-time needs MIDDLEEND_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 in the "
+                "environment (a thread's CPU time misses the work of other threads)")
+    run(args.reps, args.size, args.cpu_time)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import middleend as me
-from middleend.api.examples import sgemm_blocked, sgemm_packed
+from middleend.api.examples import sgemm_blocked, sgemm_packed, sgemm_packed_a
 from middleend.ir.loopast import Alloc, Block, For, If, Node, Stmt
 
 
@@ -65,6 +65,20 @@ def test_packed_a_sgemm_allocations_are_private_and_match_numpy() -> None:
     users = {"Bp": {"Bp", "upd"}, "acc": {"acc", "upd", "C"}, "ApB": {"Ap", "upd"}}
     assert _assert_thread_private(kernel.program, users) >= 6
     for n in (1, 7, 37):
+        rng = np.random.default_rng(n)
+        a = rng.random((n, n), dtype=np.float32)
+        b = rng.random((n, n), dtype=np.float32)
+        np.testing.assert_allclose(kernel(A=a, B=b)["C"], a @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_sgemm_with_a_packed_once_matches_numpy() -> None:
+    """A packed once into row micro-panels (``ApP[i // mr, k, i % mr]``) before the
+    parallel panels: A @ B with partial micro-panels and tiles, and the micro-kernel reads
+    the packed A without a division."""
+    kernel = sgemm_packed_a(None, tj=16, mr=3, nr=8).compile(fp_contract=True)
+    hot = [ln for ln in kernel.source.splitlines() if "b_acc[" in ln and "b_ApP[" in ln]
+    assert hot and not any("me_fdiv_i64" in ln or "me_fmod_i64" in ln for ln in hot)
+    for n in (1, 7, 16, 37):
         rng = np.random.default_rng(n)
         a = rng.random((n, n), dtype=np.float32)
         b = rng.random((n, n), dtype=np.float32)

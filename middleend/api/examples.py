@@ -185,6 +185,42 @@ def sgemm_packed(n: int | None = None, tj: int = 64, mr: int = 6, nr: int = 16,
     return f
 
 
+def sgemm_packed_a(n: int | None = None, tj: int = 16, mr: int = 6, nr: int = 16
+                   ) -> Function:
+    """:func:`sgemm_packed` with A packed too, once, before the panels: ``Ap`` copies A
+    into ``mr``-row micro-panels (``store_in(ApP, [i // mr, k, i % mr])``, a root loop
+    nest parallel over the micro-panels), so that the micro-kernel reads one contiguous
+    stream of A (``mr`` values per k) beside the packed panel of B, where
+    :func:`sgemm_packed` reads ``mr`` rows of A ``4N`` bytes apart (``mr`` streams,
+    all in one L1 set when ``4N`` is a multiple of 4 KB). The copy is one pass over A
+    (``N^2`` moves against ``2 N^3`` flops); the printer works the ``//`` and ``%`` out
+    from the loops, so neither side divides."""
+    with Function("sgemm_packed_a") as f:
+        size = Param("N") if n is None else n
+        i, j, k = Var("i", 0, size), Var("j", 0, size), Var("k", 0, size)
+        a = Input("A", [size, size], float32)
+        b = Input("B", [size, size], float32)
+        kk, jj = Var("kk", 0, size), Var("jj", 0, size)
+        bp = Computation("Bp", [kk, jj], b[kk, jj])
+        ia, ka = Var("ia", 0, size), Var("ka", 0, size)
+        ap = Computation("Ap", [ia, ka], a[ia, ka])
+        ap.store_in(Buffer("ApP", [(size + (mr - 1)) // mr, size, mr], float32),
+                    [ia // mr, ka, ia % mr])
+        acc = Computation("acc", [i, j], 0.0)
+        upd = Computation("upd", [i, j, k], dtype=float32)
+        upd.set_expression(upd[i, j, k - 1] + ap[i, k] * bp[k, j])
+        upd.store_in(acc, [i, j])
+        c = Computation("C", [i, j], upd[i, j, size - 1])
+    ap.split("ia", mr, "ia0", "ia1")
+    ap.interchange("ia1", "ka")  # ia0 ka ia1: each micro-panel written contiguously
+    ap.parallelize("ia0")
+    _blas_schedule(acc, upd, c, tj, mr, nr)
+    bp.vectorize("jj", nr)
+    bp.compute_at(upd, "j0")
+    bp.allocate_at(upd, "j0")
+    return f
+
+
 def sgemm_copy_at(n: int | None = None, tj: int = 64, mr: int = 6, nr: int = 16,
                   pack: bool = True) -> Function:
     """The same sgemm with the algorithm left alone: B's column panel is packed by a
