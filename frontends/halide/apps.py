@@ -216,9 +216,10 @@ def local_laplacian(rows: int = 16, cols: int = 24, levels: int = 4, schedule: s
     floating = hl.Func("floating")
     floating[x, y, c] = hl.f32(clamped[x, y, c]) / 65535.0
     gray = hl.Func("gray")
-    gray[x, y] = 0.299 * floating[x, y, 0] + 0.587 * floating[x, y, 1] + 0.114 * floating[x, y, 2]
+    gray[x, y] = (hl.f32(0.299) * floating[x, y, 0] + hl.f32(0.587) * floating[x, y, 1]
+                 + hl.f32(0.114) * floating[x, y, 2])
     g0 = hl.Func("gPyramid0")
-    level = k * (1.0 / (k_levels - 1))
+    level = k * hl.f32(1.0 / (k_levels - 1))
     idx = hl.clamp(hl.i32(gray[x, y] * float(k_levels - 1) * 256.0), 0, (k_levels - 1) * 256)
     g0[x, y, k] = beta * (gray[x, y] - level) + level + remap[idx - 256 * k]
     gp = [g0] + [hl.Func() for _ in range(1, J)]
@@ -248,7 +249,8 @@ def local_laplacian(rows: int = 16, cols: int = 24, levels: int = 4, schedule: s
         og[j] = hl.Func(f"outGPyramid{j}")
         og[j][x, y] = up[x, y] + ol[j][x, y]
     color = hl.Func("color")
-    color[x, y, c] = og[0][x, y] * (floating[x, y, c] + 0.01) / (gray[x, y] + 0.01)
+    color[x, y, c] = (og[0][x, y] * (floating[x, y, c] + hl.f32(0.01))
+                      / (gray[x, y] + hl.f32(0.01)))
     out = hl.Func("local_laplacian")
     out[x, y, c] = hl.u16(hl.clamp(color[x, y, c], 0.0, 1.0) * 65535.0)
     funcs = [remap, floating, gray, g0, *made, *lp[:J - 1], *ol, *og[:J - 1], color]
