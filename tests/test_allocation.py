@@ -71,6 +71,13 @@ def test_packed_a_sgemm_allocations_are_private_and_match_numpy() -> None:
         np.testing.assert_allclose(kernel(A=a, B=b)["C"], a @ b, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("make,sizes", [(sgemm_packed, {"nr": 0}), (sgemm_packed_a, {"mr": 0}),
+                                         (sgemm_blocked, {"kc": -1})])
+def test_sgemm_tile_sizes_must_be_positive(make, sizes) -> None:
+    with pytest.raises(me.DefinitionError, match="must be a positive int"):
+        make(64, **sizes)
+
+
 def test_sgemm_with_a_packed_once_matches_numpy() -> None:
     """A packed once into row micro-panels (``ApP[i // mr, k, i % mr]``) before the
     parallel panels: A @ B with partial micro-panels and tiles, and the micro-kernel reads

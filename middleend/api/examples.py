@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir.commands import ROOT
+from ..ir.errors import DefinitionError
 from ..ir.expr import minimum
 from ..ir.function import OUTPUT, Buffer, Computation, Input, Param, Var
 from ..ir.operations import copy_at
@@ -111,6 +112,13 @@ def matmul(name: str = "matmul", n: int | None = None) -> MatMul:
     return MatMul(f, init, upd)
 
 
+def _positive_tiles(name: str, **sizes: int) -> None:
+    """Tile sizes are positive ints: a 0 would divide by zero in the buffer shapes."""
+    for what, v in sizes.items():
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise DefinitionError(f"{name}: {what} must be a positive int, got {v!r}")
+
+
 def _blas_schedule(acc: Computation, upd: Computation, c: Computation, tj: int, mr: int,
                    nr: int) -> None:
     """The loops of a BLAS micro-kernel: j0 (parallel column panels of ``tj``) / i_uo /
@@ -172,6 +180,7 @@ def sgemm_packed(n: int | None = None, tj: int = 64, mr: int = 6, nr: int = 16,
     moves, more than it saves at ``tj = 64`` in ``benchmarks/sgemm.py`` (its ``A packed``
     row); a BLAS packs A once per cache block of A and reuses it for every panel.
     """
+    _positive_tiles("sgemm_packed", tj=tj, mr=mr, nr=nr)
     f, acc, upd, c = _sgemm("sgemm_packed", n, helper=True, pack_a=pack_a)
     _blas_schedule(acc, upd, c, tj, mr, nr)
     bp = f.computation("Bp")
@@ -195,6 +204,7 @@ def sgemm_packed_a(n: int | None = None, tj: int = 16, mr: int = 6, nr: int = 16
     all in one L1 set when ``4N`` is a multiple of 4 KB). The copy is one pass over A
     (``N^2`` moves against ``2 N^3`` flops); the printer works the ``//`` and ``%`` out
     from the loops, so neither side divides."""
+    _positive_tiles("sgemm_packed_a", tj=tj, mr=mr, nr=nr)
     with Function("sgemm_packed_a") as f:
         size = Param("N") if n is None else n
         i, j, k = Var("i", 0, size), Var("j", 0, size), Var("k", 0, size)
@@ -254,6 +264,7 @@ def sgemm_blocked(n: int | None = None, kc: int = 256, mc: int = 96, mr: int = 6
     0`` C's initial value, ``cz``). Loops: k0 / i0 (parallel) / j_vo / i1_uo / k1 / i1_ui
     (unrolled ``mr``) / j_vi (vector ``nr``). ``n`` None gives a Param N (a last partial
     block of ``N mod kc``); ``pack_a=False`` reads A in place."""
+    _positive_tiles("sgemm_blocked", kc=kc, mc=mc, mr=mr, nr=nr)
     with Function("sgemm_blocked") as f:
         size = Param("N") if n is None else n
         nk = (size + (kc - 1)) // kc
