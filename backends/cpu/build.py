@@ -22,14 +22,11 @@ from middleend.target.paths import cache_root
 
 # -ffp-contract=off: no fused multiply-add, so float results equal numpy's.
 # -fwrapv: signed overflow wraps (as numpy does) instead of being undefined behaviour.
-# -fno-tree-loop-distribute-patterns: gcc would turn the zeroing of a register tile (a small
-# stack array, e.g. sgemm's accumulators) into a memset call, which keeps the array in
-# memory; gcc 12 then spilled one of the 12 accumulators of the sgemm micro-kernel in its
-# hot loop (a store/load chain per FMA: half the speed at N = 2016). Our loops are
-# vectorized fills and copies already, so nothing is lost on large arrays.
+# (Kernels with a register tile also get -fno-tree-loop-distribute-patterns, by a pragma
+# in their source: see backends/cpu/source.py.)
 FLAGS: tuple[str, ...] = ("-O3", "-march=native", "-fopenmp-simd", "-pthread", "-fPIC", "-shared",
                           "-std=gnu99", "-ffp-contract=off", "-fwrapv", "-fno-math-errno",
-                          "-fno-trapping-math", "-fno-tree-loop-distribute-patterns")
+                          "-fno-trapping-math")
 
 
 def compiler() -> list[str]:
