@@ -10,6 +10,7 @@ that created it, so that a target that cannot honour it says so by name.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import islpy as isl
 
@@ -117,10 +118,9 @@ def _functions(l1: Layer1, l3: Layer3, ph: Physical) -> tuple[InlineFunction, ..
         bufs: dict[str, None] = {}
 
         def node(n: Expr) -> Expr | None:
-            if isinstance(n, Var):
-                return IterRef(n.name)
-            if isinstance(n, Param):
-                return ParamRef(n.name)
+            ref = _scalar_ref(n)
+            if ref is not None:
+                return ref
             if isinstance(n, Access):
                 idx = tuple(rebuild(i, node, memo) for i in n.indices)
                 t = n.target
@@ -128,10 +128,8 @@ def _functions(l1: Layer1, l3: Layer3, ph: Physical) -> tuple[InlineFunction, ..
                     make(t.name)
                     return FnCall(t.name, idx, l1.functions[t.name].expr.dtype)
                 if isinstance(t, Computation):  # its value, in its whole buffer
-                    buf = l3.store[t.name]
-                    repl = dict(zip(l1.comps[t.name].vars, idx, strict=True))
-                    lidx = tuple(_subst_iters(rebuild(e, node, {}), repl)
-                                 for e in l3.index[t.name])
+                    buf, lidx = _stored_at(l1, l3, t.name, idx,
+                                           lambda e: rebuild(e, node, {}))
                 else:
                     buf, lidx = t.name, idx
                 if buf in ph.local or not isinstance(t, Buffer | Computation):
@@ -149,6 +147,24 @@ def _functions(l1: Layer1, l3: Layer3, ph: Physical) -> tuple[InlineFunction, ..
     for name in l1.functions:
         make(name)
     return tuple(out.values())
+
+
+def _scalar_ref(n: Expr) -> Expr | None:
+    """An iterator or a parameter as the loop AST refers to it; None for other nodes."""
+    if isinstance(n, Var):
+        return IterRef(n.name)
+    if isinstance(n, Param):
+        return ParamRef(n.name)
+    return None
+
+
+def _stored_at(l1: Layer1, l3: Layer3, comp: str, idx: tuple[Expr, ...],
+               conv: Callable[[Expr], Expr]) -> tuple[str, tuple[Expr, ...]]:
+    """(buffer, logical index) where computation ``comp``'s value at ``idx`` is stored:
+    its store_in index with its iterators replaced by ``idx`` (``conv`` converts the
+    index expressions to the loop AST's)."""
+    repl = dict(zip(l1.comps[comp].vars, idx, strict=True))
+    return l3.store[comp], tuple(_subst_iters(conv(e), repl) for e in l3.index[comp])
 
 
 def _offsets(ph: Physical, buf: str) -> tuple[str, ...] | None:
@@ -169,20 +185,16 @@ def _stmt_info(name: str, l1: Layer1, l3: Layer3, l4: Layer4, ph: Physical,
         return rebuild(e, node, memo)
 
     def node(n: Expr) -> Expr | None:
-        if isinstance(n, Var):
-            return IterRef(n.name)
-        if isinstance(n, Param):
-            return ParamRef(n.name)
+        ref = _scalar_ref(n)
+        if ref is not None:
+            return ref
         if isinstance(n, Access):
             t = n.target
             idx = tuple(conv(i) for i in n.indices)
             if isinstance(t, Computation) and t.name in l1.functions:
                 return FnCall(t.name, idx, l1.functions[t.name].expr.dtype)
             if isinstance(t, Computation):
-                buf = l3.store[t.name]
-                pvars = l1.comps[t.name].vars
-                repl = dict(zip(pvars, idx, strict=True))
-                lidx = tuple(_subst_iters(conv(e), repl) for e in l3.index[t.name])
+                buf, lidx = _stored_at(l1, l3, t.name, idx, conv)
             elif isinstance(t, _BufferOf):
                 buf, lidx = l3.store[t.comp.name], idx
             elif isinstance(t, Buffer):
