@@ -44,6 +44,7 @@ from ..ir.errors import (
     with_command_index,
 )
 from ..ir.function import Function
+from ..ir.islutil import exhausted
 from ..ir.loopast import Program
 from ..passes.data import Layer3, build_layer3
 from ..passes.dataflow import Expected, expected_dataflow
@@ -172,16 +173,6 @@ def _new_ctx(max_ops: int) -> isl.Context:
     return ctx
 
 
-def _exhausted(ctx: isl.Context) -> bool:
-    """Whether ``ctx`` is past its operation bound (ISL reports some failures under the
-    bound as, say, a syntax error in text the middle-end wrote): a trivial read fails."""
-    try:
-        isl.Set.read_from_str(ctx, "{ [0] }")
-    except isl.Error:
-        return True
-    return False
-
-
 def _program(fn: Function, a: Analysis, ranks: int | str | None = None) -> Program:
     p = _timed("loop AST", build_program, fn, a.l1, a.l3, a.l4, a.ts, a.ph, a.exp, a.dev)
     p = _timed("loop partitions", partition_loops, p)
@@ -230,7 +221,7 @@ def lower(fn: Function, outputs: Sequence[Any] | None = None, check_legality: bo
             raise _blame(fn, commands, outputs, err, max_isl_ops, codegen=True) from None
     except isl.Error as e:
         if ctx.get_max_operations() and ("operations" in str(e).lower() or
-                                         "quota" in str(e).lower() or _exhausted(ctx)):
+                                         "quota" in str(e).lower() or exhausted(ctx)):
             raise ResourceLimitError(
                 f"function {fn.name!r}: ISL exceeded its bound of {max_isl_ops} operations "
                 "(set MIDDLEEND_ISL_MAX_OPS to raise it)") from None

@@ -45,6 +45,16 @@ def out_of_index_range(points: isl.Set, index_context: isl.Set,
 _REREAD_OPS = 1_000_000
 
 
+def exhausted(ctx: isl.Context) -> bool:
+    """Whether ``ctx`` is past its operation bound (ISL reports some failures under the
+    bound as, say, a syntax error in text the middle-end wrote): a trivial read fails."""
+    try:
+        isl.Set.read_from_str(ctx, "{ [0] }")
+    except isl.Error:
+        return True
+    return False
+
+
 def quota_error(ctx: isl.Context, error: isl.Error,
                 parse: Callable[[isl.Context], object]) -> isl.Error | None:
     """When reading text in ``ctx`` failed with ``error``, an error saying ISL ran out of

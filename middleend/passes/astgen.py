@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import islpy as isl
 
 from ..ir.errors import ScheduleError
+from ..ir.islutil import exhausted
 from ..ir.loopast import Alloc, Block, For, IExpr, If, IInt, IOp, IVar, Node, Stmt, statements
 from .gpu_ast import Leaf, annotate
 from .physical import LocalAlloc, Physical
@@ -187,13 +188,13 @@ def _node(build: isl.AstBuild, sched: isl.UnionMap, failed: list[BaseException],
             root = None  # a leaf's callback failed first: raised below
         if failed or root is None:
             first = failed[0]
-            if bounded and isinstance(first, isl.Error) and _past_bound(ctx):
+            if bounded and isinstance(first, isl.Error) and exhausted(ctx):
                 ctx.reset_operations()
                 raise SeparationTooCostly from None
             raise first
         return root
     except isl.Error:
-        if not bounded or not _past_bound(ctx):
+        if not bounded or not exhausted(ctx):
             raise
         ctx.reset_operations()
         raise SeparationTooCostly from None
@@ -201,15 +202,6 @@ def _node(build: isl.AstBuild, sched: isl.UnionMap, failed: list[BaseException],
         failed.clear()
         if bounded:
             ctx.set_max_operations(cap)
-
-
-def _past_bound(ctx: isl.Context) -> bool:
-    """Whether ``ctx`` is past its operation bound (a trivial read fails)."""
-    try:
-        isl.Set.read_from_str(ctx, "{ [0] }")
-    except isl.Error:
-        return True
-    return False
 
 
 @dataclass
