@@ -2,7 +2,8 @@
 inlined stages, whose substituted expression would grow exponentially, lowers to one C
 function per large body and computes what numpy computes, under several schedules; small
 inlined bodies are still substituted; Halide's inlined pyramids (interpolate, local
-Laplacian) deeper than substitution could lower give Halide's values."""
+Laplacian) deeper than substitution could lower give Halide's values, also where they read
+a level computed at a loop (its buffer per iteration passed to the functions)."""
 
 from __future__ import annotations
 
@@ -86,16 +87,31 @@ def test_deep_inlined_chain_is_functions_and_equals_numpy(
     np.testing.assert_allclose(f.compile()(inp=a)[f"s{STAGES}"], chain_ref(a), rtol=1e-6)
 
 
-@pytest.mark.parametrize(("schedule", "called"), [(_as_is, {"s3"}), (_computed_at, set())])
-def test_a_stage_computed_at_a_loop_is_read_by_substituted_bodies_only(
-        monkeypatch: pytest.MonkeyPatch, schedule: Callable[[list[me.Computation]], None],
-        called: set[str]) -> None:
-    """A stage computed inside the output's loops lives in a loop-local buffer that only
-    the statement's code addresses: the bodies reading it are substituted, however large
-    (the limit lowered here so that a short chain passes it)."""
+def _computed_at_local(comps: list[me.Computation]) -> None:
+    _computed_at(comps)
+    comps[1].allocate_at(comps[-1], "i0")
+
+
+def _computed_at_local_parallel(comps: list[me.Computation]) -> None:
+    _computed_at_local(comps)
+    comps[-1].parallelize("i0")
+
+
+@pytest.mark.parametrize("schedule", [_as_is, _computed_at, _computed_at_local,
+                                      _computed_at_local_parallel])
+def test_a_stage_computed_at_a_loop_is_read_by_functions(
+        monkeypatch: pytest.MonkeyPatch, schedule: Callable[[list[me.Computation]], None]
+        ) -> None:
+    """A stage computed inside the output's loops, in its whole buffer or in a buffer per
+    iteration (allocate_at: the calls pass its base and offsets), is read by the functions
+    (the limit lowered here so that a short chain passes it), computed per iteration for
+    what the calls read there (their footprints), and gives numpy's values."""
     monkeypatch.setattr(inlining, "EXPANSION_LIMIT", 40)
     f = chain(schedule, stages=5, computed=(1,))
-    assert {g.name for g in f.lower().program.functions} == called
+    low = f.lower()
+    assert {g.name for g in low.program.functions} == {"s3"}
+    local = {b.name for b in low.program.buffers if b.local}
+    assert {b for g in low.program.functions for b in g.locals} == local
     a = np.random.default_rng(5).random(N, dtype=np.float32)
     np.testing.assert_allclose(f.compile()(inp=a)["s5"], chain_ref(a, 5), rtol=1e-6)
 
@@ -209,3 +225,72 @@ def test_targets_without_functions_get_the_bodies_substituted() -> None:
     a = np.random.default_rng(3).random(N, dtype=np.float32)
     out = f.compile(target="gpu", dialect="opencl")(inp=a)[f"s{STAGES}"]
     np.testing.assert_allclose(out, chain_ref(a), rtol=1e-6)
+
+
+def _at_row(p: apps.Pyramid) -> None:
+    p.down[0].compute_at(p.output, p.output.args()[1])
+
+
+def _at_row_parallel(p: apps.Pyramid) -> None:
+    _at_row(p)
+    p.output.parallel(p.output.args()[1])
+
+
+def _at_tile(p: apps.Pyramid) -> None:
+    x, y, _ = p.output.args()
+    xo, yo, xi, yi = hl.Var("xo"), hl.Var("yo"), hl.Var("xi"), hl.Var("yi")
+    p.output.tile(x, y, xo, yo, xi, yi, 8, 4)
+    p.down[0].compute_at(p.output, xo)
+
+
+@pytest.mark.usefixtures("_quiet")
+@pytest.mark.parametrize("schedule", [_at_row, _at_row_parallel, _at_tile])
+def test_inlined_pyramid_reading_a_stage_computed_at_a_loop_equals_halide(
+        monkeypatch: pytest.MonkeyPatch, schedule: Callable[[apps.Pyramid], None]) -> None:
+    """Interpolate with its first level computed at a loop of the output (a buffer per
+    iteration) and the rest inlined: the functions get that buffer from their callers
+    and the level is computed per iteration for what their footprints read (substituted,
+    3 levels passed the ISL bound; 3 levels here, the limit lowered so that they are
+    functions); Halide's values."""
+    monkeypatch.setattr(inlining, "EXPANSION_LIMIT", 60)
+
+    def build(all_root: bool) -> tuple[hl.ImageParam, apps.Pyramid]:
+        inp = hl.ImageParam(hl.Float(32), 3, "inp")
+        p = apps.interpolate_funcs(inp, 3)
+        if all_root:
+            for f in [*p.down, *p.downx[1:], *p.interp[1:], *p.upx[:-1], *p.up[:-1]]:
+                f.compute_root()
+        else:
+            schedule(p)
+        return inp, p
+
+    img = np.random.default_rng(7).random((4, 6, 8), dtype=np.float32)
+    img[3] = 0.1 + 0.9 * img[3]
+    inp, p = build(False)
+    built = compile_pipeline(p.output).translate([8, 6, 3], inp=img)
+    functions = lower(built.fn, outputs=built.outputs).program.functions
+    assert functions and all(f.locals for f in functions)
+    ours = compile_pipeline(p.output, fp_contract=False).realize([8, 6, 3], inp=img)
+    ref_inp, ref = build(True)
+    (want,) = halide_realize([ref.output], [8, 6, 3], [(ref_inp, img)], STRICT)
+    np.testing.assert_array_equal(ours, want)
+
+
+def test_targets_without_functions_get_local_buffers_back(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A function reading a stage computed per GPU block (its buffer allocated there):
+    substituted back, its reads are the statement's reads of that buffer, at its
+    offsets; the same values."""
+    pytest.importorskip("pyopencl", reason="the gpu extra (pyopencl, PoCL) is not installed")
+    monkeypatch.setattr(inlining, "EXPANSION_LIMIT", 40)
+
+    def schedule(comps: list[me.Computation]) -> None:
+        _computed_at_local(comps)
+        comps[-1].gpu("i0", "i1")
+        me.barrier_at(comps[-1], "i0")
+
+    f = chain(schedule, stages=5, computed=(1,))
+    assert [g.locals for g in f.lower().program.functions] == [("s1",)]
+    a = np.random.default_rng(8).random(N, dtype=np.float32)
+    out = f.compile(target="gpu", dialect="opencl")(inp=a)["s5"]
+    np.testing.assert_allclose(out, chain_ref(a, 5), rtol=1e-6)

@@ -25,6 +25,8 @@ from middleend.ir.loopast import (
     IOp,
     IterRef,
     IVar,
+    LocalArg,
+    LocalElement,
     ParamRef,
 )
 from middleend.ir.types import DType, float32, int64
@@ -330,9 +332,37 @@ class ExprPrinter:
             subs.append(name)
         return lets, " && ".join(conds) or "1", _linear(buf, subs)
 
+    def local_element(self, e: LocalElement) -> str:
+        """An element of a loop-local buffer that a called function gets from its caller
+        (base address and offsets, 64-bit parameters: ``LocalArg``), every subscript
+        checked against the buffer's per-iteration size (params only, in scope here)."""
+        decl = self.buffers.get(e.buffer)
+        if decl is None or not decl.local:
+            raise TargetError(f"a function reads {e.buffer!r} as a loop-local buffer, which "
+                              "it is not")
+        if e.type_ != decl.dtype or len(e.indices) != len(decl.sizes) or \
+                len(e.offsets) != len(decl.sizes):
+            raise TargetError(f"access to local buffer {e.buffer!r} as {e.type_.name} with "
+                              f"{len(e.indices)} indices; it is declared {decl.dtype.name} "
+                              f"with {len(decl.sizes)} dimensions")
+        dims = [f"me_dim({iexpr_c(size)})" for size in decl.sizes]
+        terms = []
+        for k, (i, o) in enumerate(zip(e.indices, e.offsets, strict=True)):
+            sub = f"me_chk(({self.index(i)} - {self.index(o)}), {dims[k]}, {self.err})"
+            terms.append(" * ".join([sub, *dims[k + 1:]]))
+        base = f"((const {decl.dtype.c_name}*)(uintptr_t){self.index(e.base)})"
+        return f"{base}[{' + '.join(terms) or '0'}]"
+
     # ------------------------------------------------------------------ 64-bit indices
     def index(self, e: Expr) -> str:
         """A Layer I integer expression evaluated in int64 (buffer subscripts)."""
+        if isinstance(e, LocalArg):  # a call's argument: a local buffer's base or offset
+            if e.buffer not in self.in_scope:
+                raise TargetError(f"a call passes local buffer {e.buffer!r} outside its "
+                                  "Alloc node")
+            if e.offset_name is None:
+                return f"((int64_t)(uintptr_t)b_{ident(e.buffer, 'buffer name')})"
+            return ident(e.offset_name, "offset name")
         if isinstance(e, IterRef):
             return ident(f"v_{e.name}", "iterator name")
         if isinstance(e, ParamRef):
@@ -403,6 +433,8 @@ class ExprPrinter:
             return f"((int32_t){self.index(e)})"
         if isinstance(e, BufAccess):
             return self.element(e)
+        if isinstance(e, LocalElement):
+            return self.local_element(e)
         if isinstance(e, Binary):
             return self._binary(e)
         if isinstance(e, Unary):

@@ -21,6 +21,9 @@ import halide as hl
 import numpy as np
 
 SCHEDULES = ("inline", "root")
+# interpolate only: every Func inlined but the first level, computed at the output's rows
+# (compute_at), which the inlined levels above read
+INLINE_AT = "inline_at"
 
 
 @dataclass
@@ -43,9 +46,9 @@ def _vars(names: str) -> list[hl.Var]:
     return [hl.Var(n) for n in names.split()]
 
 
-def _check_schedule(schedule: str) -> None:
-    if schedule not in SCHEDULES:
-        raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
+def _check_schedule(schedule: str, extra: tuple[str, ...] = ()) -> None:
+    if schedule not in SCHEDULES + extra:
+        raise ValueError(f"schedule must be one of {SCHEDULES + extra}, got {schedule!r}")
 
 
 def _root(funcs: list[hl.Func], schedule: str) -> None:
@@ -128,11 +131,14 @@ def interpolate(rows: int = 16, cols: int = 24, levels: int = 4, schedule: str =
     ``levels - 1`` times (separable 1 2 1), then upsampled back level by level, each level
     filling its holes (1 - alpha) with the coarser one, and normalized by alpha. Halide's
     app uses 10 levels; inlined, a level reads 9 points of the one below, so the inlined
-    expression grows as 9^levels (Halide's own inlining too): keep ``levels`` small then."""
-    _check_schedule(schedule)
+    expression grows as 9^levels (Halide's own inlining too): keep ``levels`` small then.
+    ``schedule`` may also be :data:`INLINE_AT` (the first level computed per output row)."""
+    _check_schedule(schedule, (INLINE_AT,))
     inp = hl.ImageParam(hl.Float(32), 3, "inp")
     p = interpolate_funcs(inp, levels)
     _root([*p.down, *p.downx[1:], *p.interp[1:], *p.upx[:-1], *p.up[:-1]], schedule)
+    if schedule == INLINE_AT:
+        p.down[0].compute_at(p.output, p.output.args()[1])
     img = np.random.default_rng(seed).random((4, rows, cols), dtype=np.float32)
     img[3] = 0.1 + 0.9 * img[3]  # alpha > 0: the normalization divides by it
     return App("interpolate", p.output, [cols, rows, 3], [(inp, img)], 5 * levels - 1)

@@ -12,7 +12,15 @@ from __future__ import annotations
 import dataclasses
 
 from .expr import Expr, rebuild
-from .loopast import BufAccess, FnCall, InlineFunction, IterRef, Program
+from .loopast import (
+    BufAccess,
+    FnCall,
+    InlineFunction,
+    IterRef,
+    LocalArg,
+    LocalElement,
+    Program,
+)
 
 
 def substitute_calls(program: Program) -> Program:
@@ -33,9 +41,21 @@ def substitute_calls(program: Program) -> Program:
                 return dataclasses.replace(n, indices=idx)
             if isinstance(n, FnCall):
                 return _body_at(funcs[n.fn], tuple(rebuild(a, node, memo) for a in n.args))
+            if isinstance(n, LocalElement):
+                return _local_element(n, [rebuild(a, node, memo) for a in n.children()])
             return None
 
         return rebuild(e, node, memo)
+
+    def _local_element(n: LocalElement, kids: list[Expr]) -> Expr:
+        # the statement's own read of the iteration's buffer, at its offsets
+        k = len(n.indices)
+        base, offs = kids[k], kids[k + 1:]
+        if isinstance(base, LocalArg) and all(isinstance(o, LocalArg) for o in offs):
+            names = tuple(o.offset_name or "" for o in offs if isinstance(o, LocalArg))
+            return BufAccess(n.buffer, tuple(kids[:k]), n.type_, names, checked=True)
+        return dataclasses.replace(n, indices=tuple(kids[:k]), base=base,
+                                   offsets=tuple(offs))
 
     def _body_at(f: InlineFunction, args: tuple[Expr, ...]) -> Expr:
         return subst(f.body, dict(zip(f.params, args, strict=True)))

@@ -196,16 +196,57 @@ class FnCall(Expr):
         return self.args
 
 
+@dataclass(frozen=True, eq=False)
+class LocalArg(Expr):
+    """An argument of a call (``FnCall``) made inside a loop-local buffer's allocation:
+    the buffer's base address (``offset_name`` None) or one of its per-iteration offsets
+    (the C name the statement's code defines), each passed as a 64-bit integer, so that
+    the called function addresses the iteration's buffer as the statement would."""
+
+    buffer: str
+    offset_name: str | None = None
+
+    @property
+    def dtype(self) -> DType:
+        from .types import int64
+
+        return int64
+
+
+@dataclass(frozen=True, eq=False)
+class LocalElement(Expr):
+    """In an inlined function's body: an element of a loop-local buffer that its caller
+    passes (``base`` and ``offsets``: the function's parameters, see ``LocalArg``), at the
+    logical ``indices``; bounds-checked like a ``BufAccess`` with ``checked``. Where the
+    calls are substituted (``fncalls.py``) it becomes the statement's ``BufAccess``."""
+
+    buffer: str
+    indices: tuple[Expr, ...]
+    type_: DType
+    base: Expr
+    offsets: tuple[Expr, ...]
+
+    @property
+    def dtype(self) -> DType:
+        return self.type_
+
+    def children(self) -> tuple[Expr, ...]:
+        return (*self.indices, self.base, *self.offsets)
+
+
 @dataclass(frozen=True)
 class InlineFunction:
     """An inlined computation's body as a function of its iterators ``params`` (named as
     IterRefs in ``body``): reads of non-local buffers (``checked``: bounds-checked at run
-    time unless proven in bounds) and calls of other functions only."""
+    time unless proven in bounds), of the loop-local buffers ``locals`` (``LocalElement``:
+    the base and offsets of each are the last parameters, after the iterators) and calls
+    of other functions only."""
 
     name: str
     params: tuple[str, ...]
     body: Expr
     buffers: tuple[str, ...]  # the buffers its body reads directly
+    locals: tuple[str, ...] = ()  # the loop-local buffers it reads, itself or in calls
 
 
 @dataclass(frozen=True)

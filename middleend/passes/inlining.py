@@ -12,23 +12,32 @@ The values are the same (the body is evaluated at the same point, with the same
 operations); the C printer emits a function per called body.
 
 A body becomes a call when, substituted, it would have more than :data:`EXPANSION_LIMIT`
-distinct nodes and it reads only kernel inputs, values of computations kept in a whole
-buffer of their own (no command but loop transformations, orderings and a store_in at
-affine indices names them: Halide's compute_root Funcs) and other called bodies. A
-computation computed inside a loop (compute_at), folded, copied or allocated at a loop
-lives where only the reading statement's code can address it, so bodies reading it are
-substituted, as are the bodies under the limit: small pipelines lower to the same code.
+distinct nodes and it reads only kernel inputs, values of computations a function can
+address (:func:`storage_of`) and other called bodies. Those are the computations kept in
+a whole buffer of their own (no command but loop transformations, orderings and a
+store_in at affine indices names them: Halide's compute_root Funcs) and those computed or
+allocated at a loop of a consumer (compute_at, allocate_at: Halide's compute_at Funcs),
+whose buffer per iteration a call made inside that iteration passes to the function as
+its base address and offsets (:mod:`.program`, ``LocalArg``). A folded or copied
+computation, or one with a memory tag, lives where only the reading statement's code can
+address it, so bodies reading it are substituted, as are the bodies under the limit:
+small pipelines lower to the same code.
 
 What the analyses see of a call is in :mod:`.layer1` (``_call_reads``): per reading
-statement, one read of each input or computation its calls reach, of any element or
-instance, handled as a data-dependent read is. This is the one over-approximation: the
-exact composition of the calls' relations with the bodies' reads costs what substitution
-cost (unions of thousands of clamped pieces). For inputs nothing is lost (nothing writes
-them; their reads are bounds-checked at run time unless the printer proves a subscript in
-bounds, as it does a clamped one). A computation so read must be computed entirely before
-the reading statement, which its being kept in a whole buffer already implies for a
-Halide compute_root Func; a schedule interleaving the two (``after`` at a loop: fusing
-them) is refused although it may be legal.
+statement, one read of each input or computation its calls reach. For a computation
+computed or allocated at a loop it is the calls' footprint (:mod:`.footprint`: per
+function, the simple hull of what its body reads, composed through the calls), since
+compute_at computes per iteration what is read there; a hull holds every instance read
+and a few more near clamped edges, which are then computed too. For the others it is
+any element or instance, handled as a data-dependent read is. This is the one
+over-approximation: the exact composition of the calls' relations with the bodies' reads
+costs what substitution cost (unions of thousands of clamped pieces). For inputs nothing
+is lost (nothing writes them; their reads are bounds-checked at run time unless the
+printer proves a subscript in bounds, as it does a clamped one). A computation in a whole
+buffer so read must be computed entirely before the reading statement, which its being
+kept in a whole buffer already implies for a Halide compute_root Func; a schedule
+interleaving the two (``after`` at a loop: fusing them) is refused although it may be
+legal.
 """
 
 from __future__ import annotations
@@ -62,7 +71,7 @@ def inline(comps: dict[str, Comp], inline_names: list[str], commands: list[cmd.C
     for name in inline_names:
         _check_inlinable(comps, name, commands)
     inl = {n: comps[n] for n in inline_names}
-    plain = {n for n in comps if n not in inl and not _storage_named(n, commands)}
+    plain = {n for n in comps if n not in inl and storage_of(n, commands) != "other"}
     bodies: dict[str, Expr] = {}
     called: set[str] = set()
 
@@ -142,7 +151,8 @@ def _size(e: Expr, limit: int) -> int:
 
 def _callable(e: Expr, called: set[str], plain: set[str]) -> bool:
     """Whether a body may be a function: it reads only kernel inputs, values of ``plain``
-    computations and other called bodies (what a function can address by itself)."""
+    computations (in a whole buffer, or in a buffer per iteration its callers pass it)
+    and other called bodies."""
     for n in walk_shared(e):
         if isinstance(n, Access):
             t = n.target
@@ -160,20 +170,27 @@ _PLACEMENT_ONLY = (cmd.Interchange, cmd.Split, cmd.Fuse, cmd.Tile, cmd.Shift, cm
                    cmd.Reverse, cmd.After, cmd.Unroll, cmd.Vectorize, cmd.Parallelize)
 
 
-def _storage_named(name: str, commands: list[cmd.Command]) -> bool:
-    """Whether a command other than a loop transformation, an ordering or a store_in at
-    indices that read nothing names ``name`` (compute_at, a fold, a loop-local allocation,
-    a copy, a memory tag...): a function could not find its values by itself then, only
-    the statement's code can."""
+def storage_of(name: str, commands: list[cmd.Command]) -> str:
+    """Where a function finds ``name``'s values: ``"whole"`` (its own whole buffer, at the
+    logical index or an affine store_in index: nothing but loop transformations, orderings
+    and such a store_in names it), ``"loop"`` (computed or allocated at a loop of a
+    consumer: a buffer per iteration, which the calls made there pass to the function, see
+    :mod:`.program`) or ``"other"`` (a fold, a copy, a memory tag...: only the statement's
+    code addresses it, so bodies reading it are substituted)."""
+    out = "whole"
     for c in commands:
         if isinstance(c, _PLACEMENT_ONLY):
             continue
         if isinstance(c, cmd.StoreIn) and c.comp == name and not any(
                 isinstance(n, Access) for i in c.indices or () for n in walk_shared(wrap(i))):
             continue  # another whole buffer, at an affine index (Layer III maps it)
+        if isinstance(c, (cmd.ComputeAt, cmd.AllocateAt)):
+            if c.comp == name:
+                out = "loop"
+            continue  # a consumer's own storage does not change
         if any(getattr(c, f.name) == name for f in dataclasses.fields(c)):
-            return True
-    return False
+            return "other"
+    return out
 
 
 def _replace_vars(e: Expr, repl: dict[str, Expr]) -> Expr:

@@ -32,6 +32,7 @@ from ..ir.expr import (
 from ..ir.function import Buffer, Computation, Function, Param, Var, _BufferOf
 from ..ir.islutil import out_of_index_range, quota_error
 from . import inlining
+from .footprint import Footprints
 
 
 @dataclass
@@ -201,8 +202,11 @@ def build_layer1(fn: Function, ctx: isl.Context, commands: list[cmd.Command]) ->
         via: dict[str, dict[ReadKey, int]] = {}
         for c in [*functions.values(), *comps.values()]:
             _share(c, table)
+        # computations computed or allocated at a loop: read through calls where placed
+        at_loop = {n for n in comps if inlining.storage_of(n, commands) == "loop"}
+        calls = _CallReads(functions, via, Footprints(functions), at_loop)
         for c in comps.values():
-            c.reads = _reads(c, comps, functions, via)
+            c.reads = _reads(c, comps, calls)
     declared = [c.name for c in fn.computations if c.name not in inline]
     if not declared:
         raise DefinitionError(f"function {fn.name!r}: every computation is inlined "
@@ -369,8 +373,18 @@ def _check_names(e: Expr, names: list[str], comp: str, where: str) -> None:
             raise DefinitionError(f"computation {comp!r}: unknown parameter {n.name!r}")
 
 
-def _reads(c: Comp, comps: dict[str, Comp], funcs: dict[str, Comp] | None = None,
-           via: dict[str, dict[ReadKey, int]] | None = None) -> list[Read]:
+@dataclass
+class _CallReads:
+    """What :func:`_call_reads` needs: the functions, what each reads (``via``, filled
+    on use), their footprints, and the computations placed at a loop."""
+
+    funcs: dict[str, Comp]
+    via: dict[str, dict[ReadKey, int]]
+    footprints: Footprints
+    at_loop: set[str]
+
+
+def _reads(c: Comp, comps: dict[str, Comp], through: _CallReads | None = None) -> list[Read]:
     """The read references of ``c``, one per distinct access relation.
 
     Occurrences whose indices give the same relation (the same target, the same exact
@@ -402,7 +416,7 @@ def _reads(c: Comp, comps: dict[str, Comp], funcs: dict[str, Comp] | None = None
             continue
         seen.add(id(n))
         t = n.target
-        if funcs and isinstance(t, Computation) and t.name in funcs:
+        if through and isinstance(t, Computation) and t.name in through.funcs:
             calls.append(n)
             continue
         if isinstance(t, Computation):
@@ -433,13 +447,13 @@ def _reads(c: Comp, comps: dict[str, Comp], funcs: dict[str, Comp] | None = None
         groups[key] = r
         out.append(r)
     if calls:
-        assert funcs is not None and via is not None
-        out += _call_reads(c, calls, comps, funcs, via)
+        assert through is not None
+        out += _call_reads(c, calls, comps, through)
     return out
 
 
-def _call_reads(c: Comp, calls: list[Access], comps: dict[str, Comp],
-                funcs: dict[str, Comp], via: dict[str, dict[ReadKey, int]]) -> list[Read]:
+def _call_reads(c: Comp, calls: list[Access], comps: dict[str, Comp], through: _CallReads
+                ) -> list[Read]:
     """``c``'s reads through the inlined functions it calls, one per input buffer or
     computation they read: any element of the input, any instance of the computation (as
     a data-dependent index reads). This is the one place where exactness is relaxed:
@@ -451,14 +465,21 @@ def _call_reads(c: Comp, calls: list[Access], comps: dict[str, Comp],
     before ``c`` (at root, Halide's compute_root) is what such a schedule does. The bounds
     check of input reads made through calls is the functions' code's, at run time, where
     the printer cannot prove a subscript in bounds (a clamped one, as boundary conditions
-    give, needs none)."""
+    give, needs none). A computation computed or allocated at a loop is the exception:
+    it is computed per iteration for what is read there, so its reads through calls are
+    the calls' footprints (:mod:`.footprint`), hulls of the instances read."""
+    funcs, via = through.funcs, through.via
     nodes: dict[ReadKey, list[Access]] = {}
     for n in calls:
         for key in _function_reads(funcs[n.target.name], funcs, via):
             nodes.setdefault(key, []).append(n)
     out = []
     for (kind, target, of_comp, rank), ns in nodes.items():
-        m, _ = access_relation([None] * rank, c.ctx, target)
+        m = None
+        if kind == "value" and target in through.at_loop:
+            m = through.footprints.of_calls(c, ns, target)
+        if m is None:
+            m, _ = access_relation([None] * rank, c.ctx, target)
         m = m.intersect_domain(c.domain)
         if kind == "value":
             m = m.intersect_range(comps[target].domain)

@@ -24,6 +24,8 @@ from ..ir.loopast import (
     IInt,
     InlineFunction,
     IterRef,
+    LocalArg,
+    LocalElement,
     Node,
     ParamRef,
     Program,
@@ -72,6 +74,8 @@ def build_program(fn: Function, l1: Layer1, l3: Layer3, l4: Layer4, ts: TimeSpac
     read_bufs: dict[str, set[str]] = {}
     iters: dict[str, list[str]] = {}
     on_device = dev.on_device if dev is not None else set()
+    functions = _functions(l1, l3, ph)
+    calls = {f.name: _call_args(f, ph) for f in functions}
     for n in ts.order:
         if n in l4.ops:
             o = l4.ops[n]
@@ -82,7 +86,7 @@ def build_program(fn: Function, l1: Layer1, l3: Layer3, l4: Layer4, ts: TimeSpac
             iters[n] = list(o.dims)
         else:
             stmts[n] = _stmt_info(n, l1, l3, l4, ph, n in on_device,
-                                  ts.comps[n].atomic if n in ts.comps else "")
+                                  ts.comps[n].atomic if n in ts.comps else "", calls)
             store_buf[n] = l3.store[n]
             read_bufs[n] = {l4.buffer_of(l3, r) for r in l1.comps[n].reads}
             iters[n] = list(l1.comps[n].vars)
@@ -102,13 +106,31 @@ def build_program(fn: Function, l1: Layer1, l3: Layer3, l4: Layer4, ts: TimeSpac
     reqs = tuple(Requirement(r.buffer, r.message, iexpr(cb.expr_from_set(r.violated), pmap))
                  for r in l3.requirements)
     return Program(fn.name, tuple(l1.params), tuple(decls), body, stmts, bounds,
-                   requirements=reqs, functions=_functions(l1, l3, ph))
+                   requirements=reqs, functions=functions)
+
+
+def _local_params(buf: str, ph: Physical) -> list[str]:
+    """The parameters of a function that reads loop-local ``buf``: its base address, then
+    its offsets (see ``LocalArg``)."""
+    return [f"me_lb_{buf}", *(f"me_lo_{buf}_{q}" for q in range(len(ph.local[buf].offsets)))]
+
+
+def _call_args(f: InlineFunction, ph: Physical) -> tuple[Expr, ...]:
+    """What a statement passes to ``f`` after the point: the base and offsets of each
+    loop-local buffer it reads, as the statement's code names them."""
+    out: list[Expr] = []
+    for b in f.locals:
+        out.append(LocalArg(b))
+        out += [LocalArg(b, o) for o in _offsets(ph, b) or ()]
+    return tuple(out)
 
 
 def _functions(l1: Layer1, l3: Layer3, ph: Physical) -> tuple[InlineFunction, ...]:
     """The inlined computations kept as functions (:mod:`.inlining`), callees first: their
     bodies read buffers at their logical indices (bounds-checked unless the printer
-    proves them in bounds: the elements a caller reads are not known per function)."""
+    proves them in bounds: the elements a caller reads are not known per function). A
+    loop-local buffer (a stage computed at a loop) is one per iteration: its base and
+    offsets are parameters, which each call passes on."""
     out: dict[str, InlineFunction] = {}
 
     def make(name: str) -> None:
@@ -116,6 +138,11 @@ def _functions(l1: Layer1, l3: Layer3, ph: Physical) -> tuple[InlineFunction, ..
             return
         f = l1.functions[name]
         bufs: dict[str, None] = {}
+        local: dict[str, None] = {}
+
+        def params_of(buf: str) -> list[Expr]:
+            local[buf] = None
+            return [IterRef(p) for p in _local_params(buf, ph)]
 
         def node(n: Expr) -> Expr | None:
             ref = _scalar_ref(n)
@@ -126,12 +153,18 @@ def _functions(l1: Layer1, l3: Layer3, ph: Physical) -> tuple[InlineFunction, ..
                 t = n.target
                 if isinstance(t, Computation) and t.name in l1.functions:
                     make(t.name)
-                    return FnCall(t.name, idx, l1.functions[t.name].expr.dtype)
-                if isinstance(t, Computation):  # its value, in its whole buffer
+                    args = [p for b in out[t.name].locals for p in params_of(b)]
+                    return FnCall(t.name, (*idx, *args), l1.functions[t.name].expr.dtype)
+                if isinstance(t, Computation):  # its value, in its buffer
                     buf, lidx = _stored_at(l1, l3, t.name, idx,
                                            lambda e: rebuild(e, node, {}))
                 else:
                     buf, lidx = t.name, idx
+                if buf in ph.local and isinstance(t, Computation) and \
+                        not l3.buffers[buf].fold:
+                    base, *offs = params_of(buf)
+                    return LocalElement(buf, l3.phys_index(buf, lidx), n.dtype, base,
+                                        tuple(offs))
                 if buf in ph.local or not isinstance(t, Buffer | Computation):
                     raise DefinitionError(  # pragma: no cover - inlining.py refuses these
                         f"inlined {name!r}: its function cannot read {t!r} (a whole "
@@ -142,7 +175,8 @@ def _functions(l1: Layer1, l3: Layer3, ph: Physical) -> tuple[InlineFunction, ..
 
         memo: dict[int, Expr] = {}
         body = rebuild(f.expr, node, memo)
-        out[name] = InlineFunction(name, tuple(f.vars), body, tuple(bufs))
+        params = [*f.vars, *(p for b in local for p in _local_params(b, ph))]
+        out[name] = InlineFunction(name, tuple(params), body, tuple(bufs), tuple(local))
 
     for name in l1.functions:
         make(name)
@@ -173,7 +207,8 @@ def _offsets(ph: Physical, buf: str) -> tuple[str, ...] | None:
 
 
 def _stmt_info(name: str, l1: Layer1, l3: Layer3, l4: Layer4, ph: Physical,
-               device: bool, atomic: str = "") -> StmtInfo:
+               device: bool, atomic: str = "",
+               calls: dict[str, tuple[Expr, ...]] | None = None) -> StmtInfo:
     c = l1.comps[name]
     affine_nodes = {id(n) for r in c.reads if r.exact for n in r.nodes}
     redirected = {id(n): l4.redirect[r.ref] for r in c.reads if r.ref in l4.redirect
@@ -192,7 +227,8 @@ def _stmt_info(name: str, l1: Layer1, l3: Layer3, l4: Layer4, ph: Physical,
             t = n.target
             idx = tuple(conv(i) for i in n.indices)
             if isinstance(t, Computation) and t.name in l1.functions:
-                return FnCall(t.name, idx, l1.functions[t.name].expr.dtype)
+                args = (calls or {}).get(t.name, ())
+                return FnCall(t.name, (*idx, *args), l1.functions[t.name].expr.dtype)
             if isinstance(t, Computation):
                 buf, lidx = _stored_at(l1, l3, t.name, idx, conv)
             elif isinstance(t, _BufferOf):
