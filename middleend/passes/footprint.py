@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import islpy as isl
 
-from ..ir.affine import relaxed_access_map
+from ..ir.affine import access_relation, try_pw_aff
 from ..ir.expr import Access, Expr, walk_shared
 from ..ir.function import Computation
 
@@ -43,6 +43,19 @@ class Footprints:
     def __init__(self, funcs: dict[str, Comp]) -> None:
         self.funcs = funcs
         self.memo: dict[tuple[str, str], isl.Map | None] = {}
+        # index expressions in ISL, by (function, node): a body repeats its index
+        # expressions across its reads (x * 2 - 1 of every channel's read)
+        self.indices: dict[tuple[str, int], isl.PwAff | None] = {}
+
+    def _access(self, c: Comp, n: Access, target: str) -> isl.Map:
+        """``{c[x] -> target[indices]}``, any element along a data-dependent index."""
+        pas = []
+        for ix in n.indices:
+            key = (c.name, id(ix))
+            if key not in self.indices:
+                self.indices[key] = try_pw_aff(ix, c.ctx)
+            pas.append(self.indices[key])
+        return access_relation(pas, c.ctx, target)[0]
 
     def of_calls(self, reader: Comp, calls: list[Access], target: str) -> isl.Map | None:
         """What ``reader`` reads of ``target`` through ``calls`` (its call nodes), or None
@@ -72,9 +85,9 @@ class Footprints:
                 inner = self._function(t.name, target)
                 if inner is None:
                     continue
-                part = relaxed_access_map(n.indices, c.ctx, t.name)[0].apply_range(inner)
+                part = self._access(c, n, t.name).apply_range(inner)
             elif t.name == target and calls is None:
-                part = relaxed_access_map(n.indices, c.ctx, target)[0]
+                part = self._access(c, n, target)
             else:
                 continue
             out = part if out is None else out.union(part)
