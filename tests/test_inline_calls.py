@@ -211,6 +211,23 @@ def test_halide_apps_deepest_pyramids_lower_inlined_within_a_tenth_of_the_isl_bo
     assert len(low.program.functions) >= levels // 2
 
 
+@pytest.mark.usefixtures("_quiet")
+def test_local_laplacian_inlined_reading_its_input_computed_per_row_equals_halide() -> None:
+    """``apps.INLINE_AT`` at 3 levels: local Laplacian's float input computed per output
+    row, read by the inlined levels' functions through clamped, strided and
+    data-dependent indices (the footprints bound them all); Halide's values (its
+    every-stage-at-root pipeline)."""
+    name = "local_laplacian"
+    app = apps.APPS[name](6, 8, levels=3, schedule=apps.INLINE_AT)
+    built = compile_pipeline(app.output).translate(app.sizes, **app.by_name())
+    functions = lower(built.fn, outputs=built.outputs).program.functions
+    assert functions and any(f.locals for f in functions)
+    ours = compile_pipeline(app.output, fp_contract=False).realize(app.sizes, **app.by_name())
+    ref_app = apps.APPS[name](6, 8, levels=3, schedule="root")
+    (ref,) = halide_realize([ref_app.output], ref_app.sizes, ref_app.inputs, STRICT)
+    np.testing.assert_array_equal(ours, ref)
+
+
 def _gpu(comps: list[me.Computation]) -> None:
     comps[-1].split("i", 8, "i0", "i1")
     comps[-1].gpu("i0", "i1")

@@ -21,8 +21,9 @@ import halide as hl
 import numpy as np
 
 SCHEDULES = ("inline", "root")
-# interpolate only: every Func inlined but the first level, computed at the output's rows
-# (compute_at), which the inlined levels above read
+# interpolate and local Laplacian: every Func inlined but an early stage (interpolate's first
+# level, local Laplacian's float input), computed at the output's rows (compute_at), which
+# the inlined levels above read
 INLINE_AT = "inline_at"
 
 
@@ -188,8 +189,9 @@ def local_laplacian(rows: int = 16, cols: int = 24, levels: int = 4, schedule: s
     ``levels`` levels (1 3 3 1 down, 1/4 3/4 up); the output Laplacian pyramid takes, per
     pixel, the two copies around the gray image's own pyramid value (a data-dependent,
     clamped index) and interpolates; collapsed and applied to the color channels. Halide's
-    app uses 8 levels."""
-    _check_schedule(schedule)
+    app uses 8 levels. ``schedule`` may also be :data:`INLINE_AT` (the float input computed
+    per output row)."""
+    _check_schedule(schedule, (INLINE_AT,))
     x, y, c, k = _vars("x y c k")
     inp = hl.ImageParam(hl.UInt(16), 3, "inp")
     J = levels
@@ -261,6 +263,8 @@ def local_laplacian(rows: int = 16, cols: int = 24, levels: int = 4, schedule: s
     out[x, y, c] = hl.u16(hl.clamp(color[x, y, c], 0.0, 1.0) * 65535.0)
     funcs = [remap, floating, gray, g0, *made, *lp[:J - 1], *ol, *og[:J - 1], color]
     _root(funcs, schedule)
+    if schedule == INLINE_AT:
+        floating.compute_at(out, y)
     img = np.random.default_rng(seed).integers(0, 65536, (3, rows, cols), dtype=np.uint16)
     return App("local_laplacian", out, [cols, rows, 3], [(inp, img)], len(funcs) + 1)
 
