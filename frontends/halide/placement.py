@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from frontends.halide.errors import UnsupportedHalideFeature
-from frontends.halide.evaluate import expr_text
 from frontends.halide.graph import definitions, exprs_of, walk
 from middleend import ROOT, ScheduleError, barrier_at
 from middleend.ir.expr import Access
@@ -222,41 +221,14 @@ def place(tr: Translator, fi: FuncInfo) -> None:
         for a, b, inner in afters:
             b.after(a, inner)
         return
-    if fi.temps:
-        _check_elements_read_together(tr, fi)
+    # a Tuple update whose elements read each other: every element is computed over the
+    # union of what is read of any (the middle-end's compute_at fixpoint), as in Halide
     _place_at(tr, fi)
     # after compute_at, which puts each computation just before its consumer: the elements
     # of a stage then share its loops again (an update whose elements read each other
     # computes all new values, then stores them, at each point)
     for a, b, inner in afters:
         b.after(a, inner)
-
-
-def _check_elements_read_together(tr: Translator, fi: FuncInfo) -> None:
-    """A Func whose Tuple update elements read each other, computed at a loop: each element
-    is computed there for the reads of it, and its new values need the others' old ones at
-    the same points, so every read must read all the elements at the same index (Halide
-    computes every element over the union of what is read; we do not widen one element's
-    region for another's readers)."""
-    f = fi.f
-    n = len(f.output_types)
-    for g in tr.order:
-        if g == f.name:
-            continue
-        for d in definitions(tr.info[g].f):
-            seen: dict[str, set[int]] = {}
-            for root in exprs_of(d):
-                for e in walk(root):
-                    if e.kind == "Call" and e.call_type == "Halide" and e.name == f.name:
-                        key = ", ".join(expr_text(a) for a in e.args)
-                        seen.setdefault(key, set()).add(e.value_index)
-            for key, got in seen.items():
-                if len(got) != n:
-                    raise UnsupportedHalideFeature(
-                        f.name, None, f"compute_at of a Func whose Tuple update elements "
-                        f"read each other, where {g!r} reads only element(s) {sorted(got)} "
-                        f"of its {n} at [{key}] (each element would be computed for its own "
-                        "reads; read all of them there, or compute_root it)")
 
 
 def _place_at(tr: Translator, fi: FuncInfo) -> None:

@@ -10,6 +10,7 @@ it becomes the beta (constant) dimensions of the time-space.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -83,13 +84,46 @@ def _identity_ext(s: CompSchedule) -> None:
     s.ext_dims = list(s.dims)
 
 
+# rounds of widening at most (a Tuple update's elements: two or three suffice)
+_MAX_ROUNDS = 16
+
+
 def _resolve_compute_at(comps: dict[str, CompSchedule], events: list[cmd.Command],
                         reads_of: ReadsOf, memory_reads_of: ReadsOf | None = None
                         ) -> dict[str, list[str]]:
     """Place every compute_at; returns, per producer, the other computations placed in its
-    consumer's loops that it is computed for too (it must precede them)."""
+    consumer's loops that it is computed for too (it must precede them).
+
+    A computation placed in the same loops that reads the producer's buffer but comes
+    earlier in the sequential order reads values the producer wrote in an earlier
+    iteration of a loop around both: a Tuple update's element reading another element's
+    previous value (argmin), where a consumer reads the elements at different points.
+    Such a reader and the producer need each other's regions (a cycle), so they are
+    placed by a fixpoint: rounds of placement, each taking those readers' regions from the
+    round before, until no region grows (every element computed over the union of what is
+    read of any, as Halide computes a Tuple)."""
+    prev: dict[str, CompSchedule] | None = None
+    for _ in range(_MAX_ROUNDS):
+        also, widen = _resolve_round(comps, events, reads_of, memory_reads_of, prev)
+        if not widen or (prev is not None and all(
+                prev[n].ext_domain is not None and comps[n].ext_domain is not None and
+                prev[n].ext_domain.is_equal(comps[n].ext_domain) for n in comps)):
+            return also
+        prev = {n: copy.copy(c) for n, c in comps.items()}
+    raise ScheduleError("compute_at: the regions of computations that read each other's "
+                        f"buffers did not settle in {_MAX_ROUNDS} rounds")
+
+
+def _resolve_round(comps: dict[str, CompSchedule], events: list[cmd.Command],
+                   reads_of: ReadsOf, memory_reads_of: ReadsOf | None,
+                   prev: dict[str, CompSchedule] | None
+                   ) -> tuple[dict[str, list[str]], bool]:
+    """One round of :func:`_resolve_compute_at` (``prev``: the round before, whose regions
+    the earlier readers of a producer's buffer are taken from; None in the first round,
+    which leaves them out); also whether there are such readers."""
     at: dict[str, cmd.ComputeAt] = {}
     also: dict[str, list[str]] = {}
+    widen = False
     names = list(comps)  # declaration order: the sequential order of memory reads
     for e in events:
         if isinstance(e, cmd.ComputeAt):
@@ -103,6 +137,7 @@ def _resolve_compute_at(comps: dict[str, CompSchedule], events: list[cmd.Command
     done: set[str] = set()
 
     def resolve(name: str, stack: list[str]) -> None:
+        nonlocal widen
         if name in done:
             return
         if name in stack:
@@ -135,18 +170,27 @@ def _resolve_compute_at(comps: dict[str, CompSchedule], events: list[cmd.Command
             if other == name or not inside(other, e.consumer, name):
                 continue
             o_acc = reads_of(other, name)
-            if o_acc is None and memory_reads_of is not None and \
-                    names.index(other) > names.index(name):
+            earlier = False
+            if o_acc is None and memory_reads_of is not None:
                 # a later update of the same buffer reads what this one writes (the
-                # updates of a scan read the elements its initialization writes)
+                # updates of a scan read the elements its initialization writes); an
+                # earlier computation reads it from an earlier iteration (see above)
                 o_acc = memory_reads_of(other, name)
+                earlier = o_acc is not None and names.index(other) < names.index(name)
             if o_acc is None:
                 continue
-            resolve(other, [*stack, name])
-            o = comps[other]
+            if earlier:
+                widen = True
+                if prev is None or prev[other].ext_sched is None:
+                    continue
+                o = prev[other]
+            else:
+                resolve(other, [*stack, name])
+                o = comps[other]
             if o.n_outer >= lvl and o.ext_dims[:lvl] == ext_dims[:lvl]:
                 more.append((o, o_acc))
-                also.setdefault(name, []).append(other)
+                if not earlier:  # an earlier reader reads an earlier iteration's values
+                    also.setdefault(name, []).append(other)
         if acc is None and not more:
             raise ScheduleError(f"{e.describe()}: {e.consumer!r} does not read {name!r}",
                                 computations=(name, e.consumer), command=e.describe())
@@ -168,7 +212,7 @@ def _resolve_compute_at(comps: dict[str, CompSchedule], events: list[cmd.Command
 
     for name in comps:
         resolve(name, [])
-    return also
+    return also, widen
 
 
 def extend_at(s: CompSchedule, c: CompSchedule, lvl: int, acc: isl.Map | None,
