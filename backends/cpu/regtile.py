@@ -1,0 +1,87 @@
+"""Register-tile reduction loops, which gcc's loop vectorizer must not vectorize.
+
+A register tile is a reduction loop (``k``) whose body updates a small block of one array
+at places that do not move with ``k``: ``C[i, j] += A[i, k] * B[k, j]`` for the 8 x 6
+``(i, j)`` of a tile, ``i`` a constant loop of 8 and ``j`` unrolled. gcc unrolls the
+constant loops, keeps the 48 sums in registers across ``k`` and packs them into 12
+vectors (SLP): the BLAS micro-kernel. But when the operand read along ``k`` is contiguous
+(a packed panel: ``pack(A, Ap, 1 % 8, 2, 1)``), gcc 12's loop vectorizer runs first and
+vectorizes the ``k`` loop itself, as 48 in-order ("fold-left") floating-point reductions:
+lane extracts, permutes and a scalar add chain per sum. On mm2 with packed operands that
+made the kernel 4x slower than the same loops unpacked (450 against 106 ms), where with
+the loop vectorizer off for the tile the packed kernel runs 15 % faster than unpacked.
+
+So a kernel with such a loop is compiled without the loop vectorizer
+(``backends/cpu/source.py``): gcc still unrolls and SLP-vectorizes the tile, and loops
+the schedule vectorizes (``#pragma omp simd``) are still vectorized; the kernel's other
+loops are not auto-vectorized, the price of the option being per file. Only float
+reductions qualify: gcc may reassociate an integer sum, so its vectorized form is fast.
+"""
+
+from __future__ import annotations
+
+from middleend.ir.loopast import Block, Expr, For, IInt, IterRef, Node, Program, Stmt, ivars
+
+MAX_TILE_TRIP = 16  # a constant loop gcc unrolls completely inside the tile
+MIN_ACCUMULATORS = 4  # fewer sums are a dot product, not a tile
+
+
+def register_tile_loop(f: For, program: Program) -> bool:
+    """Whether ``f`` is a register-tile reduction loop (see the module doc): untagged, its
+    body only blocks, constant loops of at most :data:`MAX_TILE_TRIP` iterations (plain
+    or unrolled) and statements storing a float at a place that does not depend on
+    ``f``'s iterator but on one of those loops', at least :data:`MIN_ACCUMULATORS` of
+    them per iteration."""
+    if f.tag is not None:
+        return False
+    n = _accumulators(f.body, f.var, (), program)
+    return n is not None and n >= MIN_ACCUMULATORS
+
+
+def _accumulators(node: Node, var: str, inner: tuple[str, ...], program: Program
+                  ) -> int | None:
+    """Statement instances per iteration of the loop over ``var``, or None when ``node``
+    is not the body of a register tile. ``inner``: the constant loops around ``node``
+    inside the tile; every store must move with one of them (SLP's vector dim). Without
+    one (atax's 7 dot products down 7 columns, ``j`` unrolled) there is nothing to pack
+    and the in-order vectorized loop is the faster form (1.31 against 1.55x numpy)."""
+    if isinstance(node, Block):
+        total = 0
+        for child in node.body:
+            n = _accumulators(child, var, inner, program)
+            if n is None:
+                return None
+            total += n
+        return total
+    if isinstance(node, For):
+        if node.tag not in (None, "unroll") or node.step != 1 or \
+                not isinstance(node.init, IInt) or not isinstance(node.hi, IInt):
+            return None
+        trip = node.hi.value - node.init.value + 1
+        n = _accumulators(node.body, var, (*inner, node.var), program)
+        return None if n is None or not 0 < trip <= MAX_TILE_TRIP else trip * n
+    if isinstance(node, Stmt):
+        info = program.stmts.get(node.comp)
+        if info is None or info.op is not None or info.store is None or \
+                not info.store.dtype.is_float:
+            return None
+        bound = dict(node.bindings)  # iterator i is bound as v_i (passes/astgen.py)
+        names = {f"v_{n}" for n in _iterators(info.store)} | set(info.store.offset_names or ())
+        moves = ivars(*(bound.get(n) for n in names))
+        return None if var in moves or not moves & set(inner) else 1
+    return None
+
+
+def _iterators(e: Expr) -> set[str]:
+    """The iterator names an expression reads."""
+    out: set[str] = set()
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, IterRef):
+            out.add(x.name)
+        stack.extend(x.children())
+    return out
+
+
+__all__ = ["register_tile_loop"]

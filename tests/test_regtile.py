@@ -1,0 +1,66 @@
+"""Register-tile reduction loops (backends/cpu/regtile.py): a kernel with one is compiled
+without gcc's loop vectorizer (which would vectorize the reduction loop itself as in-order
+sums), one without keeps it; results equal numpy's either way."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from backends.cpu.source import NO_LOOP_VECTORIZER
+from frontends.julia import compile_source
+
+MM = """
+@acc function mm!(C::Matrix{ELEM}, A::Matrix{ELEM}, B::Matrix{ELEM})
+    ni, nk = size(A)
+    nj = size(B, 2)
+    @schedule begin
+        SCHEDULE
+    end
+    for j in 1:nj, i in 1:ni
+        C[i, j] = 0
+    end
+    for i in 1:ni, j in 1:nj, k in 1:nk
+        @name T C[i, j] += A[i, k] * B[k, j]
+    end
+end
+"""
+TILE = ("shift(T, i, -1); shift(T, j, -1); shift(T, k, -1); tile(T, i, j, k, 8, 3, 16); "
+        "interchange(T, i0, k0); interchange(T, i1, k1); unroll(T, j1)")
+
+
+def _run(schedule: str, elem: str = "Float64") -> str:
+    """Runs mm! under ``schedule`` against numpy; returns the kernel's C."""
+    src = MM.replace("SCHEDULE", "\n        ".join(schedule.split(";"))).replace("ELEM", elem)
+    k = compile_source(src, "mm!")
+    rng = np.random.default_rng(3)
+    if elem == "Float64":
+        A, B = np.asfortranarray(rng.random((40, 40))), np.asfortranarray(rng.random((40, 6)))
+    else:
+        A = np.asfortranarray(rng.integers(-9, 9, (40, 40)))
+        B = np.asfortranarray(rng.integers(-9, 9, (40, 6)))
+    C = np.zeros((40, 6), dtype=A.dtype, order="F")
+    k(C, A, B)
+    np.testing.assert_allclose(C, A @ B, rtol=1e-12)
+    return k.compiled(k.spec_of((C, A, B))).kernel.source
+
+
+@pytest.mark.parametrize("schedule", [TILE, "pack(A, Ap, 1 % 8, 2, 1); " + TILE,
+                                      "pack(A, Ap, 1 % 8, 2, 1); " + TILE + "; parallelize(T, j0)"])
+def test_a_register_tile_turns_the_loop_vectorizer_off(schedule: str) -> None:
+    assert _run(schedule).startswith(NO_LOOP_VECTORIZER)
+
+
+@pytest.mark.parametrize("schedule", [
+    "",  # no tile
+    "unroll(T, j, 3); interchange(T, j_ui, k)",  # 3 dot products: no SLP dim
+    TILE.replace("8, 3, 16", "20, 3, 16"),  # an inner loop gcc does not unroll (20 > 16)
+    TILE + "; vectorize(T, i1, 8)",  # the schedule vectorizes the tile's rows itself
+])
+def test_loops_that_are_no_register_tile_keep_it(schedule: str) -> None:
+    assert NO_LOOP_VECTORIZER not in _run(schedule)
+
+
+def test_an_integer_tile_keeps_it() -> None:
+    """gcc may reassociate an integer sum: its vectorized reduction loop is a fast one."""
+    assert NO_LOOP_VECTORIZER not in _run(TILE, "Int64")
