@@ -256,6 +256,48 @@ def test_pack_of_an_array_the_kernel_writes_before_and_after(schedule: str) -> N
     np.testing.assert_allclose(G, Xc.T @ Xc, rtol=1e-12)
 
 
+REG_TILE = ("shift(T, i, -1); shift(T, j, -1); shift(T, k, -1); tile(T, i, j, k, 4, 3, 5); "
+            "interchange(T, i0, k0); interchange(T, i1, k1); unroll(T, j1)")
+
+
+@pytest.mark.parametrize("schedule", [
+    "pack(A, Ap, 1 % 4, 2, 1)",
+    "pack(A, Ap, 2, 1 % 4, 1)",
+    "pack(A, Ap, 1 % 4, 2, 1); parallelize(Ap, Ap_2); " + REG_TILE,
+    "pack(A, Ap, 1 % 4, 2, 1); pack(B, Bp, 2, 1 % 3, 1); " + REG_TILE,
+    "pack(A, Ap, 1 % 4, 2, 1); split(Ap, Ap_1, 4); " + REG_TILE + "; parallelize(T, j0)",
+])
+def test_blocked_pack_reads_panels(schedule: str) -> None:
+    """``dim % b``: the copy holds the index modulo b there and the quotient where the
+    plain dim stands (9 rows: a partial last panel)."""
+    rng = np.random.default_rng(5)
+    A, B, C = F(rng, 9, 7), F(rng, 7, 11), np.zeros((9, 11), order="F")
+    compile_source(_src(MM, schedule), "mm!")(C, A, B)
+    np.testing.assert_allclose(C, A @ B, rtol=1e-12)
+
+
+def test_blocked_pack_along_a_loop() -> None:
+    rng = np.random.default_rng(6)
+    X, c, G = F(rng, 8, 5), rng.random(5), np.zeros((5, 5), order="F")
+    Xc = X - c
+    src = GRAM.replace("X[1, j] += 1.0", "c[j] += 1.0")
+    compile_source(_src(src, "pack(X, Xt, 2 % 2, 1, 2, i)"), "gram!")(G, X, c)
+    np.testing.assert_allclose(G, Xc.T @ Xc, rtol=1e-12)
+
+
+@pytest.mark.parametrize("schedule, message", [
+    ("pack(B, Bt, 2 % 1, 1, 2)", r"a block \(dim % b\) with b not an Int of at least 2"),
+    ("pack(B, Bt, 2 % 4, 1)", r"\[1\] is not a permutation of the 2 dims"),
+    ("pack(B, Bt, 2 % 4, 2 % 2, 1, 2)", r"dim \[2, 2\] blocked twice"),
+    ("pack(B, Bt, 2 % k, 1, 2)", r"schedule argument 2 % k"),
+])
+def test_blocked_pack_refusals(schedule: str, message: str) -> None:
+    rng = np.random.default_rng(4)
+    with pytest.raises(UnsupportedJulia, match=message):
+        compile_source(_src(MM, schedule), "mm!")(np.zeros((3, 4), order="F"), F(rng, 3, 2),
+                                                  F(rng, 2, 4))
+
+
 @pytest.mark.parametrize("schedule, message", [
     ("pack(B, Bt, 1, 1)", r"\[1, 1\] is not a permutation of the 2 dims of 'B'"),
     ("pack(B, Bt, 1)", r"\[1\] is not a permutation"),

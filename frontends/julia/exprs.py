@@ -33,10 +33,17 @@ class Array:
     elem: DType
     prefix: tuple[Expr, ...] = ()  # leading indices of an expanded array (``store_in``)
     perm: tuple[int, ...] = ()  # a packed copy's index k is the source's index perm[k]
+    split: tuple[int, ...] = ()  # per packed index: 0 whole, b > 0 modulo b, -b quotient
     # a pack with a loop name: only the reads with that variable as their index in the
     # copy's first dim read the copy; the others read ``source`` (frontends/julia/pack.py)
     along: str = ""
     source: Array | None = None
+
+
+def blocked(x: Expr | int, b: int) -> Expr | int:
+    """A 0-based index as a blocked copy holds it (``Pack.split``): itself (0), modulo
+    ``b`` (b > 0) or the quotient by ``-b`` (b < 0), floored as ISL floors."""
+    return x if not b else x % b if b > 0 else x // -b
 
 
 def runs_along(indices: tuple[J.Expr, ...], dim: int, var: str) -> bool:
@@ -209,10 +216,11 @@ class Exprs:
         if len(e.indices) != len(arr.sizes):
             raise self.fail(e.line, f"{e.array}[...] with {len(e.indices)} indices on a "
                             f"{len(arr.sizes)}-d array (linear or partial indexing)")
-        idx = [self.index(i) for i in e.indices]
+        idx = [self.index(i) - 1 for i in e.indices]  # type: ignore[operator]
         if arr.perm:
-            idx = [idx[p] for p in arr.perm]
-        return arr.prefix + tuple(i - 1 for i in reversed(idx))  # type: ignore[operator]
+            idx = [blocked(idx[p], b) for p, b in
+                   zip(arr.perm, arr.split or (0,) * len(arr.perm), strict=True)]
+        return arr.prefix + tuple(reversed(idx))
 
     def cond(self, e: J.Expr) -> Expr:
         """A Bool condition; comparisons of Ints compare in index mode (exact, affine)."""

@@ -231,7 +231,8 @@ def chain(targets: list[Name | Ref], value: Expr, line: int, k: int) -> list[Stm
 
 def is_directive_arg(e: Expr) -> bool:
     """What a ``@schedule`` directive's argument may be: a name, a number, or
-    ``loop % k`` (a folded loop of ``store_in``)."""
+    ``loop % k`` (a folded loop of ``store_in``) or ``dim % k`` (a blocked dim of
+    ``pack``)."""
     return isinstance(e, Name | Num) or (
         isinstance(e, Call) and e.fn == "%" and len(e.args) == 2 and
-        isinstance(e.args[0], Name) and isinstance(e.args[1], Num))
+        isinstance(e.args[0], Name | Num) and isinstance(e.args[1], Num))

@@ -122,8 +122,9 @@ end
     @schedule begin
         # a GEMM (C4' times the columns of A) whose operands both run along s, the
         # reduction: gcc may not reorder a sum, so p must be the vector dim, along which C4
-        # is strided: pack reads it through a transposed copy C4t[p, s] (200 KB, once per
-        # call), contiguous in p. The register tile is 8 p x 5 q: a plain p1 loop of 8 that
+        # is strided: pack reads it through a transposed copy in panels of 8 p,
+        # C4t[p % 8, s, p ÷ 8] (200 KB, once per call), contiguous in p and, a panel, in s
+        # (1.28 -> 1.01x numpy's time, single-thread CPU time). The register tile is 8 p x 5 q: a plain p1 loop of 8 that
         # gcc unrolls and vectorizes (SLP), keeping the 40 sums in 10 registers across s
         # (an omp-simd p1 loop would load and store them every s), each C4t vector used for
         # 5 columns of A (broadcasts of A[s, q, r]; 5 measured 1.2-1.3x faster than 4, 2 or
@@ -131,7 +132,7 @@ end
         # the cores: store_in(sum, q % 5, r) (Z resets sum in every (q, r): no value
         # crosses them; sum's last values are copied back); q in blocks of 5 for Z, U and
         # W alike so that they share the q0 loop
-        pack(C4, C4t, 2, 1)
+        pack(C4, C4t, 2 % 8, 1, 2)
         store_in(sum, q % 5, r)
         shift(Z, q, -1)
         shift(U, q, -1)
@@ -198,17 +199,18 @@ end
         # C is data' * data: both operands run along k, the reduction, which gcc may not
         # reorder. The register tile is 8 i x 6 j: i a plain loop of 8 that gcc unrolls and
         # vectorizes (2 vectors), j unrolled, the 12 sums kept in registers across k1. The
-        # vector operand data[k, i:i+7] is read from a copy dataT[i, k] (i contiguous: pack
+        # vector operand data[k, i:i+7] is read from a copy in panels of 8 columns
+        # dataT[i % 8, k, i ÷ 8] (`2 % 8`: a tile's 8 x 512 block one contiguous run; pack
         # along i); data[k, j] stays where it is, contiguous along k (read from the copy, the
         # 6 values would lie side by side and gcc would load them as vectors and permute
-        # them into broadcasts: 1.4x slower). k in blocks of 100, j0 over the cores (the
+        # them into broadcasts: 1.4x slower). k in blocks of 512, j0 over the cores (the
         # triangle's columns: the pool balances them). The tiles the diagonal crosses are
         # generated apart (astgen), the others with constant bounds.
-        pack(data, dataT, 2, 1, i)
+        pack(data, dataT, 2 % 8, 1, 2, i)
         shift(C, i, -1)
         shift(C, j, -1)
         shift(C, k, -1)
-        tile(C, i, j, k, 8, 6, 100)
+        tile(C, i, j, k, 8, 6, 512)
         interchange(C, i0, k0)
         interchange(C, i1, k1)
         unroll(C, j1)
@@ -256,12 +258,18 @@ end
         # and i a plain loop of 8 that gcc unrolls itself, so that it keeps the 48 sums in
         # 12 vector registers (SLP) across the k1 loop and stores them once per k block
         # (an omp-simd i loop would store them every k; unrolling i here costs seconds of
-        # ISL time); k in blocks of 64 (A's block of columns stays in L2 while j0 sweeps),
-        # the column tiles over the cores
+        # ISL time); the column tiles over the cores. The vector operands (A, then tmp)
+        # are read from copies packed in panels of 8 rows (`1 % 8`: a tile's 8 x 512
+        # block is one contiguous run instead of 512 lines a column apart), made once
+        # per call, over the cores; k in blocks of 512
+        pack(A, Ap, 1 % 8, 2, 1)
+        pack(tmp, tmpP, 1 % 8, 2, 1)
+        parallelize(Ap, Ap_2)
+        parallelize(tmpP, tmpP_2)
         shift(T, i, -1)
         shift(T, j, -1)
         shift(T, k, -1)
-        tile(T, i, j, k, 8, 6, 64)
+        tile(T, i, j, k, 8, 6, 512)
         interchange(T, i0, k0)
         interchange(T, i1, k1)
         unroll(T, j1)
@@ -269,7 +277,7 @@ end
         shift(E, i, -1)
         shift(E, j, -1)
         shift(E, k, -1)
-        tile(E, i, j, k, 8, 6, 64)
+        tile(E, i, j, k, 8, 6, 512)
         interchange(E, i0, k0)
         interchange(E, i1, k1)
         unroll(E, j1)

@@ -398,7 +398,7 @@ def _node(item: Node | _Nested) -> Node:
 
 def _directive(node: Node, ctx: _Ctx) -> jast.Call:
     """A schedule command ``cmd(args...)``: its arguments are names and numbers only (and
-    ``loop % k``, a folded loop of ``store_in``)."""
+    ``loop % k``, a folded loop of ``store_in``, or ``dim % k``, a blocked dim of ``pack``)."""
     kids = _kids(node)
     if node.type != "call_expression" or kids[0].type != "identifier" or len(kids) != 2:
         raise ctx.refuse(node, f"schedule directive {_snippet(node)} (must be a call)")
@@ -406,7 +406,7 @@ def _directive(node: Node, ctx: _Ctx) -> jast.Call:
     for a, a_node in zip(args, _kids(kids[1]), strict=True):
         if not jast.is_directive_arg(a):
             raise ctx.refuse(a_node, f"schedule argument {_snippet(a_node)} (must be a name, "
-                             "a number or loop % k)")
+                             "a number, loop % k or dim % k)")
     return jast.Call(_text(kids[0]), args, _line(node))
 
 

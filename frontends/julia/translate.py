@@ -27,7 +27,7 @@ import middleend as me
 from frontends.julia import jast as J
 from frontends.julia.errors import UnsupportedJulia
 from frontends.julia.expand import Expansion, Planner
-from frontends.julia.exprs import Array, Exprs, _ex
+from frontends.julia.exprs import Array, Exprs, _ex, blocked
 from frontends.julia.jtypes import ArgType, promote
 from frontends.julia.localarrays import LocalArray
 from frontends.julia.pack import Pack, plan_pack
@@ -502,24 +502,30 @@ class Translator:
         src = arrays[p.array]
         if src.prefix:
             raise self.fail(d.line, f"directive pack: {p.array!r} is stored by store_in")
-        sizes = tuple(src.sizes[k] for k in p.perm)
+        sizes = tuple(src.sizes[q] if not b else b if b > 0 else -(-src.sizes[q] // -b)
+                      for q, b in zip(p.perm, p.split, strict=True))
         buf = me.Buffer(self.names(p.copy), list(reversed(sizes)), src.elem)
         self.pack_view[p.copy] = Array(p.array, buf, src.sizes, src.elem, perm=p.perm,
-                                       along=p.along, source=src if p.along else None)
+                                       split=p.split, along=p.along,
+                                       source=src if p.along else None)
         depth = self.depth
-        vs = [me.Var(self.loop_names(f"{p.copy}_{k + 1}"), 0, n) for k, n in enumerate(sizes)]
-        order = list(reversed(vs))  # the copy's memory order: its first index innermost
-        at_src = [vs[0]] * len(sizes)
-        for k, q in enumerate(p.perm):
-            at_src[q] = vs[k]
+        # one loop per dim of the array, named after the copy's dim where it first
+        # appears; that order (first innermost) writes the copy as contiguously as it can
+        first = {q: k for k, q in reversed(list(enumerate(p.perm)))}
+        at_src = {q: me.Var(self.loop_names(f"{p.copy}_{k + 1}"), 0, src.sizes[q])
+                  for q, k in first.items()}
+        order = [at_src[q] for q in sorted(first, key=lambda q: -first[q])]
         cname = self._fresh(p.copy)
         outs = [str(p.at)]
         for k in range(depth):
             outs += [order[k].name if k < len(order) else "0", "0"]
         comp = me.Computation(
-            cname, order, src.buffer[tuple(reversed(at_src))], dtype=src.elem,
+            cname, order,
+            src.buffer[tuple(at_src[q] for q in reversed(range(len(src.sizes))))],
+            dtype=src.elem,
             order=f"{{ {cname}[{', '.join(v.name for v in order)}] -> [{', '.join(outs)}] }}")
-        comp.store_in(buf, list(reversed(vs)))
+        comp.store_in(buf, [blocked(at_src[q], b) for q, b in
+                            reversed(list(zip(p.perm, p.split, strict=True)))])
         key = len(self.prog.stmts) * 4 + len(self.built.comps)
         self.built.comps[key] = comp
         self.built.loop_names[key] = [v.name for v in order]
