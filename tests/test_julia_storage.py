@@ -286,20 +286,11 @@ def test_blocked_pack_along_a_loop() -> None:
 
 
 @pytest.mark.parametrize("schedule, message", [
+    ("pack(B, Bt, 1, 1)", r"\[1, 1\] is not a permutation of the 2 dims of 'B'"),
     ("pack(B, Bt, 2 % 1, 1, 2)", r"a block \(dim % b\) with b not an Int of at least 2"),
     ("pack(B, Bt, 2 % 4, 1)", r"\[1\] is not a permutation of the 2 dims"),
     ("pack(B, Bt, 2 % 4, 2 % 2, 1, 2)", r"dim \[2, 2\] blocked twice"),
     ("pack(B, Bt, 2 % k, 1, 2)", r"schedule argument 2 % k"),
-])
-def test_blocked_pack_refusals(schedule: str, message: str) -> None:
-    rng = np.random.default_rng(4)
-    with pytest.raises(UnsupportedJulia, match=message):
-        compile_source(_src(MM, schedule), "mm!")(np.zeros((3, 4), order="F"), F(rng, 3, 2),
-                                                  F(rng, 2, 4))
-
-
-@pytest.mark.parametrize("schedule, message", [
-    ("pack(B, Bt, 1, 1)", r"\[1, 1\] is not a permutation of the 2 dims of 'B'"),
     ("pack(B, Bt, 1)", r"\[1\] is not a permutation"),
     ("pack(B, A, 2, 1)", r"'A' already names an array"),
     ("pack(B, T, 2, 1)", r"'T' already names an array or a statement"),

@@ -6,25 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_julia_storage import MM as STORAGE_MM
 
 from backends.cpu.source import NO_LOOP_VECTORIZER
 from frontends.julia import compile_source
 
-MM = """
-@acc function mm!(C::Matrix{ELEM}, A::Matrix{ELEM}, B::Matrix{ELEM})
-    ni, nk = size(A)
-    nj = size(B, 2)
-    @schedule begin
-        SCHEDULE
-    end
-    for j in 1:nj, i in 1:ni
-        C[i, j] = 0
-    end
-    for i in 1:ni, j in 1:nj, k in 1:nk
-        @name T C[i, j] += A[i, k] * B[k, j]
-    end
-end
-"""
+# mm! of test_julia_storage, its element type a placeholder (an integer tile too)
+MM = STORAGE_MM.replace("Float64", "ELEM").replace("= 0.0", "= 0")
 TILE = ("shift(T, i, -1); shift(T, j, -1); shift(T, k, -1); tile(T, i, j, k, 8, 3, 16); "
         "interchange(T, i0, k0); interchange(T, i1, k1); unroll(T, j1)")
 
