@@ -175,6 +175,25 @@ def test_tuple_update_computed_at_a_loop(schedule: str, both: bool,
     check(out, [20, 12], [(a, data)])
 
 
+@pytest.mark.parametrize("schedule", ["at_y", "at_x"])
+def test_argmin_index_computed_at_a_loop(schedule: str, rng: np.random.Generator) -> None:
+    """The usual argmin: the consumer reads only the index element (at x and x + 1); the
+    value element is read only by the index element's update, and is computed where that
+    update reads it (a later round of the compute_at fixpoint)."""
+    a = hl.ImageParam(hl.Float(32), 2, "a")
+    x, y = hl.Var("x"), hl.Var("y")
+    f, out = hl.Func("idx_argmin"), hl.Func("idx_out")
+    r = hl.RDom([(0, 7)], "r")
+    f[x, y] = (0, a[x, y])
+    better = a[x + r.x, y] < f[x, y][1]
+    f[x, y] = (hl.select(better, r.x, f[x, y][0]), hl.select(better, a[x + r.x, y],
+                                                              f[x, y][1]))
+    out[x, y] = f[x, y][0] + f[x + 1, y][0] * 10
+    f.compute_at(out, y if schedule == "at_y" else x)
+    data = rng.integers(0, 9, (12, 30)).astype(np.float32)  # ties: the first index wins
+    check(out, [20, 12], [(a, data)])
+
+
 def test_tuple_update_computed_in_two_consumer_stages_is_refused(
         rng: np.random.Generator) -> None:
     """Realized in both stages of its consumer (a copy of every stage per realization):

@@ -104,10 +104,12 @@ def _resolve_compute_at(comps: dict[str, CompSchedule], events: list[cmd.Command
     read of any, as Halide computes a Tuple)."""
     prev: dict[str, CompSchedule] | None = None
     for _ in range(_MAX_ROUNDS):
-        also, widen = _resolve_round(comps, events, reads_of, memory_reads_of, prev)
+        also, widen, unread = _resolve_round(comps, events, reads_of, memory_reads_of, prev)
         if not widen or (prev is not None and all(
                 prev[n].ext_domain is not None and comps[n].ext_domain is not None and
                 prev[n].ext_domain.is_equal(comps[n].ext_domain) for n in comps)):
+            if unread:
+                raise unread[0]
             return also
         prev = {n: copy.copy(c) for n, c in comps.items()}
     raise ScheduleError("compute_at: the regions of computations that read each other's "
@@ -117,13 +119,16 @@ def _resolve_compute_at(comps: dict[str, CompSchedule], events: list[cmd.Command
 def _resolve_round(comps: dict[str, CompSchedule], events: list[cmd.Command],
                    reads_of: ReadsOf, memory_reads_of: ReadsOf | None,
                    prev: dict[str, CompSchedule] | None
-                   ) -> tuple[dict[str, list[str]], bool]:
+                   ) -> tuple[dict[str, list[str]], bool, list[ScheduleError]]:
     """One round of :func:`_resolve_compute_at` (``prev``: the round before, whose regions
     the earlier readers of a producer's buffer are taken from; None in the first round,
-    which leaves them out); also whether there are such readers."""
+    which leaves them out); also whether there are such readers, and the computations
+    found read by none (yet: an argmin's value element, which only the index element's
+    update reads, is placed in a later round), left in place meanwhile."""
     at: dict[str, cmd.ComputeAt] = {}
     also: dict[str, list[str]] = {}
     widen = False
+    unread: list[ScheduleError] = []
     names = list(comps)  # declaration order: the sequential order of memory reads
     for e in events:
         if isinstance(e, cmd.ComputeAt):
@@ -192,8 +197,12 @@ def _resolve_round(comps: dict[str, CompSchedule], events: list[cmd.Command],
                 if not earlier:  # an earlier reader reads an earlier iteration's values
                     also.setdefault(name, []).append(other)
         if acc is None and not more:
-            raise ScheduleError(f"{e.describe()}: {e.consumer!r} does not read {name!r}",
-                                computations=(name, e.consumer), command=e.describe())
+            unread.append(ScheduleError(f"{e.describe()}: {e.consumer!r} does not read "
+                                        f"{name!r}", computations=(name, e.consumer),
+                                        command=e.describe()))
+            _identity_ext(s)
+            done.add(name)
+            return
         extend_at(s, c, lvl, acc, more)
         done.add(name)
 
@@ -212,7 +221,7 @@ def _resolve_round(comps: dict[str, CompSchedule], events: list[cmd.Command],
 
     for name in comps:
         resolve(name, [])
-    return also, widen
+    return also, widen, unread
 
 
 def extend_at(s: CompSchedule, c: CompSchedule, lvl: int, acc: isl.Map | None,
