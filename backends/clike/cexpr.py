@@ -334,12 +334,16 @@ class ExprPrinter:
 
     def local_element(self, e: LocalElement) -> str:
         """An element of a loop-local buffer that a called function gets from its caller
-        (base address and offsets, 64-bit parameters: ``LocalArg``), every subscript
-        checked against the buffer's per-iteration size (params only, in scope here)."""
+        (the iteration's buffer, a ``const T*`` parameter named as the statement names it,
+        and its offsets, 64-bit parameters: ``LocalArg``), every subscript checked against
+        the buffer's per-iteration size (params only, in scope here)."""
         decl = self.buffers.get(e.buffer)
         if decl is None or not decl.local:
             raise TargetError(f"a function reads {e.buffer!r} as a loop-local buffer, which "
                               "it is not")
+        if e.buffer not in self.in_scope:
+            raise TargetError(f"a function reads local buffer {e.buffer!r}, which its "
+                              "caller does not pass")
         if e.type_ != decl.dtype or len(e.indices) != len(decl.sizes) or \
                 len(e.offsets) != len(decl.sizes):
             raise TargetError(f"access to local buffer {e.buffer!r} as {e.type_.name} with "
@@ -350,18 +354,15 @@ class ExprPrinter:
         for k, (i, o) in enumerate(zip(e.indices, e.offsets, strict=True)):
             sub = f"me_chk(({self.index(i)} - {self.index(o)}), {dims[k]}, {self.err})"
             terms.append(" * ".join([sub, *dims[k + 1:]]))
-        base = f"((const {decl.dtype.c_name}*)(uintptr_t){self.index(e.base)})"
-        return f"{base}[{' + '.join(terms) or '0'}]"
+        return f"b_{ident(e.buffer, 'buffer name')}[{' + '.join(terms) or '0'}]"
 
     # ------------------------------------------------------------------ 64-bit indices
     def index(self, e: Expr) -> str:
         """A Layer I integer expression evaluated in int64 (buffer subscripts)."""
-        if isinstance(e, LocalArg):  # a call's argument: a local buffer's base or offset
+        if isinstance(e, LocalArg):  # a call's argument: a local buffer's offset
             if e.buffer not in self.in_scope:
                 raise TargetError(f"a call passes local buffer {e.buffer!r} outside its "
                                   "Alloc node")
-            if e.offset_name is None:
-                return f"((int64_t)(uintptr_t)b_{ident(e.buffer, 'buffer name')})"
             return ident(e.offset_name, "offset name")
         if isinstance(e, IterRef):
             return ident(f"v_{e.name}", "iterator name")
@@ -455,7 +456,12 @@ class ExprPrinter:
                                   "body would be too large substituted), which this target "
                                   "does not print; use the cpu target, or compute_root "
                                   "some of the inlined stages")
-            args = [self.call_context, *(self.index(a) for a in e.args)]
+            for b in e.locals:
+                if b not in self.in_scope:
+                    raise TargetError(f"a call of {e.fn!r} passes local buffer {b!r} "
+                                      "outside its Alloc node")
+            args = [self.call_context, *(f"b_{ident(b, 'buffer name')}" for b in e.locals),
+                    *(self.index(a) for a in e.args)]
             return f"{fn_name(e.fn)}({', '.join(a for a in args if a)})"
         if isinstance(e, Access):
             raise TargetError("an unresolved Access reached the CPU backend; the lowering "

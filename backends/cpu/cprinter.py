@@ -85,8 +85,11 @@ class CPrinter(LoopPrinter):
 
     def _inline_functions(self) -> None:
         """One C function per inlined computation kept as a function (``FnCall``): the
-        kernel's params, the buffers the functions read and the error flag, then its
-        iterators, and it returns its body's value (shared values computed once)."""
+        kernel's params, the buffers the functions read and the error flag, then the
+        iteration's buffer of each loop-local buffer it reads (a ``const T* restrict``,
+        named as the statements name it, so a call passes on what is in scope), then its
+        iterators and those buffers' offsets, and it returns its body's value (shared
+        values computed once)."""
         p = self.program
         bufs = sorted({b for f in p.functions for b in f.buffers})
         for b in bufs:
@@ -104,7 +107,15 @@ class CPrinter(LoopPrinter):
         body_printer.call_context = self.exprs.call_context
         for f in p.functions:
             params = [f"{ctype} {name}" for ctype, name in caps]
+            for b in f.locals:
+                decl = self.buffers.get(b)
+                if decl is None or not decl.local:
+                    raise TargetError(f"inlined {f.name!r} reads {b!r} as a loop-local "
+                                      "buffer, which it is not")
+                params.append(f"const {decl.dtype.c_name}* restrict "
+                              f"{ident('b_' + b, 'buffer name')}")
             params += [f"int64_t {ident('v_' + v, 'iterator name')}" for v in f.params]
+            body_printer.in_scope = {*bufs, *f.locals}
             lines = [f"/* inlined {comment(f.name)} */",
                      f"static {f.body.dtype.c_name} {fn_name(f.name)}({', '.join(params)}) {{"]
             lines += [f"    (void){name};" for _, name in caps]

@@ -50,12 +50,11 @@ def substitute_calls(program: Program) -> Program:
     def _local_element(n: LocalElement, kids: list[Expr]) -> Expr:
         # the statement's own read of the iteration's buffer, at its offsets
         k = len(n.indices)
-        base, offs = kids[k], kids[k + 1:]
-        if isinstance(base, LocalArg) and all(isinstance(o, LocalArg) for o in offs):
-            names = tuple(o.offset_name or "" for o in offs if isinstance(o, LocalArg))
+        offs = kids[k:]
+        names = tuple(o.offset_name for o in offs if isinstance(o, LocalArg))
+        if len(names) == len(offs):
             return BufAccess(n.buffer, tuple(kids[:k]), n.type_, names, checked=True)
-        return dataclasses.replace(n, indices=tuple(kids[:k]), base=base,
-                                   offsets=tuple(offs))
+        return dataclasses.replace(n, indices=tuple(kids[:k]), offsets=tuple(offs))
 
     def _body_at(f: InlineFunction, args: tuple[Expr, ...]) -> Expr:
         return subst(f.body, dict(zip(f.params, args, strict=True)))

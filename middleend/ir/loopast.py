@@ -182,11 +182,16 @@ class ParamRef(Expr):
 @dataclass(frozen=True, eq=False)
 class FnCall(Expr):
     """A call of an inlined computation kept as a function (``Program.functions[fn]``) at
-    the point ``args`` (64-bit indices): the value its body has there."""
+    the point ``args`` (64-bit indices, then the offsets of each of ``locals``). ``locals``
+    are the loop-local buffers the function reads (``InlineFunction.locals``, the same
+    order): the call passes the iteration's buffer of each as a typed pointer, the one in
+    scope where the call is made (the statement's allocation, or the calling function's
+    own parameter), so no address is ever carried as an integer."""
 
     fn: str
     args: tuple[Expr, ...]
     type_: DType
+    locals: tuple[str, ...] = ()
 
     @property
     def dtype(self) -> DType:
@@ -198,13 +203,13 @@ class FnCall(Expr):
 
 @dataclass(frozen=True, eq=False)
 class LocalArg(Expr):
-    """An argument of a call (``FnCall``) made inside a loop-local buffer's allocation:
-    the buffer's base address (``offset_name`` None) or one of its per-iteration offsets
-    (the C name the statement's code defines), each passed as a 64-bit integer, so that
-    the called function addresses the iteration's buffer as the statement would."""
+    """An argument of a call (``FnCall``) made inside a loop-local buffer's allocation: one
+    of the buffer's per-iteration offsets (``offset_name``, the C name the statement's code
+    defines), so that the called function addresses the iteration's buffer (passed as a
+    pointer, see ``FnCall.locals``) as the statement would."""
 
     buffer: str
-    offset_name: str | None = None
+    offset_name: str
 
     @property
     def dtype(self) -> DType:
@@ -215,15 +220,15 @@ class LocalArg(Expr):
 
 @dataclass(frozen=True, eq=False)
 class LocalElement(Expr):
-    """In an inlined function's body: an element of a loop-local buffer that its caller
-    passes (``base`` and ``offsets``: the function's parameters, see ``LocalArg``), at the
-    logical ``indices``; bounds-checked like a ``BufAccess`` with ``checked``. Where the
-    calls are substituted (``fncalls.py``) it becomes the statement's ``BufAccess``."""
+    """In an inlined function's body: an element of a loop-local buffer whose iteration's
+    buffer its caller passes (a pointer parameter, see ``FnCall.locals``; ``offsets``: the
+    function's offset parameters, see ``LocalArg``), at the logical ``indices``;
+    bounds-checked like a ``BufAccess`` with ``checked``. Where the calls are substituted
+    (``fncalls.py``) it becomes the statement's ``BufAccess``."""
 
     buffer: str
     indices: tuple[Expr, ...]
     type_: DType
-    base: Expr
     offsets: tuple[Expr, ...]
 
     @property
@@ -231,7 +236,7 @@ class LocalElement(Expr):
         return self.type_
 
     def children(self) -> tuple[Expr, ...]:
-        return (*self.indices, self.base, *self.offsets)
+        return (*self.indices, *self.offsets)
 
 
 @dataclass(frozen=True)
@@ -239,8 +244,8 @@ class InlineFunction:
     """An inlined computation's body as a function of its iterators ``params`` (named as
     IterRefs in ``body``): reads of non-local buffers (``checked``: bounds-checked at run
     time unless proven in bounds), of the loop-local buffers ``locals`` (``LocalElement``:
-    the base and offsets of each are the last parameters, after the iterators) and calls
-    of other functions only."""
+    each a ``const T*`` parameter, and its offsets the last of ``params``, after the
+    iterators) and calls of other functions only."""
 
     name: str
     params: tuple[str, ...]

@@ -75,7 +75,7 @@ def build_program(fn: Function, l1: Layer1, l3: Layer3, l4: Layer4, ts: TimeSpac
     iters: dict[str, list[str]] = {}
     on_device = dev.on_device if dev is not None else set()
     functions = _functions(l1, l3, ph)
-    calls = {f.name: _call_args(f, ph) for f in functions}
+    calls = {f.name: (f.locals, _call_args(f, ph)) for f in functions}
     for n in ts.order:
         if n in l4.ops:
             o = l4.ops[n]
@@ -110,27 +110,23 @@ def build_program(fn: Function, l1: Layer1, l3: Layer3, l4: Layer4, ts: TimeSpac
 
 
 def _local_params(buf: str, ph: Physical) -> list[str]:
-    """The parameters of a function that reads loop-local ``buf``: its base address, then
-    its offsets (see ``LocalArg``)."""
-    return [f"me_lb_{buf}", *(f"me_lo_{buf}_{q}" for q in range(len(ph.local[buf].offsets)))]
+    """The integer parameters of a function that reads loop-local ``buf``: its offsets
+    (see ``LocalArg``; the buffer itself is a pointer parameter, ``FnCall.locals``)."""
+    return [f"me_lo_{buf}_{q}" for q in range(len(ph.local[buf].offsets))]
 
 
 def _call_args(f: InlineFunction, ph: Physical) -> tuple[Expr, ...]:
-    """What a statement passes to ``f`` after the point: the base and offsets of each
-    loop-local buffer it reads, as the statement's code names them."""
-    out: list[Expr] = []
-    for b in f.locals:
-        out.append(LocalArg(b))
-        out += [LocalArg(b, o) for o in _offsets(ph, b) or ()]
-    return tuple(out)
+    """What a statement passes to ``f`` after the point: the offsets of each loop-local
+    buffer it reads, as the statement's code names them."""
+    return tuple(LocalArg(b, o) for b in f.locals for o in _offsets(ph, b) or ())
 
 
 def _functions(l1: Layer1, l3: Layer3, ph: Physical) -> tuple[InlineFunction, ...]:
     """The inlined computations kept as functions (:mod:`.inlining`), callees first: their
     bodies read buffers at their logical indices (bounds-checked unless the printer
     proves them in bounds: the elements a caller reads are not known per function). A
-    loop-local buffer (a stage computed at a loop) is one per iteration: its base and
-    offsets are parameters, which each call passes on."""
+    loop-local buffer (a stage computed at a loop) is one per iteration: the buffer and
+    its offsets are parameters, which each call passes on."""
     out: dict[str, InlineFunction] = {}
 
     def make(name: str) -> None:
@@ -153,8 +149,10 @@ def _functions(l1: Layer1, l3: Layer3, ph: Physical) -> tuple[InlineFunction, ..
                 t = n.target
                 if isinstance(t, Computation) and t.name in l1.functions:
                     make(t.name)
-                    args = [p for b in out[t.name].locals for p in params_of(b)]
-                    return FnCall(t.name, (*idx, *args), l1.functions[t.name].expr.dtype)
+                    callee = out[t.name]
+                    args = [p for b in callee.locals for p in params_of(b)]
+                    return FnCall(t.name, (*idx, *args), l1.functions[t.name].expr.dtype,
+                                  callee.locals)
                 if isinstance(t, Computation):  # its value, in its buffer
                     buf, lidx = _stored_at(l1, l3, t.name, idx,
                                            lambda e: rebuild(e, node, {}))
@@ -162,9 +160,8 @@ def _functions(l1: Layer1, l3: Layer3, ph: Physical) -> tuple[InlineFunction, ..
                     buf, lidx = t.name, idx
                 if buf in ph.local and isinstance(t, Computation) and \
                         not l3.buffers[buf].fold:
-                    base, *offs = params_of(buf)
-                    return LocalElement(buf, l3.phys_index(buf, lidx), n.dtype, base,
-                                        tuple(offs))
+                    return LocalElement(buf, l3.phys_index(buf, lidx), n.dtype,
+                                        tuple(params_of(buf)))
                 if buf in ph.local or not isinstance(t, Buffer | Computation):
                     raise DefinitionError(  # pragma: no cover - inlining.py refuses these
                         f"inlined {name!r}: its function cannot read {t!r} (a whole "
@@ -208,7 +205,8 @@ def _offsets(ph: Physical, buf: str) -> tuple[str, ...] | None:
 
 def _stmt_info(name: str, l1: Layer1, l3: Layer3, l4: Layer4, ph: Physical,
                device: bool, atomic: str = "",
-               calls: dict[str, tuple[Expr, ...]] | None = None) -> StmtInfo:
+               calls: dict[str, tuple[tuple[str, ...], tuple[Expr, ...]]] | None = None,
+               ) -> StmtInfo:
     c = l1.comps[name]
     affine_nodes = {id(n) for r in c.reads if r.exact for n in r.nodes}
     redirected = {id(n): l4.redirect[r.ref] for r in c.reads if r.ref in l4.redirect
@@ -227,8 +225,9 @@ def _stmt_info(name: str, l1: Layer1, l3: Layer3, l4: Layer4, ph: Physical,
             t = n.target
             idx = tuple(conv(i) for i in n.indices)
             if isinstance(t, Computation) and t.name in l1.functions:
-                args = (calls or {}).get(t.name, ())
-                return FnCall(t.name, (*idx, *args), l1.functions[t.name].expr.dtype)
+                local, args = (calls or {}).get(t.name, ((), ()))
+                return FnCall(t.name, (*idx, *args), l1.functions[t.name].expr.dtype,
+                              local)
             if isinstance(t, Computation):
                 buf, lidx = _stored_at(l1, l3, t.name, idx, conv)
             elif isinstance(t, _BufferOf):
