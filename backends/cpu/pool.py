@@ -71,10 +71,35 @@ static void me_job_work(me_job *j) {
     }
 }
 
+/* Spin up to ME_SPIN_NS for the next loop before sleeping: a kernel's loops follow each
+   other within microseconds, and a worker woken from its condition variable arrives tens
+   of microseconds late, when the caller has often taken its iterations already. */
+#define ME_SPIN_NS 100000
+static void me_spin_for(uint64_t seen) {
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int k = 1;; k++) {
+        if (__atomic_load_n(&me_pool.gen, __ATOMIC_ACQUIRE) != seen) return;
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+        if (k % 64 == 0) {
+            clock_gettime(CLOCK_MONOTONIC, &t);
+            if ((t.tv_sec - t0.tv_sec) * 1000000000LL + (t.tv_nsec - t0.tv_nsec) > ME_SPIN_NS)
+                return;
+        }
+    }
+}
+
 static void *me_worker(void *arg) {
     uint64_t seen = (uint64_t)(uintptr_t)arg;
     pthread_mutex_lock(&me_pool.lock);
     for (;;) {
+        if (me_pool.gen == seen) {
+            pthread_mutex_unlock(&me_pool.lock);
+            me_spin_for(seen);
+            pthread_mutex_lock(&me_pool.lock);
+        }
         while (me_pool.gen == seen) {
             struct timespec until;
             clock_gettime(CLOCK_REALTIME, &until);
@@ -122,7 +147,7 @@ static void me_parallel_for(int64_t first, int64_t last, int64_t step, me_body_f
         return;
     }
     me_pool.job = j;
-    me_pool.gen++;
+    __atomic_add_fetch(&me_pool.gen, 1, __ATOMIC_RELEASE);  /* spinning workers read it */
     if (me_pool.workers < want) {
         pthread_attr_t attr;
         pthread_attr_init(&attr);
