@@ -7,7 +7,10 @@ busy process beside it a kernel of 7 regions ran 2.5x slower on 2 threads than o
 (benchmarks/halide/compare.py, nb). Here, as in Halide's runtime, the caller publishes
 the loop, takes iterations itself, and waits only for iterations that some thread has
 taken and not finished; a worker that wakes late finds nothing left and goes back to
-sleep. Workers are started on first use (one fewer than the usable cores, or
+sleep. After a loop a worker spins up to 100 us for the next one before it sleeps: a
+kernel's loops follow each other within microseconds, and a wake-up through the
+condition variable arrives tens of microseconds late (half of a 1-ms kernel's two-way
+loop). Workers are started on first use (one fewer than the usable cores, or
 ``MIDDLEEND_NUM_THREADS``/``OMP_NUM_THREADS`` - 1), and exit after 2 s idle.
 
 Each loop body is outlined by the printer into ``static void f(void *ctx, int64_t i)``;
