@@ -147,3 +147,20 @@ def test_blur_tile_private_buffers(tiles: tuple[int, int, str], shape: tuple[int
     bxr = (a[:, :-2] + a[:, 1:-1] + a[:, 2:]) / np.float32(3)
     ref = (bxr[:-2] + bxr[1:-1] + bxr[2:]) / np.float32(3)
     np.testing.assert_allclose(kernel(inp=a)["by"], ref, rtol=1e-5, atol=1e-6)
+
+
+def test_a_buffer_allocated_inside_a_vector_loop_is_refused() -> None:
+    """A buffer per iteration of a vector loop (an OpenMP simd body) is refused in one line
+    naming it and the loop: the middle-end's own API places buffers where it is told (the
+    Halide front-end computes a Func at a vector loop just outside it instead)."""
+    with me.Function("vec_alloc") as f:
+        i = me.Var("i", 0, 32)
+        inp = me.Input("inp", [32], me.float32)
+        p = me.Computation("p", [i], inp[i] + 1.0)
+        c = me.Computation("c", [i], p[i] * p[me.clamp(i + 1, 0, 31)])
+        c.vectorize("i", 8)
+        p.compute_at(c, "i_vi")
+        p.allocate_at(c, "i_vi")
+    with pytest.raises(me.ScheduleError,
+                       match="^loop-local buffer 'p' is allocated inside vector loop 'i_vi'"):
+        f.lower()

@@ -17,6 +17,7 @@ from service_util import ServerProcess
 
 import middleend as me
 from frontends.halide import UnsupportedHalideFeature, compile_pipeline, paper
+from middleend.ir.loopast import Stmt, walk_loops
 from middleend.service.client import RemoteClient
 
 
@@ -153,19 +154,45 @@ def test_reordered_rvars(rng: np.random.Generator) -> None:
     check(f, [5], [(a, _f32(rng, 17, 29))])
 
 
-@pytest.mark.xfail(strict=True, raises=me.ScheduleError,
-                   reason="front-end gap: Halide accepts compute_at a vectorized loop (it "
-                          "vectorizes the producer); the middle-end refuses a buffer allocated "
-                          "inside a vector loop")
-def test_compute_at_a_vectorized_loop(rng: np.random.Generator) -> None:
-    x, y, xo, xi = (hl.Var(n) for n in ("x", "y", "xo", "xi"))
+def _at_vector(g: hl.Func, b: hl.Func, schedule: str) -> None:
+    x, y, xo, yo, xi, yi, xv = (hl.Var(n) for n in ("x", "y", "xo", "yo", "xi", "yi", "xv"))
+    if schedule == "split8":
+        g.split(x, xo, xi, 8).vectorize(xi)
+        b.compute_at(g, xi)
+    elif schedule == "tile_parallel4":  # a vector loop of 4 inside a parallel tile
+        g.tile(x, y, xo, yo, xi, yi, 16, 4).split(xi, xi, xv, 4).vectorize(xv).parallel(yo)
+        b.compute_at(g, xv)
+    elif schedule == "updates4":  # the producer has an update; its consumer's rows parallel
+        g.split(x, xo, xi, 4).vectorize(xi).parallel(y)
+        b.compute_at(g, xi)
+    else:  # the vector loop outermost: no loop around it
+        g.split(x, xo, xi, 8).vectorize(xi).reorder(y, xo, xi)
+        b.compute_at(g, xi)
+
+
+@pytest.mark.parametrize("schedule", ["split8", "tile_parallel4", "updates4", "outermost8"])
+def test_compute_at_a_vectorized_loop(rng: np.random.Generator, schedule: str) -> None:
+    """Halide computes a Func at a vector loop per vector, over the lanes' points; ours is
+    computed at the loop just outside the vector loop (no buffer inside an OpenMP simd
+    body), over the same points, its own loop along the lanes vectorized as wide (unless
+    it has a schedule of its own): Halide's values, and no vector loop holds an
+    allocation."""
+    x, y = hl.Var("x"), hl.Var("y")
     a = hl.ImageParam(hl.Float(32), 2, "a")
     b, g = hl.Func("prod"), hl.Func("cons")
     b[x, y] = a[x, y] + 1
-    g[x, y] = b[x, y] * b[x + 1, y]
-    g.split(x, xo, xi, 8).vectorize(xi)
-    b.compute_at(g, xi)
-    check(g, [28, 17], [(a, _f32(rng, 17, 29))])
+    if schedule == "updates4":
+        b[x, y] = b[x, y] * 2
+    g[x, y] = b[x, y] * b[x + 1, y] + b[x, y + 1]
+    _at_vector(g, b, schedule)
+    av = _f32(rng, 18, 38)
+    built = check(g, [37, 17], [(a, av)]).translate([37, 17], a=av)
+    width = 4 if schedule.endswith("4") else 8
+    pure = built.comps[b.name()][0][0].name
+    nests = [fors for n, fors in walk_loops(built.fn.lower(outputs=built.outputs).program.body)
+             if isinstance(n, Stmt) and n.comp == pure]
+    # (ISL prints the lanes' extra point, x + 1 of the last lane, on its own)
+    assert any(f.tag == "vector" and f.width == width for fors in nests for f in fors)
 
 
 # ------------------------------------------------------------ other errors

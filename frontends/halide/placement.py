@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from frontends.halide.errors import UnsupportedHalideFeature
 from frontends.halide.graph import definitions, exprs_of, walk
+from frontends.names import Namer
 from middleend import ROOT, ScheduleError, barrier_at
 from middleend.ir.expr import Access
 from middleend.ir.expr import walk as expr_walk
@@ -272,7 +273,11 @@ def _place_at(tr: Translator, fi: FuncInfo) -> None:
                 "computed at different Tuple elements of the consumer")
         consumer = next(iter(cands.values()))
         pl.consumers[(f.name, r)] = consumer
-        level, plan = _loop(tr, f.name, cl.func_name, site, cl.var_name)
+        level, plan, vector = _loop(tr, f.name, cl.func_name, site, cl.var_name)
+        if vector is not None:
+            _vectorize_lanes(tr, fi, comps, cl.func_name, site, vector)
+        if level == ROOT:  # at a vector loop with no loop around it: before the consumer
+            continue
         # all stages, in order, at that loop: the updates of what the consumer reads there
         # (the middle-end places them by the buffer elements the consumer reads)
         for c in comps + ([c for k, cs in enumerate(fi.comps[1:], 1)
@@ -333,12 +338,72 @@ def _site_consumer(tr: Translator, g: str, j: int, f: str, site: int, comps: lis
     return got
 
 
-def _loop(tr: Translator, producer: str, func: str, stage: int, var: str) -> tuple[str, Any]:
-    """Our name of loop ``var`` of stage ``stage`` of ``func``, and that stage's plan."""
+def _loop(tr: Translator, producer: str, func: str, stage: int, var: str
+          ) -> tuple[str, Any, str | None]:
+    """Our name of loop ``var`` of stage ``stage`` of ``func``, that stage's plan, and the
+    Halide name of the vector loop ``var`` is or sits in (None: none).
+
+    Halide computes a Func at a vector loop per vector, over all of its lanes' points
+    (each lane's storage side by side); the middle-end allocates nothing inside a vector
+    loop (an OpenMP simd body), so such a level is the loop just outside the outermost
+    vector loop around ``var``: the same points, computed once per vector (the values do
+    not depend on where a Func is computed); ``ROOT`` when no loop is outside it (the
+    Func is then computed once, before the consumer, as at ``Var.outermost()``)."""
     plan = tr.info[func].plans[stage]
     hits = [n for n in plan.order if n == var]
     hits = hits or [n for n in plan.order if n.endswith("." + var)]
     if len(hits) != 1:
         raise UnsupportedHalideFeature(producer, None, f"compute_at/store_at loop {var!r} of "
                                        f"{func!r}: loops are {plan.order}")
-    return plan.loops[hits[0]], plan
+    pos = plan.order.index(hits[0])
+    vector = {dm.var for dm in definitions(tr.info[func].f)[stage].schedule.dims
+              if dm.for_type == "Vectorized"}
+    around = [i for i in range(pos + 1) if plan.order[i] in vector]
+    if not around:
+        return plan.loops[hits[0]], plan, None
+    v = around[0]
+    return (plan.loops[plan.order[v - 1]] if v else ROOT), plan, plan.order[v]
+
+
+def _vectorize_lanes(tr: Translator, fi: FuncInfo, comps: list[Any], func: str,
+                     stage: int, vector: str) -> None:
+    """Halide vectorizes a Func computed at a vector loop across the vector's lanes; ours
+    is computed just outside that loop (:func:`_loop`), over the lanes' points, so its
+    loop along the lanes is vectorized by the same width: the innermost loop of its pure
+    definition, when that is a pure variable the consumer stage indexes it by with the
+    vector loop's variable (one dimension in every call) and the definition has no loop
+    directive of its own (the user's schedule of the producer stands)."""
+    d = definitions(tr.info[func].f)[stage]
+    parent: dict[str, str] = {}  # a loop split or renamed from another: that one
+    factor = None
+    for sp in d.schedule.splits:
+        if sp.split_type == "FuseVars":
+            return  # the lanes run along two variables
+        parent[sp.outer] = sp.old_var
+        if sp.split_type == "SplitVar":
+            parent[sp.inner] = sp.old_var
+            factor = sp.factor if sp.inner == vector else factor
+    if factor is None:
+        return
+    width = tr._const(factor, func)
+    root = vector
+    while root in parent:
+        root = parent[root]
+    dims: set[int] = set()
+    for e in exprs_of(d):
+        for n in walk(e):
+            if n.kind == "Call" and n.call_type == "Halide" and n.name == fi.f.name:
+                dims |= {i for i, a in enumerate(n.args)
+                         if any(m.kind == "Variable" and m.name == root for m in walk(a))}
+    own = definitions(fi.f)[0].schedule
+    plan = fi.plans[0]
+    if len(dims) != 1 or own.splits or any(dm.for_type != "Serial" for dm in own.dims):
+        return
+    lane = fi.f.args[next(iter(dims))]
+    if not plan.order or plan.order[-1] != lane:
+        return
+    taken = {n for p in fi.plans for n in p.loops.values()}
+    namer = Namer(taken)
+    outer, inner = namer(f"{lane}_vo"), namer(f"{lane}_vi")
+    for c in comps:
+        c.vectorize(plan.loops[lane], width, outer, inner)
