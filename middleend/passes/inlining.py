@@ -18,10 +18,10 @@ a whole buffer of their own (no command but loop transformations, orderings and 
 store_in at affine indices names them: Halide's compute_root Funcs) and those computed or
 allocated at a loop of a consumer (compute_at, allocate_at: Halide's compute_at Funcs),
 whose buffer per iteration a call made inside that iteration passes to the function as
-its base address and offsets (:mod:`.program`, ``LocalArg``). A folded or copied
-computation, or one with a memory tag, lives where only the reading statement's code can
-address it, so bodies reading it are substituted, as are the bodies under the limit:
-small pipelines lower to the same code.
+a typed pointer and its offsets (:mod:`.program`, ``FnCall.locals``, ``LocalArg``). A
+folded or copied computation, or one with a memory tag, lives where only the reading
+statement's code can address it, so bodies reading it are substituted, as are the
+bodies under the limit: small pipelines lower to the same code.
 
 What the analyses see of a call is in :mod:`.layer1` (``_call_reads``): per reading
 statement, one read of each input or computation its calls reach. For a computation
