@@ -194,15 +194,24 @@ def test_argmin_index_computed_at_a_loop(schedule: str, rng: np.random.Generator
     check(out, [20, 12], [(a, data)])
 
 
-def test_tuple_update_computed_in_two_consumer_stages_is_refused(
-        rng: np.random.Generator) -> None:
-    """Realized in both stages of its consumer (a copy of every stage per realization):
-    not translated for an update whose elements read each other; refused by name."""
+@pytest.mark.parametrize("schedule", ["at_y", "at_x", "tiled"])
+def test_tuple_update_computed_in_two_consumer_stages(schedule: str,
+                                                      rng: np.random.Generator) -> None:
+    """Realized in both stages of its consumer (a copy of every stage per realization,
+    tutorial lesson 9): each realization's update computes its new values from its own
+    previous ones, then stores them; Halide's values at y, at x and at a parallel tile's
+    outer loop (the consumer's update vectorized)."""
     a = hl.ImageParam(hl.Float(32), 2, "a")
     f, out = _window_argmin(a, both=True)
     x, y = out.args()
-    out[x, y] += hl.f32(f[x, y][0])
-    f.compute_at(out, y)
-    with pytest.raises(UnsupportedHalideFeature, match="several stages of its consumer of a "
-                       "Func whose Tuple update elements read each other"):
-        compile_pipeline(out).realize([20, 12], a=rng.random((12, 30), dtype=np.float32))
+    out[x, y] += hl.f32(f[x, y][0]) * f[x + 1, y][1]
+    if schedule == "tiled":
+        xo, yo, xi, yi = (hl.Var(n) for n in ("xo", "yo", "xi", "yi"))
+        out.tile(x, y, xo, yo, xi, yi, 8, 4).parallel(yo)
+        out.update(0).tile(x, y, xo, yo, xi, yi, 8, 4).parallel(yo).vectorize(xi, 4)
+        f.compute_at(out, xo)
+    else:
+        f.compute_at(out, y if schedule == "at_y" else x)
+    # ties: the first index wins; 4 columns more for the update's tiles, rounded up
+    data = rng.integers(0, 9, (12, 34)).astype(np.float32)
+    check(out, [20, 12], [(a, data)])

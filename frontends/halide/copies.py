@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import middleend as me
-from frontends.halide.errors import UnsupportedHalideFeature
 from frontends.halide.exprs import dtype_of, translate
 from frontends.halide.graph import definitions
 
@@ -22,16 +21,14 @@ if TYPE_CHECKING:
 
 def define_copy(tr: Translator, fi: FuncInfo, r: int) -> None:
     """Realization ``r`` (>= 1) of ``fi``: its stages again, under new names (``_at{r}``),
-    into their own buffers; fills ``fi.copies``, ``fi.copy_updates``, ``fi.copy_storage``."""
+    into their own buffers; fills ``fi.copies``, ``fi.copy_updates``, ``fi.copy_storage``
+    and ``fi.copy_temps`` (an update whose Tuple elements read each other computes its
+    new values first, as the Func's own realization does)."""
     f = fi.f
-    if fi.temps:
-        raise UnsupportedHalideFeature(f.name, None, "compute_at in several stages of its "
-                                       "consumer of a Func whose Tuple update elements read "
-                                       "each other (compute it at a loop that one stage has, "
-                                       "or compute_root)")
     fpos, n = tr.order.index(f.name), len(f.output_types)
     bufs: list[me.Buffer] = []
     stages: list[list[me.Computation]] = []
+    temps: dict[int, list[me.Computation]] = {}
     tr.copy_ctx = r  # the updates' reads of the Func read this realization
     try:
         for k, d in enumerate(definitions(f)):
@@ -41,10 +38,17 @@ def define_copy(tr: Translator, fi: FuncInfo, r: int) -> None:
                    for v in (st.vars[nm] for nm in st.names)]
             pred = tr._predicate(d, scope)
             comps = []
-            for vi, v in enumerate(d.values):
+            exprs = [translate(v, scope) for v in d.values]
+            if k in fi.temps:  # the new values, from this realization's previous ones
+                temps[k] = [me.Computation(tr.names(f"{t.name}_at{r}"), its, e,
+                                           predicate=pred,
+                                           dtype=dtype_of(f.output_types[vi], f.name, k))
+                            for vi, (t, e) in enumerate(zip(fi.temps[k], exprs, strict=True))]
+                exprs = [t[tuple(its)] for t in temps[k]]
+            for vi, e in enumerate(exprs):
                 cname = tr.names(f"{fi.comps[k][vi].name}_at{r}")
                 dt = dtype_of(f.output_types[vi], f.name, k)
-                c = me.Computation(cname, its, translate(v, scope), predicate=pred, dtype=dt)
+                c = me.Computation(cname, its, e, predicate=pred, dtype=dt)
                 if k == 0 and fi.storage:
                     assert fi.box is not None
                     b = me.Buffer(tr.names(f"{cname}_buf"), [
@@ -58,7 +62,11 @@ def define_copy(tr: Translator, fi: FuncInfo, r: int) -> None:
                     else:
                         c.store_in(stages[0][vi], idx)
                 comps.append(c)
-            tr.seq.extend((c, (fpos, k, n * r + vi)) for vi, c in enumerate(comps))
+            # at a point, this realization's new values, then its stores (its slots follow
+            # the Func's own: 2n per realization where the update has new values)
+            m = 2 * n if k in temps else n
+            tr.seq.extend((t, (fpos, k, m * r + vi)) for vi, t in enumerate(temps.get(k, [])))
+            tr.seq.extend((c, (fpos, k, m * r + m - n + vi)) for vi, c in enumerate(comps))
             stages.append(comps)
             if k == 0:  # read by the updates (through _func_access)
                 fi.copies.append(comps)
@@ -66,6 +74,7 @@ def define_copy(tr: Translator, fi: FuncInfo, r: int) -> None:
     finally:
         tr.copy_ctx = 0
     fi.copy_updates.append(stages[1:])
+    fi.copy_temps.append(temps)
 
 
 def storage_order(fi: FuncInfo) -> list[int]:

@@ -197,23 +197,20 @@ def place(tr: Translator, fi: FuncInfo) -> None:
     # Tuple elements of one stage share one loop nest, as in Halide, in order (an update
     # whose elements read each other: all new values first, then the stores)
     n = len(f.output_types)
-    stages = [fi.comps[0] + [c for cp in fi.copies for c in cp],
-              *(fi.temps.get(k, []) + cs + [c for cu in fi.copy_updates for c in cu[k - 1]]
-                for k, cs in enumerate(fi.comps[1:], 1))]
     afters: list[tuple[Any, Any, str]] = []
-    for k, (comps, plan) in enumerate(zip(stages, fi.plans, strict=True)):
+    for k, plan in enumerate(fi.plans):
         if not plan.order and k not in fi.temps:
             continue
         inner = plan.loops[plan.order[-1]] if plan.order else ROOT
-        size = len(comps) if k in fi.temps else n  # all new values, then all stores
-        for base in range(0, len(comps), size):
-            afters += [(a, b, inner) for a, b in itertools.pairwise(comps[base:base + size])]
         vector = [h for h in plan.order if any(dm.var == h and dm.for_type == "Vectorized"
                                                for dm in definitions(f)[k].schedule.dims)]
         at = plan.order[:plan.order.index(vector[0])] if vector else plan.order
-        for t in fi.temps.get(k, []) if at else []:
-            # a scalar per iteration, or per iteration outside the vector loops
-            t.allocate_at(fi.comps[k][0], plan.loops[at[-1]])
+        for r in range(len(fi.copies) + 1):  # each realization in its own stage's loops
+            comps = fi.realization(r, k)  # all new values, then all stores
+            afters += [(a, b, inner) for a, b in itertools.pairwise(comps)]
+            for t in comps[:-n] if at else []:
+                # a scalar per iteration, or per iteration outside the vector loops
+                t.allocate_at(comps[-n], plan.loops[at[-1]])
     cl = s.compute_level
     if cl.is_root or cl.is_inlined or cl.is_outermost:  # outermost: before the consumer
         sl = s.store_level
@@ -280,9 +277,7 @@ def _place_at(tr: Translator, fi: FuncInfo) -> None:
             continue
         # all stages, in order, at that loop: the updates of what the consumer reads there
         # (the middle-end places them by the buffer elements the consumer reads)
-        for c in comps + ([c for k, cs in enumerate(fi.comps[1:], 1)
-                           for c in fi.temps.get(k, []) + cs] if r == 0 else
-                          [c for cs in fi.copy_updates[r - 1] for c in cs]):
+        for c in [c for k in range(len(fi.comps)) for c in fi.realization(r, k)]:
             c.compute_at(consumer, level)
         if sl.is_root:
             continue

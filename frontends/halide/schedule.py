@@ -91,8 +91,7 @@ def schedule_stage(tr: Translator, fi: FuncInfo, k: int) -> None:
     f = fi.f
     d = definitions(f)[k]
     st = d.schedule
-    comps = fi.comps[k] + [c for cp in fi.copies for c in cp] if k == 0 else \
-        fi.temps.get(k, []) + fi.comps[k] + [c for cu in fi.copy_updates for c in cu[k - 1]]
+    comps = fi.stage_comps(k)
     vars_ = fi.stage_vars[k]
     plan = StagePlan({n: v.name for n, v in vars_.items()})
     order = list(vars_)  # Halide names, outermost first

@@ -88,6 +88,21 @@ class FuncInfo:
     # computed before any element is written (Halide evaluates a Tuple update's right-hand
     # sides, then stores); fi.comps[k] then copy them into the Func's buffers
     temps: dict[int, list[me.Computation]] = field(default_factory=dict)
+    copy_temps: list[dict[int, list[me.Computation]]] = field(default_factory=list)  # [r]
+
+    def realization(self, r: int, k: int) -> list[me.Computation]:
+        """The computations of stage ``k`` of realization ``r`` (0: the Func's own), in
+        their order at a point: an update's new values first where it has them."""
+        if r == 0:
+            return self.temps.get(k, []) + self.comps[k]
+        if k == 0:
+            return self.copies[r - 1]
+        return self.copy_temps[r - 1].get(k, []) + self.copy_updates[r - 1][k - 1]
+
+    def stage_comps(self, k: int) -> list[me.Computation]:
+        """The computations of stage ``k`` of every realization (one loop nest each, under
+        the same schedule)."""
+        return [c for r in range(len(self.copies) + 1) for c in self.realization(r, k)]
 
 
 def index_params(hp: HPipeline, order: list[str]) -> set[str]:
