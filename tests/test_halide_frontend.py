@@ -165,12 +165,17 @@ def _at_vector(g: hl.Func, b: hl.Func, schedule: str) -> None:
     elif schedule == "updates4":  # the producer has an update; its consumer's rows parallel
         g.split(x, xo, xi, 4).vectorize(xi).parallel(y)
         b.compute_at(g, xi)
+    elif schedule == "two_stages8":  # realized in both stages, each one vectorized
+        g.split(x, xo, xi, 8).vectorize(xi)
+        g.update(0).split(x, xo, xi, 4).vectorize(xi)
+        b.compute_at(g, xi)
     else:  # the vector loop outermost: no loop around it
         g.split(x, xo, xi, 8).vectorize(xi).reorder(y, xo, xi)
         b.compute_at(g, xi)
 
 
-@pytest.mark.parametrize("schedule", ["split8", "tile_parallel4", "updates4", "outermost8"])
+@pytest.mark.parametrize("schedule", ["split8", "tile_parallel4", "updates4", "two_stages8",
+                                      "outermost8"])
 def test_compute_at_a_vectorized_loop(rng: np.random.Generator, schedule: str) -> None:
     """Halide computes a Func at a vector loop per vector, over the lanes' points; ours is
     computed at the loop just outside the vector loop (no buffer inside an OpenMP simd
@@ -184,8 +189,10 @@ def test_compute_at_a_vectorized_loop(rng: np.random.Generator, schedule: str) -
     if schedule == "updates4":
         b[x, y] = b[x, y] * 2
     g[x, y] = b[x, y] * b[x + 1, y] + b[x, y + 1]
+    if schedule == "two_stages8":
+        g[x, y] += b[x + 2, y]
     _at_vector(g, b, schedule)
-    av = _f32(rng, 18, 38)
+    av = _f32(rng, 18, 44)  # the update's vectors, rounded up, read past the output
     built = check(g, [37, 17], [(a, av)]).translate([37, 17], a=av)
     width = 4 if schedule.endswith("4") else 8
     pure = built.comps[b.name()][0][0].name
