@@ -135,16 +135,24 @@ def test_a_store_index_reading_the_tuple_is_refused() -> None:
         compile_pipeline(f).realize([4])
 
 
-def _window_argmin(a: hl.ImageParam, both: bool) -> tuple[hl.Func, hl.Func]:
-    """Per point, the argmin over a window of 7 (a Tuple update whose elements read each
-    other), read by a consumer at x and x + 1 (both elements there, or only one)."""
+def _argmin(a: hl.ImageParam, name: str) -> tuple[hl.Func, hl.Var, hl.Var]:
+    """Per point, the argmin over a window of 7: a Tuple update whose elements read each
+    other (index, value)."""
     x, y = hl.Var("x"), hl.Var("y")
-    f, out = hl.Func("win_argmin"), hl.Func("win_out")
+    f = hl.Func(name)
     r = hl.RDom([(0, 7)], "r")
     f[x, y] = (0, a[x, y])
     better = a[x + r.x, y] < f[x, y][1]
     f[x, y] = (hl.select(better, r.x, f[x, y][0]), hl.select(better, a[x + r.x, y],
                                                               f[x, y][1]))
+    return f, x, y
+
+
+def _window_argmin(a: hl.ImageParam, both: bool) -> tuple[hl.Func, hl.Func]:
+    """:func:`_argmin` read by a consumer at x and x + 1 (both elements there, or only
+    one)."""
+    f, x, y = _argmin(a, "win_argmin")
+    out = hl.Func("win_out")
     nxt = hl.f32(f[x + 1, y][0]) + (f[x + 1, y][1] if both else 0)
     out[x, y] = hl.f32(f[x, y][0]) + f[x, y][1] * 2 + nxt
     return f, out
@@ -181,13 +189,8 @@ def test_argmin_index_computed_at_a_loop(schedule: str, rng: np.random.Generator
     value element is read only by the index element's update, and is computed where that
     update reads it (a later round of the compute_at fixpoint)."""
     a = hl.ImageParam(hl.Float(32), 2, "a")
-    x, y = hl.Var("x"), hl.Var("y")
-    f, out = hl.Func("idx_argmin"), hl.Func("idx_out")
-    r = hl.RDom([(0, 7)], "r")
-    f[x, y] = (0, a[x, y])
-    better = a[x + r.x, y] < f[x, y][1]
-    f[x, y] = (hl.select(better, r.x, f[x, y][0]), hl.select(better, a[x + r.x, y],
-                                                              f[x, y][1]))
+    f, x, y = _argmin(a, "idx_argmin")
+    out = hl.Func("idx_out")
     out[x, y] = f[x, y][0] + f[x + 1, y][0] * 10
     f.compute_at(out, y if schedule == "at_y" else x)
     data = rng.integers(0, 9, (12, 30)).astype(np.float32)  # ties: the first index wins
