@@ -288,7 +288,8 @@ def test_blocked_pack_along_a_loop() -> None:
 @pytest.mark.parametrize("schedule, message", [
     ("pack(B, Bt, 1, 1)", r"\[1, 1\] is not a permutation of the 2 dims of 'B'"),
     ("pack(B, Bt, 2 % 1, 1, 2)", r"a block \(dim % b\) with b not an Int of at least 2"),
-    ("pack(B, Bt, 2 % 4, 1)", r"\[1\] is not a permutation of the 2 dims"),
+    ("pack(B, Bt, 2 % 4, 1)", r"dim 2 blocked \(2 % 4\) without its quotient"),
+    ("pack(B, Bt, 2 % 4, 2)", r"\[2\] is not a permutation of the 2 dims"),
     ("pack(B, Bt, 2 % 4, 2 % 2, 1, 2)", r"dim \[2, 2\] blocked twice"),
     ("pack(B, Bt, 2 % k, 1, 2)", r"schedule argument 2 % k"),
     ("pack(B, Bt, 1)", r"\[1\] is not a permutation"),

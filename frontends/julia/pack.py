@@ -91,6 +91,10 @@ def plan_pack(d: J.Call, prog: Program, arrays: set[str], rank: dict[str, int], 
         dims.append(int(x.value))
         blocks.append(b)
     whole = [d_ for d_, b in zip(dims, blocks, strict=True) if not b]
+    for d_, b in zip(dims, blocks, strict=True):
+        if b and d_ not in whole:
+            raise bad(f"dim {d_} blocked ({d_} % {b}) without its quotient (a plain {d_} "
+                      "among the dims)")
     if sorted(whole) != list(range(1, rank[name] + 1)):
         raise bad(f"{whole} is not a permutation of the {rank[name]} dims of {name!r}")
     blocked = [d_ for d_, b in zip(dims, blocks, strict=True) if b]
