@@ -179,6 +179,7 @@ end
         # contiguous run instead of one line every 192 KB)
         pack(B, Bp, 1 % 8, 3, 2, 1)
         parallelize(Bp, Bp_3)
+        split(Bp, Bp_1, 8)  # the copy's i in panels too: no i ÷ 8, i % 8 per element
         shift(M, i, -1)
         shift(M, j, -1)
         split(M, i, 8)
@@ -224,6 +225,7 @@ end
         parallelize(MEAN, j)
         parallelize(CENTER, j)
         parallelize(dataT, dataT_2)
+        split(dataT, dataT_1, 8)  # the copy's i in panels too: no i ÷ 8, i % 8 per element
         parallelize(ZERO, i)
         parallelize(SCALE, i)
     end
