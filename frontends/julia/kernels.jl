@@ -81,21 +81,23 @@ end
     m, n = size(A)
     @schedule begin
         # T: axpy form (columns of A, i contiguous, gcc vectorizes i), the rows in two
-        # halves over the cores, 4 columns per sweep of tmp; shift to 0-based so that
-        # the blocks align with the columns and need no guards
+        # halves over the cores, 8 columns per sweep of tmp (half the loads and stores of
+        # tmp of 4); shift to 0-based so that the blocks align with the columns and need
+        # no guards
         shift(T, i, -1)
         shift(T, j, -1)
         split(T, i, 952)
         interchange(T, i1, j)
-        unroll(T, j, 4)
+        unroll(T, j, 8)
         interchange(T, j_ui, i1)
         parallelize(T, i0)
-        # Y: dot products down the columns (i contiguous), 7 columns at a time (7 divides
-        # n = 2100: no partial block, no guards) for 7 independent sums (gcc keeps a
-        # reduction scalar), the blocks of columns over the cores
+        # Y: dot products down the columns (i contiguous), 14 columns at a time (14
+        # divides n = 2100: no partial block, no guards) for 14 independent sums (gcc
+        # keeps a reduction scalar), the blocks of columns over the cores. 8 and 14
+        # against 4 and 7: 1.26 -> 1.08x numpy's wall time, 1.22 -> 1.02x single-thread
         shift(Y, j, -1)
         interchange(Y, i, j)
-        unroll(Y, j, 7)
+        unroll(Y, j, 14)
         interchange(Y, j_ui, i)
         parallelize(Y, j_uo)
     end
