@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from frontends.halide.errors import UnsupportedHalideFeature
 from frontends.halide.graph import definitions, exprs_of, walk
+from frontends.halide.ring import check_ring
 from frontends.names import Namer
 from middleend import ROOT, ScheduleError, barrier_at
 from middleend.ir.expr import Access
@@ -193,7 +194,9 @@ def place(tr: Translator, fi: FuncInfo) -> None:
     if fi.inline:
         for c in fi.comps[0]:
             c.inline()
-        return
+        return  # a ring_buffer() too: no storage, as in Halide
+    if s.ring_buffer is not None:
+        check_ring(tr, fi)
     # Tuple elements of one stage share one loop nest, as in Halide, in order (an update
     # whose elements read each other: all new values first, then the stores)
     n = len(f.output_types)
@@ -243,8 +246,10 @@ def _place_at(tr: Translator, fi: FuncInfo) -> None:
             "schedule too (\"computed at an invalid location\"): compute it at a loop "
             "around every use, or compute_root", computations=(f.name, *outside))
     # hoist_storage(level) allocates at that level, outside store_at's (values are the
-    # same; Halide only gives up the sliding window there)
-    sl = s.store_level if s.hoist_storage_level.is_inlined else s.hoist_storage_level
+    # same; Halide only gives up the sliding window there); with ring_buffer(), at the
+    # store level: the storage of one realization, one copy of the ring (ring.py)
+    hoisted = not s.hoist_storage_level.is_inlined and s.ring_buffer is None
+    sl = s.hoist_storage_level if hoisted else s.store_level
     if sl.is_outermost:
         sl = dataclasses.replace(sl, var_name="__root")  # outside every loop: at root
     if not sl.is_inlined and not sl.is_root and sl.func_name != cl.func_name:

@@ -44,8 +44,7 @@ def plan_func_schedule(fi: FuncInfo, is_output: bool) -> None:
         raise UnsupportedHalideFeature(f.name, None, f"define_extern({f.extern_function_name})")
     # memoize, fold_storage, align/bound_storage, trace_*, print, prefetch,
     # store_in(MemoryType) and async are no-ops (see noops.py)
-    if s.ring_buffer is not None:
-        raise UnsupportedHalideFeature(f.name, None, "ring_buffer()")
+    # ring_buffer() is checked where the Func is placed (ring.py)
     hs = s.hoist_storage_level
     if not hs.is_inlined and not hs.is_root and s.compute_level.is_root:
         raise UnsupportedHalideFeature(f.name, None, "hoist_storage() at a loop of a "
