@@ -13,7 +13,7 @@ import pytest
 from halide_util import check
 
 import middleend as me
-from frontends.halide import compile_pipeline
+from frontends.halide import UnsupportedHalideFeature, compile_pipeline
 
 
 def _histogram(kind: hl.Type, schedule: str) -> tuple[hl.Func, hl.ImageParam]:
@@ -100,3 +100,72 @@ def test_an_update_of_another_form_is_refused(rng: np.random.Generator) -> None:
     f.update().atomic(True).parallel(r.y)
     with pytest.raises(me.ScheduleError, match="cannot be an atomic update"):
         compile_pipeline(f).realize([8], im=rng.integers(0, 256, (5, 7), dtype=np.uint8))
+
+
+@pytest.mark.parametrize("schedule", ["parallel", "split_parallel_vector"])
+def test_tuple_of_independent_updates(schedule: str, rng: np.random.Generator) -> None:
+    """A count and a sum per bin, one Tuple: Halide locks a mutex per update; here each
+    element is its own atomic read-modify-write (neither reads the other, so each ends with
+    its own reduction, as under the lock); the weights are multiples of 1/2 below 2^10, so
+    every order of the float sum is exact."""
+    x = hl.Var("x")
+    im = hl.ImageParam(hl.UInt(8), 2, "im")
+    w = hl.ImageParam(hl.Float(32), 2, "w")
+    r = hl.RDom([(0, im.width()), (0, im.height())], "r")
+    s = hl.Func("count_sum")
+    s[x] = (0, hl.f32(0))
+    b = hl.i32(im[r.x, r.y] % 16)
+    s[b] = (s[b][0] + 1, s[b][1] + w[r.x, r.y])
+    upd = s.update().atomic()
+    if schedule == "parallel":
+        upd.parallel(r.y)
+    else:
+        ro, ri = hl.RVar("ro"), hl.RVar("ri")
+        upd.split(r.x, ro, ri, 4).vectorize(ri).parallel(r.y)
+    data = rng.integers(0, 256, (23, 31), dtype=np.uint8)
+    data[:6, :] = 5  # a popular bin
+    weights = (rng.integers(0, 16, (23, 31)) / 2).astype(np.float32)
+    k = check(s, [16], [(im, data), (w, weights)])
+    source = k.build([16], im=data, w=weights)[1].source
+    assert "__atomic_fetch_add(&b_" in source and "__atomic_compare_exchange(&b_" in source
+
+
+def _argmax(schedule: str) -> tuple[hl.Func, hl.ImageParam]:
+    """Per row, the first column of the largest value: the index follows the value (the
+    Tuple's elements read each other)."""
+    y = hl.Var("y")
+    im = hl.ImageParam(hl.Float(32), 2, "im")
+    r = hl.RDom([(0, im.width())], "r")
+    am = hl.Func("argmax_row")
+    am[y] = (hl.i32(0), hl.f32(-1))
+    better = am[y][1] < im[r.x, y]
+    am[y] = (hl.select(better, r.x, am[y][0]), hl.max(am[y][1], im[r.x, y]))
+    upd = am.update()
+    if schedule == "serial":
+        upd.atomic()
+    elif schedule == "parallel_y":  # a pure Var: no two threads update one row
+        upd.atomic().parallel(y)
+    else:  # Halide runs it under a mutex (its associativity test skipped)
+        upd.atomic(True).parallel(r.x)
+    return am, im
+
+
+@pytest.mark.parametrize("schedule", ["serial", "parallel_y"])
+def test_tuple_reading_each_other_without_a_race(schedule: str,
+                                                 rng: np.random.Generator) -> None:
+    """No loop over the RDom is parallel: atomicity changes nothing, compiled as is (the
+    legality check proves the parallel row loop)."""
+    am, im = _argmax(schedule)
+    data = rng.integers(0, 8, (9, 13)).astype(np.float32)  # ties: the first one wins
+    check(am, [9], [(im, data)])
+
+
+def test_tuple_reading_each_other_over_a_parallel_rdom_is_refused(
+        rng: np.random.Generator) -> None:
+    """The index and the value must change together (Halide's mutex); one line says why
+    not and what to do instead."""
+    am, im = _argmax("parallel_r")
+    with pytest.raises(UnsupportedHalideFeature, match=r"RDom loop r\$x parallel .*run "
+                       r"r\$x serially") as e:
+        compile_pipeline(am).realize([9], im=rng.random((9, 13), dtype=np.float32))
+    assert "\n" not in str(e.value)

@@ -59,10 +59,9 @@ def plan_func_schedule(fi: FuncInfo, is_output: bool) -> None:
         if st.allow_race_conditions:
             raise UnsupportedHalideFeature(f.name, k, "allow_race_conditions() (a race "
                                            "Halide lets give any result)")
-        if st.atomic and (k == 0 or len(f.output_types) > 1):
-            raise UnsupportedHalideFeature(f.name, k, "atomic() of a pure definition or of "
-                                           "a Tuple update (only a single-valued update is "
-                                           "made atomic)")
+        if st.atomic and k == 0:
+            raise UnsupportedHalideFeature(f.name, k, "atomic() of a pure definition (only "
+                                           "an update is made atomic)")
     cl = s.compute_level
     fi.inline = cl.is_inlined and not is_output and not f.updates
 
@@ -158,9 +157,47 @@ def schedule_stage(tr: Translator, fi: FuncInfo, k: int) -> None:
             raise UnsupportedHalideFeature(f.name, k, "more than three GPU block or thread "
                                            "loops")
         run("gpu_loops", tuple(blocks), tuple(threads))
-    if st.atomic:  # one atomic read-modify-write per instance: parallel(r) may race
-        for c in comps:
-            c.atomic()
+    if st.atomic:
+        _atomic(fi, k, comps)
     plan.gpu_blocks = set(blocks)
     plan.order = order
     fi.plans.append(plan)
+
+
+_RACING = ("Parallel", "Vectorized", "GPUBlock", "GPUThread", "GPULane")
+
+
+def _atomic(fi: FuncInfo, k: int, comps: list[Any]) -> None:
+    """``update(k).atomic()``: one atomic read-modify-write per instance, so a parallel or
+    vector loop over the RDom may update one element from several iterations (a histogram).
+
+    A Tuple update whose elements read only themselves (``{s0[i] + 1, s1[i] + v}``) is made
+    atomic element by element: Halide takes a mutex per element group so that the elements
+    change together, but no element's update reads another, so every element ends with
+    its own reduction over all instances, as under the lock. A Tuple update whose elements
+    read each other (argmin: the index follows the value) needs them changed as one, which
+    the middle-end's atomic (one element) cannot do; it is accepted where no loop over the
+    RDom is parallel or vectorized, where no two concurrent instances update one element
+    (atomicity changes nothing there; the legality check proves every parallel loop)."""
+    f = fi.f
+    if k not in fi.temps:
+        for c in comps:
+            c.atomic()
+        return
+    d = definitions(f)[k]
+    rvars = {rv.var for rv in d.schedule.rvars}
+    for sp in d.schedule.splits:  # loops made from RVars run over the RDom too
+        if sp.split_type == "FuseVars":
+            if sp.inner in rvars or sp.outer in rvars:
+                rvars.add(sp.old_var)
+        elif sp.old_var in rvars:
+            rvars |= {sp.outer, sp.inner} if sp.split_type == "SplitVar" else {sp.outer}
+    racing = [dm for dm in d.schedule.dims if dm.var in rvars and dm.for_type in _RACING]
+    if racing:
+        dm = racing[0]
+        raise UnsupportedHalideFeature(
+            f.name, k, f"atomic() of a Tuple update whose elements read each other, with the "
+            f"RDom loop {dm.var} {dm.for_type.lower()} (Halide locks a mutex per update so "
+            "that the elements change together; the middle-end's atomic() updates one "
+            f"element): run {dm.var} serially (parallelize a pure Var instead), or split the "
+            "Tuple into Funcs whose updates read only themselves")
