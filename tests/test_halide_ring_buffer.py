@@ -85,3 +85,12 @@ def test_ring_buffer_extent_positive(rng: np.random.Generator) -> None:
     with pytest.raises(me.ScheduleError, match=r"ring_buffer\(0\): the extent must be a "
                        "positive integer"):
         compile_pipeline(c).realize([19, 11], a=inputs[0][1])
+
+
+def test_ring_buffer_without_storage_of_its_own(rng: np.random.Generator) -> None:
+    """On an output (stored in the caller's array) and on an inlined Func (no storage),
+    Halide runs ring_buffer() without a hoist_storage, as it is nothing there; so do we."""
+    p, c, _, inputs = _pipeline(rng, "rb_none")
+    p.ring_buffer(2)
+    c.ring_buffer(3)
+    check(c, [19, 11], inputs)

@@ -195,7 +195,7 @@ def place(tr: Translator, fi: FuncInfo) -> None:
         for c in fi.comps[0]:
             c.inline()
         return  # a ring_buffer() too: no storage, as in Halide
-    if s.ring_buffer is not None:
+    if s.ring_buffer is not None and f.name not in tr.outputs:  # an output: its buffer
         check_ring(tr, fi)
     # Tuple elements of one stage share one loop nest, as in Halide, in order (an update
     # whose elements read each other: all new values first, then the stores)
