@@ -2,7 +2,8 @@
 realization are read in the iteration that produced it, whatever the extent, so they are
 Halide's; the storage is one realization's, at the store level (frontends/halide/ring.py).
 What Halide refuses (no hoist_storage, storage hoisted outside a parallel loop) and a
-non-positive extent are refused in one line."""
+non-positive extent are refused in one line, as is storage hoisted inside its store level,
+with or without a ring."""
 
 from __future__ import annotations
 
@@ -58,6 +59,10 @@ def _refused(schedule: str, rng: np.random.Generator) -> tuple[hl.Func, list]:
     elif schedule == "parallel":
         c.parallel(y)
         p.compute_at(c, y).hoist_storage_root().ring_buffer(2)
+    elif schedule == "hoist_inside":
+        p.compute_at(c, x).store_at(c, y).hoist_storage(c, x).ring_buffer(2)
+    elif schedule == "hoist_inside_no_ring":
+        p.compute_at(c, y).hoist_storage(c, x)
     else:
         p.compute_at(c, y).hoist_storage_root().ring_buffer(0)
     return c, inputs
@@ -67,6 +72,10 @@ def _refused(schedule: str, rng: np.random.Generator) -> tuple[hl.Func, list]:
     ("no_hoist", "stored and hoisted at the same level (rbx_no_hoist_c.y)"),
     ("root", "stored and hoisted at the same level (root)"),
     ("parallel", "hoisted (root) outside the parallel loop rbx_parallel_c.y"),
+    ("hoist_inside", "hoist_storage(rbx_hoist_inside_c.x) is inside its store level "
+     "(rbx_hoist_inside_c.y)"),
+    ("hoist_inside_no_ring", "hoist_storage(rbx_hoist_inside_no_ring_c.x) is inside its "
+     "store level (rbx_hoist_inside_no_ring_c.y)"),
 ])
 def test_ring_buffer_refused_as_halide(schedule: str, message: str,
                                        rng: np.random.Generator) -> None:

@@ -73,6 +73,7 @@ def check_ring(tr: Translator, fi: FuncInfo) -> int:
     if sl.is_root or sl.is_outermost:
         return n  # stored once, outside every loop: nothing between the levels
     ci = tr.info[sl.func_name]
+    check_hoist(tr, fi)
     for site in tr.placement.stages(f.name):
         order = ci.plans[site].order
         dims = {dm.var: dm.for_type for dm in definitions(ci.f)[site].schedule.dims}
@@ -88,10 +89,28 @@ def check_ring(tr: Translator, fi: FuncInfo) -> int:
     return n
 
 
+def check_hoist(tr: Translator, fi: FuncInfo) -> None:
+    """``hoist_storage`` at a loop of the Func it is stored in must be outside the store
+    level (Halide: "computed at the following invalid location")."""
+    s = fi.f.schedule
+    hs, sl = s.hoist_storage_level, store_level(fi)
+    if hs.is_inlined or hs.is_root or hs.is_outermost or sl.is_root or sl.is_outermost or \
+            hs.func_name != sl.func_name:
+        return
+    ci = tr.info[sl.func_name]
+    for site in tr.placement.stages(fi.f.name):
+        order = ci.plans[site].order
+        if _position(fi.f.name, order, hs.var_name) > _position(fi.f.name, order, sl.var_name):
+            raise ScheduleError(
+                f"Func {fi.f.name!r}: hoist_storage({_where(hs)}) is inside its store level "
+                f"({_where(sl)}); Halide refuses this too (an invalid location): hoist the "
+                "storage to the store loop or a loop outside it")
+
+
 def _position(func: str, order: list[str], var: str) -> int:
     hits = [i for i, n in enumerate(order) if n == var]
     hits = hits or [i for i, n in enumerate(order) if n.endswith("." + var)]
     if len(hits) != 1:
-        raise UnsupportedHalideFeature(func, None, f"ring_buffer() at loop {var!r}: the "
-                                       f"loops are {order}")
+        raise UnsupportedHalideFeature(func, None, f"hoist_storage() or ring_buffer() at "
+                                       f"loop {var!r}: the loops are {order}")
     return hits[0]
