@@ -336,7 +336,8 @@ class ExprPrinter:
         """An element of a loop-local buffer that a called function gets from its caller
         (the iteration's buffer, a ``const T*`` parameter named as the statement names it,
         and its offsets, 64-bit parameters: ``LocalArg``), every subscript checked against
-        the buffer's per-iteration size (params only, in scope here)."""
+        the buffer's per-iteration size (``d_<buf>_<k>``, defined in the function from the
+        params as the statement's code defines them)."""
         decl = self.buffers.get(e.buffer)
         if decl is None or not decl.local:
             raise TargetError(f"a function reads {e.buffer!r} as a loop-local buffer, which "
@@ -349,12 +350,10 @@ class ExprPrinter:
             raise TargetError(f"access to local buffer {e.buffer!r} as {e.type_.name} with "
                               f"{len(e.indices)} indices; it is declared {decl.dtype.name} "
                               f"with {len(decl.sizes)} dimensions")
-        dims = [f"me_dim({iexpr_c(size)})" for size in decl.sizes]
-        terms = []
-        for k, (i, o) in enumerate(zip(e.indices, e.offsets, strict=True)):
-            sub = f"me_chk(({self.index(i)} - {self.index(o)}), {dims[k]}, {self.err})"
-            terms.append(" * ".join([sub, *dims[k + 1:]]))
-        return f"b_{ident(e.buffer, 'buffer name')}[{' + '.join(terms) or '0'}]"
+        buf = ident(e.buffer, "buffer name")
+        return _linear(buf, [f"me_chk(({self.index(i)} - {self.index(o)}), d_{buf}_{k}, "
+                             f"{self.err})" for k, (i, o) in
+                             enumerate(zip(e.indices, e.offsets, strict=True))])
 
     # ------------------------------------------------------------------ 64-bit indices
     def index(self, e: Expr) -> str:

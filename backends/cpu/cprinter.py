@@ -119,7 +119,7 @@ class CPrinter(LoopPrinter):
             lines = [f"/* inlined {comment(f.name)} */",
                      f"static {f.body.dtype.c_name} {fn_name(f.name)}({', '.join(params)}) {{"]
             lines += [f"    (void){name};" for _, name in caps]
-            for b in f.buffers:
+            for b in (*f.buffers, *f.locals):  # a local's per-iteration sizes: params only
                 lines += [f"    {x}" for x in dims_lines(self.buffers[b])]
                 lines += [f"    (void)s_{b}_{k}; (void)d_{b}_{k};"
                           for k in range(len(self.buffers[b].sizes))]

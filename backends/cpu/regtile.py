@@ -20,7 +20,8 @@ reductions qualify: gcc may reassociate an integer sum, so its vectorized form i
 
 from __future__ import annotations
 
-from middleend.ir.loopast import Block, Expr, For, IInt, IterRef, Node, Program, Stmt, ivars
+from middleend.ir.expr import walk
+from middleend.ir.loopast import Block, For, IInt, IterRef, Node, Program, Stmt, ivars
 
 MAX_TILE_TRIP = 16  # a constant loop gcc unrolls completely inside the tile
 MIN_ACCUMULATORS = 4  # fewer sums are a dot product, not a tile
@@ -66,22 +67,11 @@ def _accumulators(node: Node, var: str, inner: tuple[str, ...], program: Program
                 not info.store.dtype.is_float:
             return None
         bound = dict(node.bindings)  # iterator i is bound as v_i (passes/astgen.py)
-        names = {f"v_{n}" for n in _iterators(info.store)} | set(info.store.offset_names or ())
+        names = {f"v_{n.name}" for n in walk(info.store) if isinstance(n, IterRef)} | \
+            set(info.store.offset_names or ())
         moves = ivars(*(bound.get(n) for n in names))
         return None if var in moves or not moves & set(inner) else 1
     return None
-
-
-def _iterators(e: Expr) -> set[str]:
-    """The iterator names an expression reads."""
-    out: set[str] = set()
-    stack = [e]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, IterRef):
-            out.add(x.name)
-        stack.extend(x.children())
-    return out
 
 
 __all__ = ["register_tile_loop"]
