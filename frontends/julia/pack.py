@@ -101,9 +101,8 @@ def plan_pack(d: J.Call, prog: Program, arrays: set[str], rank: dict[str, int], 
     if len(set(blocked)) != len(blocked):
         raise bad(f"dim {blocked} blocked twice")
     # the plain dim of a blocked one holds the quotient
-    split = tuple(b if b else -dict((d_, b_) for d_, b_ in zip(dims, blocks, strict=True)
-                                    if b_).get(d_, 0)
-                  for d_, b in zip(dims, blocks, strict=True))
+    by = {d_: b for d_, b in zip(dims, blocks, strict=True) if b}
+    split = tuple(b or -by.get(d_, 0) for d_, b in zip(dims, blocks, strict=True))
     writes = [s.pos[0] for s in prog.stmts
               if isinstance(s.node.target, J.Ref) and s.node.target.array == name]
     at = 2 * max(writes) + 1 if writes else -1
@@ -115,6 +114,12 @@ def plan_pack(d: J.Call, prog: Program, arrays: set[str], rank: dict[str, int], 
         raise bad(f"no read of {name!r} after its last write has {along!r} as its index "
                   f"{dims[0]}")
     return Pack(name, copy, perm, split, at, d.line, along)
+
+
+def copy_extent(n: int, b: int) -> int:
+    """The extent of a copy's dim over an array dim of ``n`` (``Pack.split``'s ``b``):
+    ``n`` itself, the block ``b``, or the number of blocks of ``-b``, the last partial."""
+    return n if not b else b if b > 0 else -(-n // -b)
 
 
 def _reads(s: Stmt, name: str, along: tuple[int, str] | None = None) -> bool:

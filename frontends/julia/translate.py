@@ -30,7 +30,7 @@ from frontends.julia.expand import Expansion, Planner
 from frontends.julia.exprs import Array, Exprs, _ex, blocked
 from frontends.julia.jtypes import ArgType, promote
 from frontends.julia.localarrays import LocalArray
-from frontends.julia.pack import Pack, plan_pack
+from frontends.julia.pack import Pack, copy_extent, plan_pack
 from frontends.julia.program import (
     RESULT,
     Flattener,
@@ -502,8 +502,7 @@ class Translator:
         src = arrays[p.array]
         if src.prefix:
             raise self.fail(d.line, f"directive pack: {p.array!r} is stored by store_in")
-        sizes = tuple(src.sizes[q] if not b else b if b > 0 else -(-src.sizes[q] // -b)
-                      for q, b in zip(p.perm, p.split, strict=True))
+        sizes = tuple(copy_extent(src.sizes[q], b) for q, b in zip(p.perm, p.split, strict=True))
         buf = me.Buffer(self.names(p.copy), list(reversed(sizes)), src.elem)
         self.pack_view[p.copy] = Array(p.array, buf, src.sizes, src.elem, perm=p.perm,
                                        split=p.split, along=p.along,
