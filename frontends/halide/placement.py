@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from frontends.halide.errors import UnsupportedHalideFeature
 from frontends.halide.graph import definitions, exprs_of, walk
+from frontends.halide.races import check_races
 from frontends.halide.ring import check_hoist, check_ring
 from frontends.names import Namer
 from middleend import ROOT, ScheduleError, barrier_at
@@ -199,6 +200,8 @@ def place(tr: Translator, fi: FuncInfo) -> None:
         check_ring(tr, fi)
     elif tr.placement.computed_at(f.name):
         check_hoist(tr, fi)
+    if tr.placement.computed_at(f.name) and f.name not in tr.outputs:
+        check_races(tr, fi)
     # Tuple elements of one stage share one loop nest, as in Halide, in order (an update
     # whose elements read each other: all new values first, then the stores)
     n = len(f.output_types)
