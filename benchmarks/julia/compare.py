@@ -15,10 +15,13 @@ side allocates nothing per call; numpy's formulations return new arrays.
 time: with both sides on one thread (``MIDDLEEND_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1``,
 checked) it measures the code, not the other processes of a busy machine. ``--source``
 compiles another version of ``kernels.jl`` (e.g. an earlier commit's schedules, ``git show
-REV:frontends/julia/kernels.jl``) with the same compiler, to compare schedules.
+REV:frontends/julia/kernels.jl``) with the same compiler, to compare schedules. ``--fma``
+adds a column: the scheduled kernel built with ``fp_contract`` (what ``@fastmath`` over every
+assignment gives: ``a * b + c`` may become one fused multiply-add, as in numpy's BLAS),
+checked and timed in the same interleaved run; the plain ratio stays the default figure.
 
     .venv/bin/python benchmarks/julia/compare.py [--reps 5] [--only bicg!,doitgen!] [--small]
-        [--cpu-time] [--source old_kernels.jl]
+        [--cpu-time] [--source old_kernels.jl] [--fma]
 """
 
 from __future__ import annotations
@@ -75,6 +78,9 @@ def main() -> None:
                     help="the calling thread's CPU time, both sides on one thread")
     ap.add_argument("--source", default="",
                     help="a kernels.jl to compile instead of frontends/julia/kernels.jl")
+    ap.add_argument("--fma", action="store_true",
+                    help="also time the scheduled kernels built with fp_contract (fused "
+                         "multiply-adds, as @fastmath allows)")
     a = ap.parse_args()
     if a.cpu_time and not all(os.environ.get(v) == "1" for v in
                               ("MIDDLEEND_NUM_THREADS", "OPENBLAS_NUM_THREADS")):
@@ -92,10 +98,16 @@ def main() -> None:
         sched, unsched = _fresh(args), _fresh(args)
         ks(*sched)  # compiles, outside the timing
         ku(*unsched)
-        numpy_result = kd.numpy(args) if kd.numpy else None
-        check(kd, args, {"scheduled": sched, "unscheduled": unsched}, numpy_result)
+        ran = {"scheduled": sched, "unscheduled": unsched}
         calls: dict[str, Callable[[], object]] = {
             "unsched": lambda k=ku, x=unsched: k(*x), "sched": lambda k=ks, x=sched: k(*x)}
+        if a.fma:
+            kf = compile_source(src, n, schedule=True, fp_contract=True)
+            ran["scheduled, fp_contract"] = fused = _fresh(args)
+            kf(*fused)
+            calls["fma"] = lambda k=kf, x=fused: k(*x)
+        numpy_result = kd.numpy(args) if kd.numpy else None
+        check(kd, args, ran, numpy_result)
         if kd.numpy is not None:
             calls["numpy"] = lambda f=kd.numpy, x=args: f(x)
         t = samples_interleaved(calls, reps=a.reps, clock=clock)
@@ -107,13 +119,17 @@ def main() -> None:
                     f"{b['unsched'] / b['sched']:.2f}x", f"{b['sched'] / b['numpy']:.2f}"]
         else:
             row += ["-", "-", f"{b['unsched'] / b['sched']:.2f}x", "-"]
+        if a.fma:
+            row += [f"{b['fma'] * 1e3:.3f}",
+                    f"{b['fma'] / b['numpy']:.2f}" if "numpy" in b else "-"]
         rows.append(row)
         print(f"{n}: checked and timed", flush=True)
     what = "single-thread CPU time" if a.cpu_time else "wall time"
     print_table(f"Julia kernels, {what}, best of {max(a.reps, MIN_REPS)} interleaved "
                 "(ratio = ours scheduled / numpy; < 1: ours faster)",
                 ["kernel", "unsched ms", "sched ms", "spread", "numpy ms", "spread",
-                 "sched speedup", "ratio"], rows)
+                 "sched speedup", "ratio"] + (["fma ms", "fma ratio"] if a.fma else []),
+                rows)
 
 
 if __name__ == "__main__":
