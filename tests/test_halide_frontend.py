@@ -139,23 +139,6 @@ def test_tuple_update_reading_an_updated_element(rng: np.random.Generator) -> No
     np.testing.assert_array_equal(k.realize([9], a=data)[1], np.argmax(data, axis=1))
 
 
-# ------------------------------------------------------------ Halide-legal, refused by us
-
-@pytest.mark.xfail(strict=True, raises=me.ScheduleError,
-                   reason="front-end gap: Halide accepts reordering a reduction's RVars "
-                          "(update(0).reorder(r.y, r.x)); the middle-end's dependence check "
-                          "refuses the update's self-dependence in the new order")
-def test_reordered_rvars(rng: np.random.Generator) -> None:
-    x = hl.Var("x")
-    a = hl.ImageParam(hl.Float(32), 2, "a")
-    f = hl.Func("rsum")
-    r = hl.RDom([(0, 29), (0, 17)], "r")
-    f[x] = hl.f32(0)
-    f[x] += a[r.x, r.y] * hl.f32(x + 1)
-    f.update(0).reorder(r.y, r.x)
-    check(f, [5], [(a, _f32(rng, 17, 29))])
-
-
 def _at_vector(g: hl.Func, b: hl.Func, schedule: str) -> None:
     x, y, xo, yo, xi, yi, xv = (hl.Var(n) for n in ("x", "y", "xo", "yo", "xi", "yi", "xv"))
     if schedule == "split8":

@@ -71,6 +71,7 @@ def _every_command_program() -> me.Function:
         b.compute_at(c, "si")
         b.inline()
         d.atomic()
+        d.commute()
         # Layer IV operations, scheduled like computations
         cp = me.copy_at(c, "si", a, "a_tile")
         cp.vectorize("a_tile_1", 4)

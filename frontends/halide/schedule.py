@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from frontends.halide.errors import UnsupportedHalideFeature
 from frontends.halide.graph import definitions
+from frontends.halide.rvars import commute_reordered, impure_loops, impure_order, rdom_loops
 from frontends.names import Namer
 
 if TYPE_CHECKING:
@@ -96,6 +97,8 @@ def schedule_stage(tr: Translator, fi: FuncInfo, k: int) -> None:
     namer = Namer(set(plan.loops.values()))
     final = {dm.var: dm for dm in st.dims}
     extents: dict[str, int] = {}
+    impure = impure_loops(d) if k > 0 else set()
+    moved = False  # two impure RDom loops in another relative order (rvars.py)
 
     def run(method: str, *args: Any) -> None:
         for c in comps:
@@ -107,7 +110,9 @@ def schedule_stage(tr: Translator, fi: FuncInfo, k: int) -> None:
             order[order.index(sp.old_var)] = sp.outer
             continue
         if sp.split_type == "FuseVars":
+            before = impure_order(order, impure)
             _fuse(run, plan, order, sp.outer, sp.inner, sp.old_var, namer(sp.old_var))
+            moved |= before != impure_order(order, impure, (sp.old_var, sp.outer, sp.inner))
             continue
         if sp.factor is None:
             raise UnsupportedHalideFeature(f.name, k, f"split of {sp.old_var} without factor")
@@ -129,11 +134,14 @@ def schedule_stage(tr: Translator, fi: FuncInfo, k: int) -> None:
     if sorted(target) != sorted(order):
         raise UnsupportedHalideFeature(f.name, k, f"loops {target} that do not match the "
                                        f"splits' result {order}")
+    before = impure_order(order, impure)
     for i, want in enumerate(target):
         if order[i] != want:
             j = order.index(want)
             run("interchange", plan.loops[order[i]], plan.loops[want])
             order[i], order[j] = order[j], order[i]
+    if moved or before != impure_order(order, impure):
+        commute_reordered(f, k, comps, k in fi.temps)
     blocks, threads = [], []
     for dm in reversed(st.dims):
         if dm.var == "__outermost":
@@ -185,13 +193,7 @@ def _atomic(fi: FuncInfo, k: int, comps: list[Any]) -> None:
             c.atomic()
         return
     d = definitions(f)[k]
-    rvars = {rv.var for rv in d.schedule.rvars}
-    for sp in d.schedule.splits:  # loops made from RVars run over the RDom too
-        if sp.split_type == "FuseVars":
-            if sp.inner in rvars or sp.outer in rvars:
-                rvars.add(sp.old_var)
-        elif sp.old_var in rvars:
-            rvars |= {sp.outer, sp.inner} if sp.split_type == "SplitVar" else {sp.outer}
+    rvars = rdom_loops(d)  # loops made from RVars run over the RDom too
     racing = [dm for dm in d.schedule.dims if dm.var in rvars and dm.for_type in _RACING]
     if racing:
         dm = racing[0]

@@ -171,6 +171,17 @@ class Atomic(Command):
 
 
 @dataclass(frozen=True)
+class Commute(Command):
+    """The instances of ``comp``, an update ``b[i] = b[i] op e`` (the form of
+    :class:`Atomic`), may update one element in any order: the legality check accepts a
+    schedule that reorders them (Halide's reordering of a reduction's RVars), since an
+    associative, commutative ``op`` gives the same result in any order (the rounding of
+    a float sum aside). Only the order changes: a loop that runs two of them at once
+    (parallel, vector) still needs :class:`Atomic`, and no other computation may read a
+    partial result."""
+
+
+@dataclass(frozen=True)
 class Gpu(Command):
     """Tag loops as GPU blocks and threads (up to three of each; either may be empty:
     ``gpu_threads`` maps a producer computed inside a block to the block's threads).
@@ -250,7 +261,7 @@ class AllocateAt(Command):
 
 SCHEDULE_COMMANDS = (
     Interchange, Split, Fuse, Tile, Shift, Skew, Reverse, After, ComputeAt, Unroll, Vectorize,
-    Parallelize, Gpu, TileGpu, Distribute, Pipeline, SetSchedule, Atomic,
+    Parallelize, Gpu, TileGpu, Distribute, Pipeline, SetSchedule, Atomic, Commute,
 )
 DATA_COMMANDS = (StoreIn, StorageFold, AllocateAt)  # and TagMemory (Layer III/IV)
 

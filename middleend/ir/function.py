@@ -222,6 +222,13 @@ class Computation(_Indexable, Schedulable, _Placed):
         several iterations (a histogram); see :class:`~middleend.ir.commands.Atomic`."""
         return self._log(cmd.Atomic(self.name))
 
+    def commute(self) -> Computation:
+        """Let this update's instances (``b[i] = b[i] op e``, ``op`` associative and
+        commutative) update one element in any order, so that a schedule may reorder its
+        reduction loops (Halide's ``reorder`` of RVars); parallel loops over them still
+        need :meth:`atomic`. See :class:`~middleend.ir.commands.Commute`."""
+        return self._log(cmd.Commute(self.name))
+
 
     # -- data mapping (Layer III) ------------------------------------------------------
     def store_in(self, buffer: Buffer | Computation, indices: Sequence[Any] | None = None

@@ -31,16 +31,17 @@ def atomic_comps(ts: TimeSpace) -> dict[str, str]:
     return {n: s.atomic for n, s in ts.comps.items() if s.atomic}
 
 
-def atomic_update(name: str, l1: Layer1, l3: Layer3, command: str) -> tuple[str, Expr]:
+def atomic_update(name: str, l1: Layer1, l3: Layer3, command: str,
+                  what: str = "an atomic update") -> tuple[str, Expr]:
     """``(op, e)`` of the atomic update ``name`` (``b[i] = b[i] op e``); ScheduleError when
-    its expression has another form."""
+    its expression has another form (``what`` the command needs it to be, for it)."""
     c = l1.comps[name]
     buf = l3.store[name]
     index = l3.index[name]
 
     def refuse(why: str) -> ScheduleError:
         return ScheduleError(
-            f"{command}: {name!r} cannot be an atomic update: {why} (an atomic update is "
+            f"{command}: {name!r} cannot be {what}: {why} ({what} is "
             f"{buf}[i] = {buf}[i] op e, op one of + - * min max & | ^, and e does not "
             f"read {buf!r})", computations=(name,), command=command)
 

@@ -24,6 +24,7 @@ import islpy as isl
 from ..ir.errors import ScheduleError
 from ..ir.islutil import maps_of, sets_of
 from .atomic import atomic_comps, atomic_update
+from .commute import relax, self_mismatch
 from .data import Layer3
 from .dataflow import Expected
 from .device import DEVICE_PREFIX
@@ -53,6 +54,8 @@ def check_dataflow(l1: Layer1, l3: Layer3, ts: TimeSpace, exp: Expected, ph: Phy
     if flow is None:
         return
     deps, chains, same = flow
+    rx = relax(l1, l3, ts, exp, ph)  # commute(): updates whose order may change
+    exp = exp if rx is None else rx.exp
     _check_device_reads(ph, l4, deps, names)
     _check_operation_reads(l1, l3, exp, ph, l4, chains, names)
     by_ref = {ref: o for o in l4.ops.values() for ref in o.refs}
@@ -65,6 +68,18 @@ def check_dataflow(l1: Layer1, l3: Layer3, ts: TimeSpace, exp: Expected, ph: Phy
         if op is not None:
             _check_copied(l1, names, r, op, direct, ph)
         _, act, want, bad = _read_mismatch(l1, exp, ph, chains, r, direct, same, parts)
+        if rx is not None and r.ref in rx.required:
+            bad = self_mismatch(rx, r.ref, act, want, ph.reads[r.ref].domain(), ph.tinv)
+            if not bad.is_empty():
+                got = _restrict_domain_u(act, bad.domain()).apply_domain(ph.tinv).reverse()
+                comp, command = rx.command[r.ref]
+                raise ScheduleError(
+                    f"illegal schedule: {comp!r} ({command}: its instances on one element "
+                    f"may run in any order) would not update {r.target!r} as one chain of "
+                    "them from the value before them (it would read "
+                    f"{_fmt(names, got) or 'nothing written'})", computations=(comp,),
+                    dependence=_fmt(names, _restrict_domain_u(want, bad.domain())
+                                    .apply_domain(ph.tinv).reverse()) or str(bad))
         if not bad.is_empty():
             bad_sinks = bad.domain()
             dep = _restrict_domain_u(want, bad_sinks).apply_domain(ph.tinv).reverse()
@@ -151,11 +166,15 @@ def misreads(l1: Layer1, l3: Layer3, ts: TimeSpace, exp: Expected, ph: Physical,
     if flow is None:
         return []
     deps, chains, same = flow
+    rx = relax(l1, l3, ts, exp, ph)
+    exp = exp if rx is None else rx.exp
     out = []
     for r in exp.reads:
         if r.ref in ph.reads:
             direct = strip(deps, f"R{r.ref}").reverse()
-            got, _, want, bad = _read_mismatch(l1, exp, ph, chains, r, direct, same)
+            got, act, want, bad = _read_mismatch(l1, exp, ph, chains, r, direct, same)
+            if rx is not None and r.ref in rx.required:
+                bad = self_mismatch(rx, r.ref, act, want, ph.reads[r.ref].domain(), ph.tinv)
             if not bad.is_empty():
                 out.append(("read", got.intersect_domain(bad.domain()),
                             want.intersect_domain(bad.domain())))

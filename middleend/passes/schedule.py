@@ -40,6 +40,7 @@ class CompSchedule:
     widths: dict[str, int] = field(default_factory=dict)  # vector: factor; pipeline: II
     origins: dict[str, str] = field(default_factory=dict)  # tagged loop -> command that did it
     atomic: str = ""  # the atomic() command that made each instance one atomic update
+    commute: str = ""  # the commute() command that lets its instances run in any order
     # filled at finalize
     ext_domain: isl.Set | None = None  # domain with compute_at outer dims prepended
     n_outer: int = 0
@@ -205,6 +206,8 @@ def _apply(s: CompSchedule, c: cmd.Command) -> None:
         _set_schedule(s, c)
     elif isinstance(c, cmd.Atomic):
         s.atomic = c.describe()
+    elif isinstance(c, cmd.Commute):
+        s.commute = c.describe()
     else:  # pragma: no cover - dispatch is exhaustive for SCHEDULE_COMMANDS
         raise ScheduleError(f"unsupported command {c.describe()}", command=c.describe())
 

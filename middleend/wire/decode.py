@@ -68,8 +68,8 @@ _ON_BUFFERS = frozenset({"host_to_device", "device_to_host", "cache_shared_at",
 SPACES = {pb.GPU_GLOBAL: "gpu_global", pb.GPU_SHARED: "gpu_shared", pb.GPU_LOCAL: "gpu_local",
           pb.GPU_CONSTANT: "gpu_constant"}
 # Commands that only a Layer I computation can take (not an operation).
-_COMPUTATION_ONLY = frozenset({"compute_at", "inline", "atomic", "store_in", "storage_fold",
-                               "allocate_at", "copy_at", "barrier_at", "exchange",
+_COMPUTATION_ONLY = frozenset({"compute_at", "inline", "atomic", "commute", "store_in",
+                               "storage_fold", "allocate_at", "copy_at", "barrier_at", "exchange",
                                "stream", "line_buffer"})
 
 TYPES = {v: t.BY_NAME[k] for k, v in ELEM.items()}
@@ -412,6 +412,7 @@ class _Decoder:
             "compute_at": lambda: comp.compute_at(consumer(a.consumer), a.level),
             "inline": lambda: comp.inline(),
             "atomic": lambda: comp.atomic(),
+            "commute": lambda: comp.commute(),
             "unroll": lambda: comp.unroll(a.dim, a.factor if a.HasField("factor") else None,
                                           a.outer, a.inner),
             "vectorize": lambda: comp.vectorize(a.dim, a.factor, a.outer, a.inner),
