@@ -2,8 +2,8 @@
 realize: an update Halide proves associative and commutative (a sum, a max, a Tuple of
 such) under reorders of its RVars (2-D and 3-D, with a split RVar, a where clause, a
 parallel pure Var, an atomic parallel RVar); a pure RVar reordered in a non-associative
-update (Halide checks nothing there, and neither do we); and the refusals, Halide's and
-ours, each one line."""
+update and a reordered constant assignment (Halide proves nothing there, and we mark
+nothing); and the refusals, Halide's and ours, each one line."""
 
 from __future__ import annotations
 
@@ -112,6 +112,19 @@ def test_reorder_follows_halides_rule(rng: np.random.Generator) -> None:
     p[r.x] = p[r.x] * 0.5 + a[r.x, r.y]
     p.update(0).reorder(r.y, r.x)
     check(p, [9], [(a, _f32(rng, 7, 9))])
+
+
+def test_reordered_constant_assignment(rng: np.random.Generator) -> None:
+    """``f[r.x + r.y] = 7``: Halide reorders a constant assignment without a proof, and so
+    do we without commute() (instances writing one element store the same value)."""
+    x = hl.Var("x")
+    a = hl.ImageParam(hl.Float(32), 1, "a")
+    f = hl.Func("scatter7")
+    r = hl.RDom([(0, 5), (0, 4)], "r")
+    f[x] = a[x]
+    f[r.x + r.y] = hl.f32(7)
+    f.update(0).reorder(r.y, r.x)
+    check(f, [10], [(a, _f32(rng, 10))])
 
 
 def test_reordered_argmax_is_refused_in_one_line(rng: np.random.Generator) -> None:
