@@ -231,19 +231,26 @@ end
         interchange(C, i1, k1)
         unroll(C, j1)
         parallelize(C, j0)
-        # the O(n m) and O(m^2) passes over the cores too
-        parallelize(MEAN, j)
+        # the O(n m) and O(m^2) passes over the cores too; the column sums 8 at a time
+        # (8 independent chains where one sum's adds waited for each other: 1.18 ->
+        # 1.16x numpy's single-thread time)
+        shift(MEAN, j, -1)
+        unroll(MEAN, j, 8)
+        interchange(MEAN, j_ui, i)
+        parallelize(MEAN, j_uo)
         parallelize(CENTER, j)
         parallelize(dataT, dataT_2)
         split(dataT, dataT_1, 8)  # the copy's i in panels too: no i ÷ 8, i % 8 per element
         parallelize(ZERO, i)
         parallelize(SCALE, i)
     end
-    @name MEAN for j in 1:m
+    for j in 1:m
         mean[j] = 0.0
-        for i in 1:n
-            mean[j] += data[i, j]
-        end
+    end
+    for j in 1:m, i in 1:n
+        @name MEAN mean[j] += data[i, j]
+    end
+    for j in 1:m
         mean[j] /= n
     end
     @name CENTER for j in 1:m, i in 1:n
