@@ -13,7 +13,7 @@ import pytest
 from halide_util import check
 
 import middleend as me
-from frontends.halide import UnsupportedHalideFeature, compile_pipeline
+from frontends.halide import compile_pipeline
 
 
 def _histogram(kind: hl.Type, schedule: str) -> tuple[hl.Func, hl.ImageParam]:
@@ -145,8 +145,15 @@ def _argmax(schedule: str) -> tuple[hl.Func, hl.ImageParam]:
         upd.atomic()
     elif schedule == "parallel_y":  # a pure Var: no two threads update one row
         upd.atomic().parallel(y)
-    else:  # Halide runs it under a mutex (its associativity test skipped)
-        upd.atomic(True).parallel(r.x)
+    elif schedule == "parallel_r":  # Halide runs it under a mutex (its associativity
+        upd.atomic(True).parallel(r.x)  # test skipped)
+    else:
+        ro, ri = hl.RVar("ro"), hl.RVar("ri")
+        upd.atomic(True).split(r.x, ro, ri, 4 if schedule == "split_parallel_r" else 8)
+        if schedule == "split_parallel_r":
+            upd.parallel(ro)
+        else:
+            upd.vectorize(ri)
     return am, im
 
 
@@ -160,12 +167,56 @@ def test_tuple_reading_each_other_without_a_race(schedule: str,
     check(am, [9], [(im, data)])
 
 
-def test_tuple_reading_each_other_over_a_parallel_rdom_is_refused(
-        rng: np.random.Generator) -> None:
-    """The index and the value must change together (Halide's mutex); one line says why
-    not and what to do instead."""
-    am, im = _argmax("parallel_r")
-    with pytest.raises(UnsupportedHalideFeature, match=r"RDom loop r\$x parallel .*run "
-                       r"r\$x serially") as e:
-        compile_pipeline(am).realize([9], im=rng.random((9, 13), dtype=np.float32))
-    assert "\n" not in str(e.value)
+@pytest.mark.parametrize("schedule", ["parallel_r", "split_parallel_r", "vector_r"])
+def test_argmax_over_a_parallel_or_vector_rdom(schedule: str,
+                                               rng: np.random.Generator) -> None:
+    """The index and the value change together: each instance's new values and stores are
+    one critical section under a lock (Halide's mutex), so the loop over the RDom runs in
+    parallel or as a vector loop (one lane at a time); the values are distinct, so the
+    order of the instances does not change the result."""
+    am, im = _argmax(schedule)
+    data = rng.random((9, 37), dtype=np.float32)
+    k = check(am, [9], [(im, data)])
+    source = k.build([9], im=data)[1].source
+    assert "me_lock(" in source and "me_unlock(" in source
+    assert ("simd" not in source) if schedule == "vector_r" else "me_parallel_for(" in source
+
+
+def _arg_reduce(kind: str, schedule: str) -> tuple[hl.Func, hl.ImageParam]:
+    """Over a whole 1-D input, one Tuple: the extreme value and its index (``min``,
+    ``max``), or a sum with an element kept as it is (``keep``: ``{f[0] + a[r], f[1]}``)."""
+    im = hl.ImageParam(hl.Float(32), 1, "im")
+    r = hl.RDom([(0, im.width())], "r")
+    f = hl.Func(f"arg{kind}")
+    if kind == "keep":
+        f[()] = (hl.f32(0), hl.i32(7))
+        f[()] = (f[()][0] + im[r], f[()][1])
+    else:
+        f[()] = (hl.f32(1e30 if kind == "min" else -1e30), hl.i32(-1))
+        better = im[r] < f[()][0] if kind == "min" else im[r] > f[()][0]
+        f[()] = (hl.select(better, im[r], f[()][0]), hl.select(better, r, f[()][1]))
+    upd = f.update().atomic(True)
+    ro, ri = hl.RVar("ro"), hl.RVar("ri")
+    if schedule == "split_parallel":
+        upd.split(r, ro, ri, 16).parallel(ro)
+    elif schedule == "vector":
+        upd.split(r, ro, ri, 8).vectorize(ri)
+    elif schedule == "parallel_vector":
+        upd.split(r, ro, ri, 8).vectorize(ri).parallel(ro)
+    return f, im
+
+
+@pytest.mark.parametrize("schedule", ["serial", "split_parallel", "vector",
+                                      "parallel_vector"])
+@pytest.mark.parametrize("kind", ["min", "max", "keep"])
+def test_tuple_atomic_over_a_whole_input(kind: str, schedule: str,
+                                         rng: np.random.Generator) -> None:
+    """argmin / argmax of 1000 distinct values, and a sum whose other element is kept
+    (multiples of 1/2 below 8: every order of the sum is exact), against Halide's."""
+    f, im = _arg_reduce(kind, schedule)
+    data = rng.random(1000, dtype=np.float32)
+    if kind == "keep":
+        data = (rng.integers(0, 16, 1000) / 2).astype(np.float32)
+    k = check(f, [], [(im, data)])
+    if schedule != "serial":
+        assert "me_lock(me_lockp_0);" in k.build([], im=data)[1].source

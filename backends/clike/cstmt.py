@@ -55,6 +55,10 @@ def statement_lines(exprs: ExprPrinter, buffers: dict[str, BufferDecl], s: Stmt,
     exprs.ranges = ranges
     exprs.bindings = {name[2:]: e for name, e in s.bindings if name.startswith("v_")}
     exprs.loops = loops or {}
+    if info.critical is not None and not exprs.atomics:
+        raise TargetError(f"computation {s.comp!r} is in an atomic group (atomic(group="
+                          "...)), a critical section under a lock, which this target does "
+                          "not print; use the cpu target")
     if info.atomic is not None and not exprs.atomics:
         raise TargetError(f"computation {s.comp!r} is an atomic update (atomic()), which "
                           "this target does not print; use the cpu target")

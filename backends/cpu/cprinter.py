@@ -26,6 +26,7 @@ from middleend.ir.loopast import (
     Program,
     Stmt,
     ieval,
+    statements,
 )
 
 # Local buffers up to this many elements with constant sizes live on the stack.
@@ -38,6 +39,17 @@ _PRAGMAS = {
     "unroll": "#pragma GCC unroll 64",
 }
 _ROLES = frozenset({"input", "output", "inout", "temporary"})
+
+# The lock of an atomic group (comp.atomic(group=...), passes/critical.py): a spin lock,
+# one int per group and kernel call; the first statement of a group instance takes it
+# (acquire), the last releases it (release), so each instance's reads and writes happen
+# after the previous holder's. A waiting thread yields its core while the lock is held.
+LOCK_C = """#include <sched.h>
+static inline void me_lock(int *l) {
+    while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
+        while (__atomic_load_n(l, __ATOMIC_RELAXED)) sched_yield();
+}
+static inline void me_unlock(int *l) { __atomic_store_n(l, 0, __ATOMIC_RELEASE); }"""
 _CANONICAL = {"lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
 
@@ -80,6 +92,14 @@ class CPrinter(LoopPrinter):
         self.functions: list[str] = []  # outlined parallel loop bodies
         self.outlined = False  # printing inside one (a nested parallel loop is serial)
         self.fn_defs: list[str] = []  # inlined computations kept as functions
+        # the locks of atomic groups, one per group (StmtInfo.critical)
+        self.locks = sorted({i.critical[0] for i in program.stmts.values()
+                             if i.critical is not None})
+        if self.locks and program.distribution is not None:
+            first = next(n for n, i in program.stmts.items() if i.critical is not None)
+            raise TargetError(f"computation {first!r} is in an atomic group (atomic(group="
+                              "...)), a critical section under a lock, which the mpi target "
+                              "does not print; use the cpu target")
         if program.functions:
             self._inline_functions()
 
@@ -154,6 +174,9 @@ class CPrinter(LoopPrinter):
         self.emit(1, "int *const me_errp = &me_err;")
         self.emit(1, "int *const me_oomp = &me_oom;")
         self.emit(1, "(void)me_errp; (void)me_oomp;")
+        for k in self.locks:
+            self.emit(1, f"int me_lock_{k} = 0;")
+            self.emit(1, f"int *const me_lockp_{k} = &me_lock_{k};")
         for b in p.buffers:
             if not b.local:
                 self._dims(1, b)
@@ -170,9 +193,10 @@ class CPrinter(LoopPrinter):
         self.emit(1, "if (__atomic_load_n(&me_oom, __ATOMIC_RELAXED)) return 2;")
         self.emit(1, "return __atomic_load_n(&me_err, __ATOMIC_RELAXED) ? 1 : 0;")
         self.emit(0, "}")
-        head = [runtime_text(), *self.fn_defs]
+        locks = [LOCK_C] if self.locks else []
+        head = [runtime_text(), *locks, *self.fn_defs]
         if self.functions:
-            head = ["#define _GNU_SOURCE", runtime_text(), POOL_HEADERS, POOL_C,
+            head = ["#define _GNU_SOURCE", runtime_text(), POOL_HEADERS, POOL_C, *locks,
                     *self.fn_defs, *self.functions]
         return "\n".join([*head, *self.lines]) + "\n"
 
@@ -192,13 +216,23 @@ class CPrinter(LoopPrinter):
             self._parallel(f, depth, var, label)
             return
         self.emit(depth, f"/* loop {comment(label)} */")
-        if f.tag == "vector" and f.width is not None and f.width > 1:
+        if f.tag == "vector" and self._critical(f):
+            self.emit(depth, "/* vector loop run one lane at a time: its body takes a lock */")
+        elif f.tag == "vector" and f.width is not None and f.width > 1:
             self.emit(depth, f"{_PRAGMAS[f.tag]} simdlen({int(f.width)})")
         elif f.tag is not None and _PRAGMAS[f.tag]:
             self.emit(depth, _PRAGMAS[f.tag])
         self.emit(depth, f"for (int64_t {var} = {iexpr_c(f.init)}; {cond}; {var} += {f.step}) {{")
         self._body(f, depth + 1)
         self.emit(depth, "}")
+
+    def _critical(self, f: For) -> bool:
+        """Whether ``f``'s body holds a critical section (no simd: its lanes would take
+        one lock at once)."""
+        stmts = self.program.stmts
+        return bool(self.locks) and any(
+            s.comp in stmts and stmts[s.comp].critical is not None
+            for s in statements(f.body))
 
     def _body(self, f: For, depth: int) -> None:
         """The body of ``f``, with its iterator's range known to the statements."""
@@ -228,6 +262,7 @@ class CPrinter(LoopPrinter):
             caps.append((f"{const}{b.dtype.c_name}*", f"b_{name}"))
         caps.extend(("int64_t", v) for v in self.loop_vars)
         caps.extend([("int*", "me_errp"), ("int*", "me_oomp")])
+        caps.extend(("int*", f"me_lockp_{k}") for k in self.locks)
         return caps
 
     def _parallel(self, f: For, depth: int, var: str, label: str) -> None:
@@ -284,8 +319,12 @@ class CPrinter(LoopPrinter):
                               target="cpu", computations=(s.comp,),
                               command=info.command or None, feature=("operation",
                                                                      str(info.op)))
+        if info.critical is not None and info.critical[1]:  # the group's first: lock
+            self.emit(depth, f"me_lock(me_lockp_{int(info.critical[0])});")
         for rel, line in statement_lines(self.exprs, self.buffers, s, info, self.loops):
             self.emit(depth + rel, line)
+        if info.critical is not None and info.critical[2]:  # its last: unlock
+            self.emit(depth, f"me_unlock(me_lockp_{int(info.critical[0])});")
 
     def _alloc(self, a: Alloc, depth: int) -> None:
         b = self.buffers.get(a.buffer)

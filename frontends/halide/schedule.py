@@ -183,23 +183,41 @@ def _atomic(fi: FuncInfo, k: int, comps: list[Any]) -> None:
     atomic element by element: Halide takes a mutex per element group so that the elements
     change together, but no element's update reads another, so every element ends with
     its own reduction over all instances, as under the lock. A Tuple update whose elements
-    read each other (argmin: the index follows the value) needs them changed as one, which
-    the middle-end's atomic (one element) cannot do; it is accepted where no loop over the
-    RDom is parallel or vectorized, where no two concurrent instances update one element
-    (atomicity changes nothing there; the legality check proves every parallel loop)."""
+    read each other (argmin: the index follows the value), or that keeps one element as it
+    is (``{f[0] + a[r], f[1]}``: no read-modify-write of it), is changed as one, as under
+    Halide's mutex: where a loop over the RDom is parallel or vectorized, its computations
+    (all new values, then the stores) are one atomic group, each instance one critical
+    section under a lock (passes/critical.py); elsewhere no two concurrent instances
+    update one element, and atomicity changes nothing (the legality check proves every
+    parallel loop)."""
     f = fi.f
-    if k not in fi.temps:
+    if k not in fi.temps and not _keeps_an_element(f, k):
         for c in comps:
             c.atomic()
         return
     d = definitions(f)[k]
     rvars = rdom_loops(d)  # loops made from RVars run over the RDom too
     racing = [dm for dm in d.schedule.dims if dm.var in rvars and dm.for_type in _RACING]
-    if racing:
-        dm = racing[0]
-        raise UnsupportedHalideFeature(
-            f.name, k, f"atomic() of a Tuple update whose elements read each other, with the "
-            f"RDom loop {dm.var} {dm.for_type.lower()} (Halide locks a mutex per update so "
-            "that the elements change together; the middle-end's atomic() updates one "
-            f"element): run {dm.var} serially (parallelize a pure Var instead), or split the "
-            "Tuple into Funcs whose updates read only themselves")
+    if racing:  # one lock around each instance's new values and stores
+        for c in comps:
+            c.atomic(group=comps[-1].name)
+
+
+def _keeps_an_element(f: Any, k: int) -> bool:
+    """Whether update ``k`` of Tuple Func ``f`` stores some element unchanged (its value
+    is that element, read at the update's own index)."""
+    d = definitions(f)[k]
+    return len(d.values) > 1 and any(
+        v.kind == "Call" and v.call_type == "Halide" and v.name == f.name and
+        v.value_index == vi and len(v.args) == len(d.args) and
+        all(_same(a, b) for a, b in zip(v.args, d.args, strict=True))
+        for vi, v in enumerate(d.values))
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Structural equality of two Halide expressions (HExpr compares by identity)."""
+    return (a.kind, a.type, a.value, a.name, a.call_type, a.value_index, a.param_name,
+            a.image_name, len(a.args)) == (b.kind, b.type, b.value, b.name, b.call_type,
+                                           b.value_index, b.param_name, b.image_name,
+                                           len(b.args)) and \
+        all(_same(x, y) for x, y in zip(a.args, b.args, strict=True))

@@ -167,7 +167,19 @@ class Atomic(Command):
     of its element (Halide's ``atomic()``): a loop tagged parallel may then run instances
     that update the same element (a histogram over its input) in parallel, since their
     order does not change the result of an associative, commutative ``op`` (the
-    rounding of a float sum aside)."""
+    rounding of a float sum aside).
+
+    With a ``group`` name, ``comp`` may have any form: its instance at a point, with those
+    of the other computations atomic in the same group at that point, is one critical
+    section (a lock around them: Halide's mutex around a Tuple update whose elements read
+    each other, argmin); the group's computations share a domain and run one after the
+    other at each point (passes/critical.py). A parallel or vector loop may then run
+    group instances at once, in any order, as for one atomic update."""
+
+    group: str = ""
+
+    def describe(self) -> str:
+        return f"{self.comp}.atomic({f'group={self.group!r}' if self.group else ''})"
 
 
 @dataclass(frozen=True)

@@ -216,11 +216,17 @@ class Computation(_Indexable, Schedulable, _Placed):
     def inline(self) -> Computation:
         return self._log(cmd.Inline(self.name))
 
-    def atomic(self) -> Computation:
+    def atomic(self, group: str | None = None) -> Computation:
         """Make each instance of this update (``b[i] = b[i] op e``) one atomic
         read-modify-write, so that a parallel loop may update the same element from
-        several iterations (a histogram); see :class:`~middleend.ir.commands.Atomic`."""
-        return self._log(cmd.Atomic(self.name))
+        several iterations (a histogram); with a ``group`` name, each instance, with those
+        of the group's other computations at the same point, runs as one critical section
+        instead (any form: argmin's value and index change together); see
+        :class:`~middleend.ir.commands.Atomic`."""
+        if group is not None and (not isinstance(group, str) or not group.isidentifier()):
+            raise DefinitionError(f"{self.name}.atomic(group={group!r}): the group name must "
+                                  "be an identifier")
+        return self._log(cmd.Atomic(self.name, group or ""))
 
     def commute(self) -> Computation:
         """Let this update's instances (``b[i] = b[i] op e``, ``op`` associative and

@@ -284,6 +284,9 @@ class StmtInfo:
     # comp.atomic(): (op, e), the statement is the atomic ``store = store op e`` (``value``
     # is that expression written out); ``op`` is a Binary's op or a bit intrinsic
     atomic: tuple[str, Expr] | None = None
+    # comp.atomic(group=g): (k, takes, releases): a member of the critical section that
+    # lock k guards; the group's first statement at a point takes it, its last releases it
+    critical: tuple[int, bool, bool] | None = None
 
 
 # --------------------------------------------------------------------------- loop nest

@@ -25,6 +25,7 @@ from ..ir.errors import ScheduleError
 from ..ir.islutil import maps_of, sets_of
 from .atomic import atomic_comps, atomic_update
 from .commute import relax, self_mismatch
+from .critical import group_pairs
 from .data import Layer3
 from .dataflow import Expected
 from .device import DEVICE_PREFIX
@@ -304,6 +305,7 @@ def check_parallel(l1: Layer1, l3: Layer3, ts: TimeSpace, ph: Physical) -> None:
         atomic_update(n, l1, l3, command)  # its form, refused here if it has another
         pts = ts.comps[n].full.range()
         atomic = atomic.union(isl.UnionMap.from_map(isl.Map.from_domain_and_range(pts, pts)))
+    atomic = atomic.union(group_pairs(l1, ts))  # critical sections (passes/critical.py)
     for n, name, tag, loop in tagged_loops(l1, ts):
         if pairs is None:
             kinds = memory_dependences(l1, ph)

@@ -34,6 +34,7 @@ from ..ir.loopast import (
 )
 from .astgen import GpuFacts, generate, iexpr
 from .atomic import atomic_update
+from .critical import critical_sections
 from .data import Layer3, box, buffer_space
 from .dataflow import Expected
 from .device import DevicePlan
@@ -102,6 +103,7 @@ def build_program(fn: Function, l1: Layer1, l3: Layer3, l4: Layer4, ts: TimeSpac
                  if o.kind in ("host_to_device", "device_to_host") and o.src is not None}
         gpu = GpuFacts(kinds, boxes)
     body: Node = generate(ts, ph, l1.params, l1.context, iters, store_buf, read_bufs, gpu)
+    stmts = critical_sections(body, stmts, ts)  # atomic(group=...): who takes the lock
     bounds = {p.name: (p.min, p.max) for p in fn.params if (p.min, p.max) != (None, None)}
     reqs = tuple(Requirement(r.buffer, r.message, iexpr(cb.expr_from_set(r.violated), pmap))
                  for r in l3.requirements)

@@ -40,6 +40,7 @@ class CompSchedule:
     widths: dict[str, int] = field(default_factory=dict)  # vector: factor; pipeline: II
     origins: dict[str, str] = field(default_factory=dict)  # tagged loop -> command that did it
     atomic: str = ""  # the atomic() command that made each instance one atomic update
+    group: tuple[str, str] = ("", "")  # atomic(group=g): (g, the command)
     commute: str = ""  # the commute() command that lets its instances run in any order
     # filled at finalize
     ext_domain: isl.Set | None = None  # domain with compute_at outer dims prepended
@@ -204,6 +205,8 @@ def _apply(s: CompSchedule, c: cmd.Command) -> None:
         s.widths[c.dim] = c.ii
     elif isinstance(c, cmd.SetSchedule):
         _set_schedule(s, c)
+    elif isinstance(c, cmd.Atomic) and c.group:  # a member of a critical section
+        s.group = (c.group, c.describe())
     elif isinstance(c, cmd.Atomic):
         s.atomic = c.describe()
     elif isinstance(c, cmd.Commute):

@@ -411,7 +411,7 @@ class _Decoder:
             "then": lambda: comp.then(other(a.other), level(a.level)),
             "compute_at": lambda: comp.compute_at(consumer(a.consumer), a.level),
             "inline": lambda: comp.inline(),
-            "atomic": lambda: comp.atomic(),
+            "atomic": lambda: comp.atomic(a.group or None),
             "commute": lambda: comp.commute(),
             "unroll": lambda: comp.unroll(a.dim, a.factor if a.HasField("factor") else None,
                                           a.outer, a.inner),

@@ -447,8 +447,10 @@ class Parallelize(_message.Message):
     def __init__(self, dim: _Optional[str] = ...) -> None: ...
 
 class Atomic(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("group",)
+    GROUP_FIELD_NUMBER: _ClassVar[int]
+    group: str
+    def __init__(self, group: _Optional[str] = ...) -> None: ...
 
 class Commute(_message.Message):
     __slots__ = ()
