@@ -14,8 +14,8 @@ what makes the final value the same:
 - each instance reads ``b[e]`` as written by another instance on ``e``, or as read by the
   first one in Layer I order (the value before the reduction, ``P0``); the scheduled first
   one has no other to read, so it reads ``P0``, and each later one reads the one just
-  before it: no other write comes between them, and no instance runs twice
-  (redundant computation is refused);
+  before it: no other write comes between them, ``P0`` is read once (not again, written
+  anew between them) and no instance runs twice (redundant computation is refused);
 - a read of ``b[e]`` by another computation that Layer I has read the complete reduction
   (its last instance in Layer I order) must read the last one in the scheduled order
   instead; likewise the final value of an output. A read of a partial result (an earlier
