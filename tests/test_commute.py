@@ -164,3 +164,12 @@ def test_initialisation_run_again_is_refused() -> None:
     with pytest.raises(me.ScheduleError) as e:
         f.lower(outputs=[s])
     assert "would not update 's' as one chain of them from the value before" in _one_line(e)
+
+
+def test_pipelined_loop_is_refused() -> None:
+    """The fpga target's initiation-interval check follows Layer I's order of the
+    instances, which commute() lets the schedule change: refused rather than trusted."""
+    f, s = _reduction(lambda u: (u.interchange("i", "j"), u.pipeline("i")))
+    with pytest.raises(me.ScheduleError) as e:
+        f.lower(outputs=[s])
+    assert "its loop 'i' is pipelined" in _one_line(e)

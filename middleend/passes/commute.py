@@ -75,18 +75,22 @@ def relax(l1: Layer1, l3: Layer3, ts: TimeSpace, exp: Expected, ph: Physical
                   {}, {})
     for name in l1.declared:  # in order: a later update's P0 is an earlier one's result
         if name in marked:
-            _relax_one(name, marked[name], l1, l3, ph, out)
+            _relax_one(name, marked[name], l1, l3, ts, ph, out)
     return out
 
 
-def _relax_one(name: str, command: str, l1: Layer1, l3: Layer3, ph: Physical,
-               out: Relaxed) -> None:
+def _relax_one(name: str, command: str, l1: Layer1, l3: Layer3, ts: TimeSpace,
+               ph: Physical, out: Relaxed) -> None:
     atomic_update(name, l1, l3, command, _WHAT)
 
     def refuse(why: str, others: tuple[str, ...] = ()) -> ScheduleError:
         return ScheduleError(f"{command}: the instances of {name!r} cannot run in any order: "
                              f"{why}", computations=(name, *others), command=command)
 
+    piped = [d for d, t in ts.comps[name].tags.items() if t == "pipeline"]
+    if piped:  # recurrence.py finds a pipeline's recurrences in Layer I's order
+        raise refuse(f"its loop {piped[0]!r} is pipelined, and the initiation interval is "
+                     "checked against Layer I's order of them")
     if may_write(l1, l3, name):
         raise refuse("its store index is data-dependent (which element an instance "
                      "updates is known only at run time)")
