@@ -3,7 +3,8 @@ run as one critical section (passes/critical.py). A per-bin argmax (the largest 
 each bin and its index: two elements that change together) against numpy under serial,
 parallel and vector loops; the wire carries the group; what cannot run as one critical
 section is refused by name: members that do not run together at each point, a loop over
-ranks carrying the group's dependences, a target that prints no lock (fpga), a bad name."""
+ranks carrying the group's dependences, a target that prints no lock (fpga, mpi), a bad
+name."""
 
 from __future__ import annotations
 
@@ -112,10 +113,17 @@ def test_what_cannot_be_one_critical_section_is_refused() -> None:
 
 
 def test_a_target_without_locks_refuses_the_group() -> None:
-    """The fpga target prints no lock: refused in one line, naming the computation."""
+    """The fpga and mpi targets print no lock: refused in one line, naming the
+    computation (the gpu target's kernels refuse it as the fpga's statements do)."""
+    from backends.cpu.cprinter import CPrinter
     from backends.fpga.hls import generate_hls
+    from middleend.driver.lowering import lower
 
     f, outs = _argmax("serial")
     with pytest.raises(me.TargetError, match="'tv' is in an atomic group") as info:
         generate_hls(f.lower(outputs=outs).program)
+    assert "\n" not in str(info.value)
+    with pytest.raises(me.TargetError, match="'tv' is in an atomic group .* the mpi target "
+                       "does not print") as info:
+        CPrinter(lower(f, outputs=outs, ranks=2).program)  # a rank's program
     assert "\n" not in str(info.value)
