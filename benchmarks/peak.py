@@ -57,11 +57,14 @@ static void *me_chains(void *p) {
     return NULL;
 }
 
-/* One thread per usable core (at most 256); returns the flops done. */
-double me_peak(long iters) {
+/* One thread per usable core (at most 256), or only the caller's with ``one``; returns
+   the flops done. The chains' sum goes to ``*sink``, read by the caller: without a use
+   of it gcc removes the calling thread's share as dead code (it inlines me_chains). */
+double me_peak(long iters, int one, float *sink) {
     cpu_set_t set;
     int n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
     if (n > 256) n = 256;
+    if (one) n = 1;
     pthread_t t[256];
     me_arg args[256];
     int started = 0;
@@ -72,26 +75,36 @@ double me_peak(long iters) {
     }
     args[0].iters = iters;
     me_chains(&args[0]);
-    for (int k = 1; k <= started; k++) pthread_join(t[k], NULL);
+    *sink = args[0].sink;
+    for (int k = 1; k <= started; k++) {
+        pthread_join(t[k], NULL);
+        *sink += args[k].sink;
+    }
     return 2.0 * ME_CHAINS * ME_W * (double)iters * (started + 1);
 }
 """
 
 
-def fma_peak(seconds: float = 0.3, reps: int = 5) -> tuple[float, int]:
-    """(best GFLOP/s over ``reps`` runs of about ``seconds`` each, vector width in floats)."""
+def fma_peak(seconds: float = 0.3, reps: int = 5, one_core: bool = False
+             ) -> tuple[float, int]:
+    """(best GFLOP/s over ``reps`` runs of about ``seconds`` each, vector width in floats).
+    ``one_core``: the calling thread alone, timed by its own CPU time, the ceiling of a
+    single-thread CPU-time measurement (all cores' wall-clock figure divided by their
+    number is too low on a busy machine: other processes take part of each core)."""
     lib = ctypes.CDLL(str(compile_shared(_SOURCE, fp_contract=True).path))
     lib.me_peak.restype = ctypes.c_double
-    lib.me_peak.argtypes = [ctypes.c_long]
+    lib.me_peak.argtypes = [ctypes.c_long, ctypes.c_int, ctypes.POINTER(ctypes.c_float)]
+    clock = time.thread_time if one_core else time.perf_counter
+    sink = ctypes.c_float()
     iters = 1_000_000
-    t0 = time.perf_counter()
-    lib.me_peak(iters)
-    iters = max(1, int(iters * seconds / max(time.perf_counter() - t0, 1e-6)))
+    t0 = clock()
+    lib.me_peak(iters, int(one_core), ctypes.byref(sink))
+    iters = max(1, int(iters * seconds / max(clock() - t0, 1e-6)))
     best = 0.0
     for _ in range(reps):
-        t0 = time.perf_counter()
-        flops = lib.me_peak(iters)
-        best = max(best, flops / (time.perf_counter() - t0) / 1e9)
+        t0 = clock()
+        flops = lib.me_peak(iters, int(one_core), ctypes.byref(sink))
+        best = max(best, flops / (clock() - t0) / 1e9)
     return best, int(lib.me_peak_width())
 
 

@@ -193,9 +193,7 @@ def run(reps: int = common.DEFAULT_REPS, sizes: Sequence[int] = (N,),
     """:func:`run_size` for each size; with several sizes, a last table of the chosen
     variant's ratio per size. Returns the summary rows, one per size. ``cpu_time``: the
     calling thread's CPU time, both sides on one thread (see the module doc)."""
-    peak, width = fma_peak()
-    if cpu_time:  # fma_peak runs one thread per usable core
-        peak /= max(1, len(os.sched_getaffinity(0)))
+    peak, width = fma_peak(one_core=cpu_time)
     cores = "one core" if cpu_time else "all cores"
     print(f"measured FMA peak: {peak:.1f} GFLOP/s ({width}-float vectors, {cores})")
     clock = time.thread_time if cpu_time else time.perf_counter
