@@ -23,6 +23,8 @@ import numpy as np  # noqa: E402
 
 DEFAULT_REPS = 10
 MIN_REPS = 5
+# seconds of untimed calls that open each candidate's turn (samples_interleaved)
+SETTLE_S = 0.3
 
 
 @dataclass(frozen=True)
@@ -39,8 +41,8 @@ class SummaryRow:
 
 def samples_interleaved(fns: Mapping[str, Callable[[], object]], reps: int = DEFAULT_REPS,
                         rounds: int = 2, warmup: int = 1,
-                        clock: Callable[[], float] = time.perf_counter
-                        ) -> dict[str, list[float]]:
+                        clock: Callable[[], float] = time.perf_counter,
+                        settle_s: float = SETTLE_S) -> dict[str, list[float]]:
     """Every timed wall time (seconds, ``clock``: ``time.perf_counter``; ``time.thread_time``
     gives the calling thread's CPU time, for single-threaded runs on a loaded machine) of
     each callable, ``reps`` calls each (at least ``MIN_REPS``), in the order they ran.
@@ -48,16 +50,21 @@ def samples_interleaved(fns: Mapping[str, Callable[[], object]], reps: int = DEF
     The calls are spread over ``rounds`` rounds; in each round every callable runs in turn,
     ``warmup`` untimed calls then its share of the timed calls. Alternating between the
     candidates lets a burst of load on the shared machine hit all of them alike, and the
-    untimed call at the start of each turn absorbs the previous candidate's tail (e.g. the
-    OpenMP/OpenBLAS worker threads that keep spinning for a while after a parallel call)."""
+    untimed calls at the start of each turn absorb the previous candidate's tail: at least
+    ``warmup`` of them, and more until ``settle_s`` seconds (wall) have passed in the turn.
+    The count alone was not enough: numpy's OpenBLAS workers busy-wait about 2^28 cycles
+    (0.1 s) after a call, and took a core from the next candidate's timed calls of 1 ms
+    (atax: ours 1.76x numpy with one warm-up call, the same code 1.08x single-threaded)."""
     reps = max(reps, MIN_REPS)
     rounds = max(1, min(rounds, reps))
     per_round = [reps // rounds + (1 if r < reps % rounds else 0) for r in range(rounds)]
     samples: dict[str, list[float]] = {name: [] for name in fns}
     for count in per_round:
         for name, fn in fns.items():
-            for _ in range(warmup):
+            start, n = time.perf_counter(), 0
+            while n < warmup or time.perf_counter() - start < settle_s:
                 fn()
+                n += 1
             for _ in range(count):
                 t0 = clock()
                 fn()
