@@ -209,6 +209,17 @@ class HSpecialization:
 
 
 @dataclass(frozen=True, slots=True)
+class HExternArg:
+    """One argument of a ``define_extern`` Func, in the extern's order: ``kind`` is "Func"
+    (``name``: the Func), "Buffer" (``name``: a constant Buffer), "ImageParam" (``name``)
+    or "Expr" (``expr``: a scalar argument)."""
+
+    kind: str
+    name: str = ""
+    expr: HExpr | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class HFunc:
     name: str
     origin_name: str
@@ -218,6 +229,9 @@ class HFunc:
     init: HDefinition | None
     updates: tuple[HDefinition, ...]
     extern_function_name: str = ""
+    extern_arguments: tuple[HExternArg, ...] = ()
+    extern_mangling: str = "Default"  # NameMangling: "Default", "C" or "CPlusPlus"
+    extern_device_api: str = "Host"  # the DeviceAPI member name
     traced: bool = False  # any of trace_loads / trace_stores / trace_realizations
 
 

@@ -23,6 +23,7 @@ from frontends.halide.checks import Checks, build_checks
 from frontends.halide.errors import HalideCheckError, UnsupportedHalideFeature
 from frontends.halide.evaluate import ScalarKind
 from frontends.halide.exprs import dtype_of
+from frontends.halide.externs import ExternPipeline, extern_funcs
 from frontends.halide.graph import producer_order
 from frontends.halide.hir import HPipeline
 from frontends.halide.noops import warn_ignored
@@ -227,10 +228,31 @@ class HalideKernel:
         return outs[0] if len(outs) == 1 else outs
 
 
+def _with_externs(hp: HPipeline, names: list[str], checks: Checks, target: str,
+                  service: Any, check_legality: bool,
+                  extra_schedule: Callable[[Built], None] | None, fp_contract: bool,
+                  target_options: dict[str, Any]) -> ExternPipeline:
+    """A pipeline with ``define_extern`` stages, split around them (:mod:`.externs`)."""
+    first = extern_funcs(hp, names)[0]
+    if target != "cpu":
+        raise UnsupportedHalideFeature(first, None, f"define_extern on the {target} target "
+                                       "(only the cpu target calls extern stages)")
+    if extra_schedule is not None:
+        raise UnsupportedHalideFeature(first, None, "extra_schedule= with define_extern "
+                                       "(the pipeline is split around its extern stages)")
+
+    def make(part: HPipeline, outs: list[str]) -> HalideKernel:
+        return HalideKernel(part, outs, target, service, check_legality, None, fp_contract,
+                            target_options)
+
+    return ExternPipeline(hp, names, checks, make)
+
+
 def compile_pipeline(outputs: Any, target: str = "cpu", service: Any = None,
                      check_legality: bool = True,
                      extra_schedule: Callable[[Built], None] | None = None,
-                     fp_contract: bool = True, **target_options: Any) -> HalideKernel:
+                     fp_contract: bool = True, **target_options: Any
+                     ) -> HalideKernel | ExternPipeline:
     """Compile a Halide pipeline (an ``hl.Pipeline``, an ``hl.Func`` or a list of Funcs) with
     the middle-end. ``service``: None (embedded), a client of ``me.connect`` or
     ``"host:port"``. ``extra_schedule(built)`` may add middle-end commands to the translated
@@ -257,6 +279,9 @@ def compile_pipeline(outputs: Any, target: str = "cpu", service: Any = None,
             raise UnsupportedHalideFeature(n, None, "an output missing from the serialization")
     hp = without_output_buffers(hp, names)
     checks = build_checks(hp, live, str(names))
+    if any(hp.func(n).extern_function_name for n in producer_order(hp, names)):
+        return _with_externs(hp, names, checks, target, service, check_legality,
+                             extra_schedule, fp_contract, target_options)
     warn_ignored(hp, producer_order(hp, names))
     return HalideKernel(hp, names, target, service, check_legality, extra_schedule,
                         fp_contract, target_options, checks)

@@ -24,6 +24,7 @@ from frontends.halide.hir import (
     HDefinition,
     HDim,
     HExpr,
+    HExternArg,
     HFunc,
     HFuncSchedule,
     HFusedPair,
@@ -62,6 +63,8 @@ _PARTITIONS = ("Auto", "Never", "Always")
 _DEVICE_APIS = (
     "None Host Default_GPU CUDA OpenCL Metal Hexagon HexagonDma D3D12Compute Vulkan WebGPU"
 ).split()
+_MANGLINGS = ("Default", "C", "CPlusPlus")
+_EXTERN_ARG_TYPES = ("UndefinedArg", "FuncArg", "BufferArg", "ExprArg", "ImageParamArg")
 _MEMORY_TYPES = "Auto Heap Stack Register GPUShared GPUTexture LockedCache VTCM AMXTile".split()
 _TAIL_STRATEGIES = (
     "RoundUp GuardWithIf Predicate PredicateLoads PredicateStores ShiftInwards"
@@ -347,7 +350,25 @@ def _func_schedule(t: FbTable | None) -> HFuncSchedule:
     )
 
 
-def _func(t: FbTable) -> HFunc:
+def _extern_arg(t: FbTable, names: list[str]) -> HExternArg:
+    """One ``define_extern`` argument; a Func is named through ``func_names_in_order``."""
+    kind = _enum(_EXTERN_ARG_TYPES, t.get_int(0, "ubyte"), "ExternFuncArgument.arg_type")
+    if kind == "FuncArg":
+        k = t.get_int(1)
+        if not 0 <= k < len(names):
+            raise FlatBufferError(f"an extern argument names Func #{k}, missing from the "
+                                  "serialized pipeline")
+        return HExternArg("Func", names[k])
+    if kind == "BufferArg":
+        return HExternArg("Buffer", t.string(2))
+    if kind == "ImageParamArg":
+        return HExternArg("ImageParam", t.string(5))
+    if kind == "ExprArg":
+        return HExternArg("Expr", expr=_req_expr(t, 3, "an extern's Expr argument"))
+    raise FlatBufferError("an undefined extern argument")
+
+
+def _func(t: FbTable, names: list[str]) -> HFunc:
     init = t.table(7)
     return HFunc(
         name=t.string(0),
@@ -358,6 +379,10 @@ def _func(t: FbTable) -> HFunc:
         init=None if init is None else _definition(init),
         updates=tuple(_definition(u) for u in t.tables(8)),
         extern_function_name=t.string(12),
+        extern_arguments=tuple(_extern_arg(a, names) for a in t.tables(11)),
+        extern_mangling=_enum(_MANGLINGS, t.get_int(13, "ubyte"), "Func.extern_mangling"),
+        extern_device_api=_enum(_DEVICE_APIS, t.get_int(14, "byte"),
+                                "Func.extern_function_device_api"),
         traced=t.get_bool(17) or t.get_bool(18) or t.get_bool(19),
     )
 
@@ -449,7 +474,8 @@ def read_pipeline(data: bytes) -> HPipeline:
             f"{SUPPORTED_SERIALIZATION_VERSION!r} (Halide 21.0.x)"
         )
     try:
-        funcs = _each(p.tables(0), _func, "Func", 0)
+        names = p.strings(4)
+        funcs = _each(p.tables(0), lambda t: _func(t, names), "Func", 0)
         pipeline = HPipeline(
             funcs=funcs,
             output_names=tuple(p.strings(1)),
