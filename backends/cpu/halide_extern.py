@@ -57,6 +57,7 @@ class BufferArg:
     bits: int
     dims: int
     output: bool = False
+    whole: bool = False  # an ImageParam or constant Buffer: a copy of it in a bounds query
 
 
 @dataclass(frozen=True)
@@ -81,11 +82,13 @@ def scalar_supported(code: str, bits: int) -> bool:
 def print_call(symbol: str, args: Sequence[BufferArg | ScalarArg]) -> str:
     """The C source of ``me_extern_call(query, hosts, dims, scalars, status)``.
 
-    ``hosts``: one pointer per buffer argument (ignored in a query); ``dims``: per buffer
-    argument, per dimension, ``min, extent, stride`` (a query writes the inputs' ``min``
-    and ``extent`` back); ``scalars``: one pointer per scalar argument, to a value of its
-    type; ``status``: the extern's return code. Returns 0, or -1 when the symbol is
-    missing (nothing called)."""
+    ``hosts``: one pointer per buffer argument; ``dims``: per buffer argument, per
+    dimension, ``min, extent, stride``; ``scalars``: one pointer per scalar argument, to a
+    value of its type; ``status``: the extern's return code. A bounds query (``query``
+    non-zero) is Halide's: a Func input's and the output's ``host`` NULL, an ImageParam's
+    or Buffer's a copy of it (its host kept), and every buffer's ``min`` and ``extent``
+    written back into ``dims``. Returns 0, or -1 when the symbol is missing (nothing
+    called)."""
     ptypes: list[str] = []
     lines: list[str] = []
     call: list[str] = []
@@ -95,6 +98,7 @@ def print_call(symbol: str, args: Sequence[BufferArg | ScalarArg]) -> str:
         if isinstance(a, BufferArg):
             code, bits, nd = TYPE_CODES[a.code], int(a.bits), int(a.dims)
             ptypes.append("me_halide_buffer_t *")
+            host = f"hosts[{nb}]" if a.whole else f"(query ? NULL : hosts[{nb}])"
             lines += [f"    me_halide_dimension_t d{nb}[{max(nd, 1)}];",
                       f"    me_halide_buffer_t b{nb};",
                       f"    memset(&b{nb}, 0, sizeof b{nb});",
@@ -104,18 +108,17 @@ def print_call(symbol: str, args: Sequence[BufferArg | ScalarArg]) -> str:
                       f"        d{nb}[k].extent = dims[{off} + 3 * k + 1];",
                       f"        d{nb}[k].stride = dims[{off} + 3 * k + 2];",
                       "    }",
-                      f"    b{nb}.host = query ? NULL : hosts[{nb}];",
+                      f"    b{nb}.host = {host};",
                       f"    b{nb}.type.code = {code};",
                       f"    b{nb}.type.bits = {bits};",
                       f"    b{nb}.type.lanes = 1;",
                       f"    b{nb}.dimensions = {nd};",
                       f"    b{nb}.dim = d{nb};"]
             call.append(f"&b{nb}")
-            if not a.output:
-                back += [f"        for (int k = 0; k < {nd}; k++) {{",
-                         f"            dims[{off} + 3 * k] = d{nb}[k].min;",
-                         f"            dims[{off} + 3 * k + 1] = d{nb}[k].extent;",
-                         "        }"]
+            back += [f"        for (int k = 0; k < {nd}; k++) {{",
+                     f"            dims[{off} + 3 * k] = d{nb}[k].min;",
+                     f"            dims[{off} + 3 * k + 1] = d{nb}[k].extent;",
+                     "        }"]
             nb += 1
             off += 3 * nd
         else:
@@ -203,19 +206,41 @@ class ExternCall:
             raise ExternStageError(f"extern stage {self.func!r}: {self.symbol}() returned "
                                    f"{status.value} in its {what}")
 
-    def query(self, regions: Sequence[Sequence[tuple[int, int]]],
-              scalars: Sequence[object]) -> list[list[tuple[int, int]]]:
-        """Bounds query: ``regions`` gives the output buffers' ``(min, extent)`` per
-        dimension (the inputs' are ignored); returns every buffer argument's region, the
-        inputs' as the extern filled them in."""
-        dims = self._dims(regions, with_strides=False)
-        self._call(True, [None] * len(regions), dims, scalars)
-        out, off = [], 0
-        for a in (a for a in self.args if isinstance(a, BufferArg)):
-            out.append([(int(dims[off + 3 * k]), int(dims[off + 3 * k + 1]))
-                        for k in range(a.dims)])
-            off += 3 * a.dims
-        return out
+    def query(self, inputs: Sequence[tuple[np.ndarray, Sequence[int]] | None],
+              region: Sequence[tuple[int, int]], scalars: Sequence[object]
+              ) -> tuple[list[list[tuple[int, int]]], list[tuple[int, int]]]:
+        """Halide's bounds queries of a stage at root: one with the output ``region``
+        (``(min, extent)`` per dimension), which the extern may round up, then one with
+        the output region it left, which gives the inputs' regions. ``inputs``: per
+        input buffer argument, ``(array, mins)`` of an ImageParam or Buffer (passed as a
+        copy, its host kept, as Halide does), None for a Func. Returns the inputs'
+        regions and the output region."""
+        nin = len(inputs)
+        out_region = list(region)
+        got: list[list[tuple[int, int]]] = []
+        for _ in range(2):
+            regions: list[list[tuple[int, int]]] = []
+            hosts: list[np.ndarray | None] = []
+            for a, inp in zip(self._buffers()[:nin], inputs, strict=True):
+                if inp is None:
+                    regions.append([(0, 0)] * a.dims)
+                    hosts.append(None)
+                else:
+                    arr, mins = inp
+                    regions.append([(int(m), int(n)) for m, n in
+                                    zip(mins, reversed(arr.shape), strict=True)])
+                    hosts.append(arr)
+            regions.append(out_region)
+            hosts.append(None)
+            dims = self._dims(regions, [inp is not None for inp in inputs] + [False])
+            self._call(True, hosts, dims, scalars)
+            got, off = [], 0
+            for a in self._buffers():
+                got.append([(int(dims[off + 3 * k]), int(dims[off + 3 * k + 1]))
+                            for k in range(a.dims)])
+                off += 3 * a.dims
+            out_region = got[-1]
+        return got[:nin], out_region
 
     def run(self, arrays: Sequence[np.ndarray], mins: Sequence[Sequence[int]],
             scalars: Sequence[object]) -> None:
@@ -223,16 +248,21 @@ class ExternCall:
         reverse of Halide's dimensions), ``mins`` its coordinates of element 0."""
         regions = [[(int(m), int(n)) for m, n in zip(mn, reversed(a.shape), strict=True)]
                    for a, mn in zip(arrays, mins, strict=True)]
-        self._call(False, list(arrays), self._dims(regions, with_strides=True), scalars)
+        self._call(False, list(arrays), self._dims(regions, [True] * len(regions)),
+                   scalars)
 
-    def _dims(self, regions: Sequence[Sequence[tuple[int, int]]], with_strides: bool
+    def _buffers(self) -> list[BufferArg]:
+        return [a for a in self.args if isinstance(a, BufferArg)]
+
+    def _dims(self, regions: Sequence[Sequence[tuple[int, int]]], strides: Sequence[bool]
               ) -> np.ndarray:
+        """The flat ``min, extent, stride`` list; strides dense where asked, else 0 (a
+        query buffer's)."""
         flat: list[int] = []
-        bufs = [a for a in self.args if isinstance(a, BufferArg)]
-        for a, reg in zip(bufs, regions, strict=True):
+        for a, reg, dense in zip(self._buffers(), regions, strides, strict=True):
             stride = 1
             for k in range(a.dims):
-                m, n = reg[k] if (with_strides or a.output) else (0, 0)
-                flat += [m, n, stride if (with_strides or a.output) else 0]
+                m, n = reg[k]
+                flat += [m, n, stride if dense else 0]
                 stride *= max(n, 1)
         return np.array(flat or [0], dtype=np.int32)

@@ -34,6 +34,7 @@ than constants and Params are refused in one line.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -53,7 +54,7 @@ from frontends.halide.checks import Checks
 from frontends.halide.errors import HalideCheckError, UnsupportedHalideFeature
 from frontends.halide.evaluate import ScalarKind
 from frontends.halide.exprs import dtype_of
-from frontends.halide.graph import producer_order
+from frontends.halide.graph import producer_order, walk
 from frontends.halide.hir import HExpr, HExternArg, HFunc, HParameter, HPipeline, HType
 from frontends.halide.noops import warn_ignored
 from frontends.halide.reader import read_pipeline
@@ -82,6 +83,7 @@ class _Names:
         self.used = {f.name for f in hp.funcs} | {p.name for p in hp.external_parameters}
 
     def __call__(self, base: str) -> str:
+        base = re.sub(r"\W", "_", base)  # Halide's names may hold '$' or '.'
         name, k = base, 1
         while name in self.used or f"{name}_im" in self.used:
             name, k = f"{base}{k}", k + 1
@@ -101,10 +103,24 @@ def _template(func: str, args: Sequence[str], src_type: HType, src: str, mins: l
     f = hl.Func(func)
     f[vs] = img[[v + p if sign > 0 else v - p for v, p in zip(vs, ps, strict=True)]]
     got = read_pipeline(hl.serialize_pipeline(hl.Pipeline(f)))
-    # Halide renames a Func whose name is taken by a live one (the extern itself)
-    main = dataclasses.replace(got.func(f.name()), name=func, origin_name=func)
-    return (main, [g for g in got.funcs if g.name != f.name()],
-            list(got.external_parameters))
+    # Halide renames a Func whose name a live one has (the extern itself, the ImageParam's
+    # Func of an earlier template): the names are read back, not assumed
+    main = got.func(f.name())
+    names = {p.name for p in got.external_parameters}
+    if names != {src, *mins}:
+        raise UnsupportedHalideFeature(func, None, f"extern stand-in parameters {names}")
+    main = dataclasses.replace(main, name=func, origin_name=func)
+    return main, [g for g in got.funcs if g.name != f.name()], list(got.external_parameters)
+
+
+def _image_func(w: HFunc) -> str:
+    """The Func a template calls (the one Halide made for its ImageParam)."""
+    assert w.init is not None
+    for v in w.init.values:
+        for n in walk(v):
+            if n.kind == "Call" and n.call_type == "Halide":
+                return n.name
+    raise UnsupportedHalideFeature(w.name, None, "an extern stand-in without its image")
 
 
 @dataclass
@@ -112,6 +128,7 @@ class _Input:
     """One buffer argument of an extern: its kind and, for a Func, the upstream kernel."""
 
     arg: HExternArg
+    type: HType | None = None  # a Func's element type
     kernel: Any = None
     out_name: str = ""
     mins: list[str] = dataclasses.field(default_factory=list)
@@ -173,11 +190,12 @@ class ExternPipeline:
                     g = hp.func(a.name)
                     out = names(f"{e}_extern_in{k}")
                     inp.out_name = out
+                    inp.type = g.output_types[0]
                     inp.mins = [names(f"{out}_min{d}") for d in range(len(g.args))]
                     src = names(f"{out}_src")
                     w, _, wparams = _template(out, g.args, g.output_types[0], src, inp.mins,
                                               1)
-                    w = _calling(w, f"{src}_im", a.name, index.get(a.name, -1))
+                    w = _calling(w, _image_func(w), a.name, index.get(a.name, -1))
                     up = dataclasses.replace(
                         base, funcs=(*base.funcs, w),
                         external_parameters=(*base.external_parameters,
@@ -189,12 +207,12 @@ class ExternPipeline:
                                          len(g.args)))
                 elif a.kind == "ImageParam":
                     p = self.params[a.name]
-                    sig.append(BufferArg(p.type.code, p.type.bits, p.dimensions))
+                    sig.append(BufferArg(p.type.code, p.type.bits, p.dimensions, whole=True))
                 else:  # a constant Buffer
                     b = next(b for b in hp.buffers if b.name == a.name)
                     inp.const = _buffer_array(b)
                     inp.const_mins = [d.min for d in b.dims]
-                    sig.append(BufferArg(b.type.code, b.type.bits, len(b.dims)))
+                    sig.append(BufferArg(b.type.code, b.type.bits, len(b.dims), whole=True))
                 inputs.append(inp)
             t = f.output_types[0]
             sig.append(BufferArg(t.code, t.bits, len(f.args), output=True))
@@ -233,6 +251,11 @@ class ExternPipeline:
                     raise UnsupportedHalideFeature(name, None, f"{what} reading the Tuple "
                                                    f"Func {a.name!r}")
                 _hl_type(g.output_types[0])
+                if g.schedule.compute_level.is_inlined and not g.extern_function_name:
+                    raise UnsupportedHalideFeature(  # Halide's refusal, in its words
+                        name, None, f"Func {a.name} cannot be scheduled to be computed "
+                        f"inline, because it is used in the externally-computed function "
+                        f"{name}")
                 chained = [x for x in producer_order(hp, [a.name]) if x in externs
                            or hp.func(x).extern_function_name]
                 if chained:
@@ -330,26 +353,39 @@ class ExternPipeline:
         output array (numpy axes) and its mins."""
         name = ex.func.name
         vals = [self._scalar(e, scalars) for e in ex.scalars]
-        dims = [b.dims for b in ex.call.args if isinstance(b, BufferArg)]
-        asked = ex.call.query([[(0, 0)] * n for n in dims[:-1]] + [region], vals)
-        arrays: list[np.ndarray] = []
-        mins: list[list[int]] = []
-        for k, (inp, reg) in enumerate(zip(ex.inputs, asked, strict=False)):
+        whole: list[tuple[np.ndarray, list[int]] | None] = []
+        for inp in ex.inputs:
             a = inp.arg
             if a.kind == "Func":
-                if any(n <= 0 for _, n in reg):
-                    raise ExternStageError(f"extern stage {name!r}: its bounds query asks "
-                                           f"for an empty region {reg} of Func {a.name!r}")
-                sub = {n: inputs[n] for n in inp.kernel.params if n in inputs}
-                sub.update({m: lo for m, (lo, _) in zip(inp.mins, reg, strict=True)})
-                arr = inp.kernel.realize_with([n for _, n in reg], sub)
-                arrays.append(arr)
-                mins.append([lo for lo, _ in reg])
+                whole.append(None)
                 continue
             arr = images[a.name] if a.kind == "ImageParam" else inp.const
             assert arr is not None
             arr = np.ascontiguousarray(arr)
-            lo0 = [0] * arr.ndim if a.kind == "ImageParam" else inp.const_mins
+            whole.append((arr, [0] * arr.ndim if a.kind == "ImageParam" else inp.const_mins))
+        asked, out_region = ex.call.query(whole, region, vals)
+        for d, ((lo, n), (m, ext)) in enumerate(zip(region, out_region, strict=True)):
+            if m > lo or m + ext < lo + n:
+                raise ExternStageError(
+                    f"extern stage {name!r}: its bounds query turns the output region "
+                    f"[{lo}, {lo + n}) of dimension {d}, which its consumers read, into "
+                    f"[{m}, {m + ext})")
+        arrays: list[np.ndarray] = []
+        mins: list[list[int]] = []
+        for k, (inp, reg, given) in enumerate(zip(ex.inputs, asked, whole, strict=True)):
+            a = inp.arg
+            if given is None:
+                if any(n <= 0 for _, n in reg):  # nothing asked: an empty buffer, as Halide's
+                    arrays.append(np.empty(tuple(max(n, 0) for _, n in reversed(reg)),
+                                           dtype_of(inp.type, a.name, None).numpy))
+                    mins.append([lo for lo, _ in reg])
+                    continue
+                sub = {n: inputs[n] for n in inp.kernel.params if n in inputs}
+                sub.update({m: lo for m, (lo, _) in zip(inp.mins, reg, strict=True)})
+                arrays.append(inp.kernel.realize_with([n for _, n in reg], sub))
+                mins.append([lo for lo, _ in reg])
+                continue
+            arr, lo0 = given
             have = [(m, n) for m, n in zip(lo0, reversed(arr.shape), strict=True)]
             for d, ((m, n), (lo, ext)) in enumerate(zip(reg, have, strict=True)):
                 if n > 0 and (m < lo or m + n > lo + ext):
@@ -360,9 +396,10 @@ class ExternPipeline:
             arrays.append(arr)
             mins.append(lo0)
         t = ex.func.output_types[0]
-        out = np.empty(tuple(n for _, n in reversed(region)), dtype_of(t, name, None).numpy)
-        ex.call.run([*arrays, out], [*mins, [lo for lo, _ in region]], vals)
-        return out, [lo for lo, _ in region]
+        out = np.empty(tuple(n for _, n in reversed(out_region)),
+                       dtype_of(t, name, None).numpy)
+        ex.call.run([*arrays, out], [*mins, [lo for lo, _ in out_region]], vals)
+        return out, [lo for lo, _ in out_region]
 
     def _scalar(self, e: HExpr, scalars: dict[str, np.generic]) -> object:
         if e.kind == "Variable":
