@@ -75,6 +75,24 @@ int xt_neighbours(buf_t *in, double s, buf_t *out) {
     return 0;
 }
 
+/* rounds its output region out to multiples of 4 (Halide then computes that region) and
+   asks for the same of its input; out(x) = 10 * in(x) + x */
+int xt_round4(buf_t *in, buf_t *out) {
+    if (out->host == NULL) {
+        int lo = out->dim[0].min, hi = out->dim[0].min + out->dim[0].extent;
+        lo = lo >= 0 ? lo / 4 * 4 : -((-lo + 3) / 4 * 4);
+        hi = hi >= 0 ? (hi + 3) / 4 * 4 : -(-hi / 4 * 4);
+        out->dim[0].min = in->dim[0].min = lo;
+        out->dim[0].extent = in->dim[0].extent = hi - lo;
+        return 0;
+    }
+    if (out->dim[0].min % 4 || out->dim[0].extent % 4) return 98;
+    for (int x = out->dim[0].min; x < out->dim[0].min + out->dim[0].extent; x++)
+        ((int32_t *)out->host)[(x - out->dim[0].min) * out->dim[0].stride] =
+            10 * ((const int32_t *)in->host)[(x - in->dim[0].min) * in->dim[0].stride] + x;
+    return 0;
+}
+
 int xt_fails(buf_t *in, buf_t *out) { return out->host == NULL ? 0 : 3; }
 """
 
@@ -156,6 +174,23 @@ def test_extern_asks_for_more_than_its_output(externs: Path) -> None:
         assert_same(compile_pipeline(out).realize([10], s=2.5), ref)
 
 
+def test_bounds_query_rounding_the_output(externs: Path) -> None:
+    """An extern whose bounds query rounds its output region up (Halide computes the
+    rounded region and asks again for the inputs), of a Func and of a constant Buffer."""
+    x = hl.Var("x")
+    g = hl.Func("g")
+    g[x] = x * x - 7
+    g.compute_root()
+    buf = hl.Buffer(np.arange(20, dtype=np.int32) * 3 - 5)
+    for src in (g, buf):
+        e = hl.Func("e")
+        e.define_extern("xt_round4", [src], hl.Int(32), 1)
+        h = hl.Func("h")
+        h[x] = e[x + 1] + e[x - 2] if src is g else e[x + 1] * 2
+        ref = halide_realize([h], [7], [])
+        assert_same(compile_pipeline(h).realize([7]), ref)
+
+
 def test_extern_of_an_image_param(externs: Path, rng: np.random.Generator) -> None:
     """An ImageParam passed to the extern whole; a bounds query asking outside it is one
     line, as Halide refuses it."""
@@ -172,6 +207,8 @@ def test_extern_of_an_image_param(externs: Path, rng: np.random.Generator) -> No
     ref = halide_realize([h], [8, 6], [])
     kern = compile_pipeline(h)
     assert_same(kern.realize([8, 6], im=data, k=4), ref)
+    with pytest.raises(hl.HalideError, match="Input buffer im is accessed at 9"):
+        halide_realize([h], [9, 6], [])  # Halide refuses it too
     with pytest.raises(ExternStageError) as ex:
         kern.realize([9, 6], im=data, k=4)  # reads e up to x = 9, im holds x < 9
     assert "[0, 10) of dimension 0 of ImageParam 'im'" in _one_line(ex.value)
@@ -231,5 +268,6 @@ def test_refusals(externs: Path) -> None:
         compile_pipeline(t)
     f2 = hl.Func("f2")
     f2.define_extern("xt_fails", [e], hl.Float(32), 1)  # an extern reading an extern
-    with pytest.raises(UnsupportedHalideFeature, match=r"output of the extern stage 'e(\$\d+)?'"):
+    with pytest.raises(UnsupportedHalideFeature,
+                       match=r"output of the extern stage 'e(\$\d+)?'"):
         compile_pipeline(f2)
