@@ -256,6 +256,11 @@ class ExternPipeline:
                         name, None, f"Func {a.name} cannot be scheduled to be computed "
                         f"inline, because it is used in the externally-computed function "
                         f"{name}")
+                gl = g.schedule.compute_level
+                if not gl.is_root and not g.extern_function_name:
+                    raise UnsupportedHalideFeature(
+                        name, None, f"compute_at({gl.func_name}, {gl.var_name}) of Func "
+                        f"{a.name!r}, read by the extern stage (computed at root, before it)")
                 chained = [x for x in producer_order(hp, [a.name]) if x in externs
                            or hp.func(x).extern_function_name]
                 if chained:
