@@ -191,6 +191,28 @@ def test_bounds_query_rounding_the_output(externs: Path) -> None:
         assert_same(compile_pipeline(h).realize([7]), ref)
 
 
+def test_two_externs_and_a_func_read_on_both_sides(externs: Path) -> None:
+    """Two extern stages in one pipeline, one reading a Func the output also reads."""
+    x = hl.Var("x")
+    s = hl.Param(hl.Float(64), "s", 1.0)
+    g = hl.Func("g")
+    g[x] = x * 3 - 11
+    g.compute_root()
+    q = hl.Func("q")
+    q[x] = x % 5
+    q.compute_root()
+    e1 = hl.Func("e1")
+    e1.define_extern("xt_round4", [g], hl.Int(32), 1)
+    e1.compute_root()
+    e2 = hl.Func("e2")
+    e2.define_extern("xt_neighbours", [q, s], hl.Int(32), 1)
+    h = hl.Func("h")
+    h[x] = e1[x + 1] + g[x] * e2[x - 1]
+    s.set(-1.5)
+    ref = halide_realize([h], [9], [])
+    assert_same(compile_pipeline(h).realize([9], s=-1.5), ref)
+
+
 def test_extern_of_an_image_param(externs: Path, rng: np.random.Generator) -> None:
     """An ImageParam passed to the extern whole; a bounds query asking outside it is one
     line, as Halide refuses it."""
