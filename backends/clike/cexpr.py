@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -196,6 +196,9 @@ class ExprPrinter:
         # function takes from the kernel (params, buffers, the error flag); None where the
         # target prints no such functions
         self.call_context: str | None = None
+        # a target's replacement of some reads (the cpu target's deinterleaved stride-2
+        # reads in a vector loop): the C text to print instead of the element, or None
+        self.element_hook: Callable[[BufAccess, Mapping[str, IExpr]], str | None] | None = None
 
     def hoist(self, e: Expr) -> list[str]:
         """Declarations ``const T me_t<k> = ...;`` of the float subexpressions that ``e``
@@ -257,6 +260,10 @@ class ExprPrinter:
     # ------------------------------------------------------------------ buffer elements
     def element(self, acc: BufAccess) -> str:
         """``b_<buf>[linear index]``, with offsets subtracted and checked indices clamped."""
+        if self.element_hook is not None:
+            replaced = self.element_hook(acc, self.bindings)
+            if replaced is not None:
+                return replaced
         decl = self.buffers.get(acc.buffer)
         if decl is None:
             raise TargetError(f"access to undeclared buffer {acc.buffer!r}")

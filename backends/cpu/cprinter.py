@@ -9,18 +9,23 @@ lowering owns the naming scheme (see :mod:`middleend.loopast`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from backends.clike.cexpr import ExprPrinter, fn_name, ident, iexpr_c
 from backends.clike.cruntime import runtime_text
 from backends.clike.cstmt import comment, dims_lines, statement_lines
 from backends.clike.entry import c_declaration, generate_header
 from backends.clike.printer import LoopPrinter
+from backends.cpu import deinterleave
 from backends.cpu.pool import POOL_C, POOL_HEADERS
 from middleend.ir.errors import TargetError
 from middleend.ir.intervals import Interval, loop_range
 from middleend.ir.loopast import (
     Alloc,
+    BufAccess,
     BufferDecl,
     For,
+    IExpr,
     IOp,
     IVar,
     Program,
@@ -92,6 +97,7 @@ class CPrinter(LoopPrinter):
         self.functions: list[str] = []  # outlined parallel loop bodies
         self.outlined = False  # printing inside one (a nested parallel loop is serial)
         self.fn_defs: list[str] = []  # inlined computations kept as functions
+        self.deint_arrays = 0  # pairs of deinterleaved arrays printed (deinterleave.py)
         # the locks of atomic groups, one per group (StmtInfo.critical)
         self.locks = sorted({i.critical[0] for i in program.stmts.values()
                              if i.critical is not None})
@@ -194,6 +200,8 @@ class CPrinter(LoopPrinter):
         self.emit(1, "return __atomic_load_n(&me_err, __ATOMIC_RELAXED) ? 1 : 0;")
         self.emit(0, "}")
         locks = [LOCK_C] if self.locks else []
+        if self.deint_arrays:
+            locks.append(deinterleave.DEINT_C)
         head = [runtime_text(), *locks, *self.fn_defs]
         if self.functions:
             head = ["#define _GNU_SOURCE", runtime_text(), POOL_HEADERS, POOL_C, *locks,
@@ -215,16 +223,34 @@ class CPrinter(LoopPrinter):
         if f.tag == "parallel" and not self.outlined:
             self._parallel(f, depth, var, label)
             return
+        critical = f.tag == "vector" and self._critical(f)
+        deint = deinterleave.plan(f, var, self.program.stmts, self.buffers, self.in_scope,
+                                  self.deint_arrays) if f.tag == "vector" and not critical \
+            else None
+        if deint is not None:  # stride-2 reads loaded before the loop (deinterleave.py)
+            self.deint_arrays += deint.pairs
+            self.emit(depth, "{")
+            depth += 1
+            for line in deint.prologue:
+                self.emit(depth, line)
         self.emit(depth, f"/* loop {comment(label)} */")
-        if f.tag == "vector" and self._critical(f):
+        if critical:
             self.emit(depth, "/* vector loop run one lane at a time: its body takes a lock */")
         elif f.tag == "vector" and f.width is not None and f.width > 1:
             self.emit(depth, f"{_PRAGMAS[f.tag]} simdlen({int(f.width)})")
         elif f.tag is not None and _PRAGMAS[f.tag]:
             self.emit(depth, _PRAGMAS[f.tag])
         self.emit(depth, f"for (int64_t {var} = {iexpr_c(f.init)}; {cond}; {var} += {f.step}) {{")
-        self._body(f, depth + 1)
+        if deint is not None:
+            reads = deint.reads
+            self.exprs.element_hook = lambda acc, b: _deint_read(acc, b, reads)
+        try:
+            self._body(f, depth + 1)
+        finally:
+            self.exprs.element_hook = None
         self.emit(depth, "}")
+        if deint is not None:
+            self.emit(depth - 1, "}")
 
     def _critical(self, f: For) -> bool:
         """Whether ``f``'s body holds a critical section (no simd: its lanes would take
@@ -361,6 +387,14 @@ class CPrinter(LoopPrinter):
         if not shadowing:
             self.in_scope.discard(b.name)
         self.emit(depth, "}")
+
+
+def _deint_read(acc: BufAccess, bindings: Mapping[str, IExpr],
+                reads: Mapping[deinterleave.Key, str]) -> str | None:
+    if acc.checked or acc.offset_names:
+        return None
+    key = deinterleave.access_key(acc, bindings)
+    return None if key is None else reads.get(key)
 
 
 def generate_c(program: Program) -> str:

@@ -1,0 +1,166 @@
+"""Stride-2 float reads of a vector loop as dense loads and two shuffles.
+
+A 2x downsampling reads ``in[2 x]`` and ``in[2 x + 1]`` in the loop that ``vectorize(x)``
+makes (rgbyuv420's U and V planes, pyramids' downsampling stages). gcc 12 vectorizes each
+as the even or odd lanes of two dense vectors, but extracts them with two ``vpermd`` and a
+``vblendps`` per result: 36 shuffles per 8 results of the U plane, against Halide's 18
+(``vshufps`` within 128-bit lanes, then one ``vpermpd``). Written that way in a C model
+of the loop, the plane ran 0.88-0.92x the time of gcc's own form; through the printer
+(``benchmarks/halide/compare.py``), rgbyuv420's U and V planes went from 1.16-1.25x
+Halide's time to about Halide's.
+
+So, where a vector loop of ``W`` iterations (``W`` a multiple of 8) reads a float buffer
+at ``2 t + c`` and ``2 t + c + 1`` along its contiguous dim (``t`` the loop counter, the
+other subscripts not moving with it), the printer loads the ``2 W`` values before the loop,
+splits them into two local arrays of ``W`` (``me_deint_f32``: those shuffles, in GCC's
+vector extensions, so any x86 target compiles them), and the loop body reads the arrays
+instead; gcc keeps them in registers. The loop's statements are otherwise printed as
+before, so every value is the one the plain reads give.
+
+It applies only where the dense load reads nothing the loop does not read itself: both
+members of the pair are read, in every iteration (the body is statements without guards,
+in a loop with constant bounds), from a buffer the loop does not write; checked
+(data-dependent) reads and loop-local buffers are left alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from backends.clike.cexpr import ident
+from backends.clike.divmod import Linear, _c, expr_linear
+from middleend.ir.expr import walk
+from middleend.ir.loopast import Block, BufAccess, BufferDecl, For, IExpr, Stmt, StmtInfo, ieval
+from middleend.ir.types import float32
+
+# the shuffles, per 8 floats: lanes 0 2 | 1 3 of each 128-bit half of the two vectors
+# (one vshufps each on AVX), then the 64-bit pairs into order (one vpermpd on AVX2)
+DEINT_C = """typedef float me_v8f __attribute__((vector_size(32)));
+typedef double me_v4d __attribute__((vector_size(32)));
+/* p[0 .. 2w-1] into its even (e) and odd (o) elements, 8 at a time */
+static inline void me_deint_f32(const float* restrict p, float* restrict e,
+                                float* restrict o, int64_t w) {
+    for (int64_t k = 0; k < w; k += 8) {
+        me_v8f a, b;
+        __builtin_memcpy(&a, p + 2 * k, sizeof a);
+        __builtin_memcpy(&b, p + 2 * k + 8, sizeof b);
+        me_v8f ev = __builtin_shufflevector(a, b, 0, 2, 8, 10, 4, 6, 12, 14);
+        me_v8f ov = __builtin_shufflevector(a, b, 1, 3, 9, 11, 5, 7, 13, 15);
+        me_v4d e2 = __builtin_shufflevector((me_v4d)ev, (me_v4d)ev, 0, 2, 1, 3);
+        me_v4d o2 = __builtin_shufflevector((me_v4d)ov, (me_v4d)ov, 0, 2, 1, 3);
+        __builtin_memcpy(e + k, &e2, sizeof e2);
+        __builtin_memcpy(o + k, &o2, sizeof o2);
+    }
+}"""
+
+_LANES = 8  # floats per me_deint_f32 step
+
+Key = tuple[str, tuple[tuple[tuple[str, int], ...], ...]]
+
+
+def access_key(acc: BufAccess, bindings: Mapping[str, IExpr]) -> Key | None:
+    """``acc``'s buffer and subscripts as linear forms over the loop counters (each
+    iterator replaced by its binding), or None where one is not linear."""
+    forms = []
+    for ix in acc.indices:
+        form = expr_linear(ix, bindings)
+        if form is None:
+            return None
+        forms.append(tuple(sorted(form.items())))
+    return acc.buffer, tuple(forms)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """``prologue``: the C lines before the loop (arrays and their filling), for
+    ``pairs`` pairs of arrays; ``reads``: access key -> the array element the body reads
+    instead."""
+
+    prologue: tuple[str, ...]
+    reads: Mapping[Key, str]
+    pairs: int
+
+
+def _body_stmts(f: For) -> list[Stmt] | None:
+    body = f.body.body if isinstance(f.body, Block) else (f.body,)
+    return list(body) if all(isinstance(n, Stmt) for n in body) else None
+
+
+def plan(f: For, var: str, stmts: Mapping[str, StmtInfo], buffers: Mapping[str, BufferDecl],
+         in_scope: set[str], first: int) -> Plan | None:
+    """The deinterleaved reads of vector loop ``f`` (C counter ``var``), their arrays
+    numbered from ``first``; None when it has none."""
+    if f.hi is None or f.step != 1:
+        return None
+    try:
+        lo, hi = ieval(f.init, {}), ieval(f.hi, {})
+    except KeyError:
+        return None
+    width = hi - lo + 1
+    body = _body_stmts(f)
+    if body is None or width < _LANES or width % _LANES:
+        return None
+    infos = [stmts.get(s.comp) for s in body]
+    if any(i is None or i.guard is not None or i.atomic is not None or i.critical is not None
+           or i.store is None or i.value is None for i in infos):
+        return None
+    written = {i.store.buffer for i in infos if i is not None and i.store is not None}
+    # (buffer, subscripts but the last, the last without its constant) -> constants read
+    groups: dict[tuple[object, ...], set[int]] = {}
+    for s, info in zip(body, infos, strict=True):
+        assert info is not None and info.value is not None
+        bindings = {n[2:]: e for n, e in s.bindings if n.startswith("v_")}
+        for node in walk(info.value):
+            if not isinstance(node, BufAccess) or node.checked or node.offset_names:
+                continue
+            decl = buffers.get(node.buffer)
+            if decl is None or decl.dtype != float32 or decl.local \
+                    or node.buffer in written or node.buffer not in in_scope:
+                continue
+            key = access_key(node, bindings)
+            if key is None or not key[1]:  # (a scalar: no subscript)
+                continue
+            forms = [dict(f_) for f_ in key[1]]
+            if any(fm.get(var, 0) for fm in forms[:-1]) or forms[-1].get(var, 0) != 2:
+                continue
+            last = dict(forms[-1])
+            const = last.pop("", 0)
+            gkey = (node.buffer, key[1][:-1], tuple(sorted(last.items())))
+            groups.setdefault(gkey, set()).add(const)
+    lines: list[str] = []
+    reads: dict[Key, str] = {}
+    k = first
+    for (buf, outer, last), consts in groups.items():
+        used: set[int] = set()
+        for c in sorted(consts):
+            if c in used or c + 1 not in consts:
+                continue
+            used |= {c, c + 1}
+            name = f"me_di{k}"
+            k += 1
+            base: Linear = dict(last)
+            base[""] = c
+            at_lo = [_at(dict(fm), var, lo) for fm in outer] + [_at(base, var, lo)]
+            subs = [_c(fm) for fm in at_lo]
+            terms = [t if j == len(subs) - 1 else f"{t} * s_{buf}_{j}"
+                     for j, t in enumerate(subs)]
+            b = ident(buf, "buffer name")
+            lines.append(f"float {name}_e[{width}] __attribute__((aligned(32))), "
+                         f"{name}_o[{width}] __attribute__((aligned(32)));")
+            lines.append(f"me_deint_f32(&b_{b}[{' + '.join(terms)}], {name}_e, {name}_o, "
+                         f"{width});")
+            at = f"{var} - {lo}LL" if lo else var
+            for cc, arr in ((c, f"{name}_e"), (c + 1, f"{name}_o")):
+                form = dict(base)
+                form[""] = cc
+                form[var] = 2
+                reads[(buf, (*outer, tuple(sorted(form.items()))))] = f"{arr}[{at}]"
+    return Plan(tuple(lines), reads, k - first) if reads else None
+
+
+def _at(form: Linear, var: str, value: int) -> Linear:
+    """``form`` with the counter ``var`` set to ``value``."""
+    out = {n: c for n, c in form.items() if n != var}
+    out[""] = out.get("", 0) + form.get(var, 0) * value
+    return out

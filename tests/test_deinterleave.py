@@ -1,0 +1,69 @@
+"""Stride-2 float reads of a vector loop (backends/cpu/deinterleave.py): read through
+dense loads and shuffles where both members of a pair are read in every iteration, left
+alone elsewhere; results equal numpy's bit for bit either way."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import middleend as me
+
+ROWS = 5
+
+
+def _down(n: int, width: int, offsets: tuple[int, ...], dtype: me.DType = me.float32,
+          parallel: bool = False, guard: bool = False) -> tuple[str, np.ndarray, np.ndarray]:
+    """d[y, x] = (im[y, 2 x + o] over ``offsets``, each earlier term weighted 0.75) * 0.5,
+    x vectorized by
+    ``width``; returns the kernel's C, its result and numpy's."""
+    cols = 2 * n + max(offsets) + 1
+    with me.Function("down") as f:
+        y, x = me.Var("y", 0, ROWS), me.Var("x", 0, n)
+        im = me.Input("im", [ROWS, cols], dtype)
+        total = im[y, 2 * x + offsets[0]]
+        for o in offsets[1:]:
+            total = total * 0.75 + im[y, 2 * x + o]  # weights tell the reads apart
+        # a data-dependent predicate is a run-time guard (true for this data)
+        d = me.Computation("d", [y, x], total * 0.5, dtype=dtype,
+                           predicate=im[y, 0] >= 0 if guard else None)
+        d.vectorize(x, width)
+        if parallel:
+            d.parallelize(y)
+    k = f.compile(outputs=[d])
+    data = np.random.default_rng(7).random((ROWS, cols)).astype(dtype.numpy)
+    got = k(im=data)["d"]
+    want = data[:, offsets[0]:offsets[0] + 2 * n:2]
+    for o in offsets[1:]:
+        want = want * dtype.numpy.type(0.75) + data[:, o:o + 2 * n:2]
+    want = want * dtype.numpy.type(0.5)
+    return k.source, got, want
+
+
+@pytest.mark.parametrize(("n", "width", "offsets", "parallel"), [
+    (40, 8, (0, 1), False),  # 5 full vectors
+    (37, 8, (0, 1), True),  # a tail of 5, not deinterleaved
+    (48, 16, (3, 4), False),  # 16 lanes, an odd start
+    (40, 8, (0, 1, 2), False),  # a pair and a lone read
+    (40, 8, (1, 0), False),  # the odd member read first
+])
+def test_pairs_are_deinterleaved(n: int, width: int, offsets: tuple[int, ...],
+                                 parallel: bool) -> None:
+    src, got, want = _down(n, width, offsets, parallel=parallel)
+    np.testing.assert_array_equal(got, want)
+    assert "me_deint_f32(&b_im[" in src
+
+
+@pytest.mark.parametrize(("width", "offsets", "kwargs"), [
+    (8, (0,), {}),  # a lone even read: the dense load would read past it
+    (8, (0, 2), {}),  # two even reads
+    (4, (0, 1), {}),  # fewer lanes than one shuffle step
+    (8, (0, 1), {"dtype": me.float64}),
+    (8, (0, 1), {"guard": True}),  # a guard: maybe not read in every iteration
+])
+def test_other_reads_are_left_alone(width: int, offsets: tuple[int, ...],
+                                    kwargs: dict[str, object]) -> None:
+    n = 40
+    src, got, want = _down(n, width, offsets, **kwargs)  # type: ignore[arg-type]
+    np.testing.assert_array_equal(got, want)
+    assert "me_deint_f32(&" not in src
