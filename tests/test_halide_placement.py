@@ -142,8 +142,47 @@ def tuple_element(schedule: str,
     return c, [10], []
 
 
+def through_inlined_reader(schedule: str,
+                           rng: np.random.Generator) -> tuple[hl.Func, list[int], Inputs]:
+    """``p`` and ``q`` at ``c``'s rows, ``c`` reading ``q`` only through an inlined Func
+    (tutorial lesson 7's blur: the output casts an inlined blur of Funcs computed at its
+    tiles); ``p`` is used there through ``q`` (it was refused: "no stage ... uses it")."""
+    p, q, _, inputs = _chain(rng)
+    x, y = q.args()
+    r, c = hl.Func("r"), hl.Func("c")
+    r[x, y] = q[x, y] * q[x, y + 1]
+    c[x, y] = r[x, y] + 1
+    if schedule == "store_root":
+        p.store_root()
+        q.compute_at(c, x)
+    else:
+        q.compute_at(c, y)
+    p.compute_at(c, y)
+    return c, [20, 12], inputs
+
+
+def chain_at_one_loop(schedule: str,
+                      rng: np.random.Generator) -> tuple[hl.Func, list[int], Inputs]:
+    """Three Funcs at ``c``'s rows, each reading the one before (a stencil chain computed
+    per tile): the first is used through the two after it (it was refused)."""
+    x, y = _vars("x y")
+    a, inputs = _image(rng, 16, 24)
+    fs = [hl.Func(f"s{k}") for k in range(3)]
+    fs[0][x, y] = a[x, y] * 2
+    fs[1][x, y] = fs[0][x, y] + fs[0][x + 1, y]
+    fs[2][x, y] = fs[1][x, y] * fs[1][x, y + 1]
+    c = hl.Func("c")
+    c[x, y] = fs[2][x, y] - fs[2][x + 1, y + 1]
+    for f in fs:
+        f.compute_at(c, y)
+    if schedule == "store_root":
+        fs[0].store_root()
+        c.vectorize(x, 4)
+    return c, [20, 12], inputs
+
+
 _CASES = [pure_only, update_only, both_stages, at_an_rvar, indirect, indirect_inlined,
-          tuple_element]
+          tuple_element, through_inlined_reader, chain_at_one_loop]
 
 
 @pytest.mark.parametrize("schedule", ["compute_at", "store_root"])

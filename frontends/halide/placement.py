@@ -113,13 +113,21 @@ class Placement:
 
     def uses(self, g: str, j: int, p: str) -> bool:
         """Whether stage ``j`` of ``g`` needs ``p`` inside its loop nest."""
-        for c in stage_callees(self.info[g], j):
+        return self._uses_in(g, j, g, j, p)
+
+    def _uses_in(self, g: str, j: int, h: str, k: int, p: str) -> bool:
+        """Whether stage ``k`` of ``h``, which runs inside the loops of stage ``j`` of
+        ``g``, calls ``p`` there: directly, through inlined Funcs, or through Funcs realized
+        inside stage ``j`` of ``g`` (the loops that matter are always ``g``'s: a Func
+        inlined into a Func computed at ``g``'s loop, or computed there itself, runs in
+        them too)."""
+        for c in stage_callees(self.info[h], k):
             if c == p:
                 return True
             ci = self.info[c]
-            if ci.inline and self.uses(c, 0, p):
+            if ci.inline and self._uses_in(g, j, c, 0, p):
                 return True
-            if self.inside(c, g, j) and any(self.uses(c, s, p)
+            if self.inside(c, g, j) and any(self._uses_in(g, j, c, s, p)
                                             for s in range(len(definitions(ci.f)))):
                 return True
         return False
