@@ -1,5 +1,5 @@
 """``Func.define_extern`` on the cpu target (frontends/halide/externs.py and
-backends/cpu/halide_extern.py), against Halide's own realize: the extern stages are C
+frontends/halide/extern_call.py), against Halide's own realize: the extern stages are C
 functions compiled here with the C compiler into a library loaded with RTLD_GLOBAL, as
 Halide's JIT needs; they use strides and mins (so a wrong buffer is a wrong value), and
 one asks in its bounds query for more than its output region. Also the one-line errors:
@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 from halide_util import assert_same, halide_realize
 
-from backends.cpu.halide_extern import ExternStageError
 from frontends.halide import UnsupportedHalideFeature, compile_pipeline
+from frontends.halide.extern_call import ExternStageError
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None,
                                 reason="needs a C compiler")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from backends.clike.entry import c_declaration, generate_header
@@ -87,6 +88,9 @@ class CpuTarget(Target):
 
     def generate(self, program: Program, options: Mapping[str, Any]) -> list[SourceText]:
         return [SourceText(f"{program.name}.c", "c", generate_c(program))]
+
+    def build_host_library(self, source: str) -> Path:
+        return compile_shared(source).path
 
     def build(self, program: Program, sources: list[SourceText],
               options: Mapping[str, Any]) -> tuple[Artifact, str]:

@@ -11,7 +11,7 @@ is exact (``compile_pipeline`` of each part, through the middle-end):
   ``compute_root`` extern.
 * **the extern call**: the bounds query (every buffer's ``host`` NULL) with that output
   region, then the real call, both through the C printed by
-  :mod:`backends.cpu.halide_extern` (``halide_buffer_t`` per buffer argument, the symbol
+  :mod:`frontends.halide.extern_call` (``halide_buffer_t`` per buffer argument, the symbol
   found with ``dlsym`` at call time).
 * **upstream**: per Func argument ``g``, a pipeline whose one output ``g_extern_in(x) =
   g(x + m)`` is realized over exactly the region the bounds query asked for (``m`` its mins);
@@ -42,7 +42,11 @@ from typing import Any
 import halide as hl
 import numpy as np
 
-from backends.cpu.halide_extern import (
+from frontends.halide.checks import Checks
+from frontends.halide.errors import HalideCheckError, UnsupportedHalideFeature
+from frontends.halide.evaluate import ScalarKind
+from frontends.halide.exprs import dtype_of
+from frontends.halide.extern_call import (
     BufferArg,
     ExternCall,
     ExternStageError,
@@ -50,10 +54,6 @@ from backends.cpu.halide_extern import (
     check_symbol,
     scalar_supported,
 )
-from frontends.halide.checks import Checks
-from frontends.halide.errors import HalideCheckError, UnsupportedHalideFeature
-from frontends.halide.evaluate import ScalarKind
-from frontends.halide.exprs import dtype_of
 from frontends.halide.graph import producer_order, walk
 from frontends.halide.hir import HExpr, HExternArg, HFunc, HParameter, HPipeline, HType
 from frontends.halide.noops import warn_ignored

@@ -14,6 +14,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 from ..ir.commands import Command, operations_of, tags_of
@@ -170,6 +171,12 @@ class Target(abc.ABC):
         """The entry point as a C declaration, for callers outside Python ("" when the
         target has no C-callable entry point)."""
         return ""
+
+    def build_host_library(self, source: str) -> Path:
+        """A shared library of the C ``source``, built for this process by the target's
+        host compiler: a front-end's host-side shim (the Halide front-end's call of an
+        extern stage). Targets without a host C compiler refuse."""
+        raise TargetError(f"the {self.name} target builds no host C library", target=self.name)
 
     @abc.abstractmethod
     def generate(self, program: Program, options: Mapping[str, Any]) -> list[SourceText]:

@@ -1,4 +1,5 @@
-"""The call of a Halide extern stage (``Func.define_extern``) from C, on the cpu target.
+"""The call of a Halide extern stage (``Func.define_extern``) from C, built by the cpu
+target's host compiler (``middleend.api.hostlib``).
 
 Halide calls an extern stage as ``int name(halide_buffer_t *in..., scalars...,
 halide_buffer_t *out...)``, resolved by symbol, first in bounds-query mode (every buffer's
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from backends.cpu.build import compile_shared
+from middleend.api.hostlib import host_library
 from middleend.ir.errors import KernelRuntimeError
 
 _SYMBOL_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
@@ -173,7 +174,7 @@ class ExternCall:
         self.symbol = check_symbol(symbol, func)
         self.args = tuple(args)
         self.source = print_call(self.symbol, self.args)
-        lib = ctypes.CDLL(str(compile_shared(self.source).path))
+        lib = ctypes.CDLL(str(host_library(self.source)))
         fn = lib.me_extern_call
         fn.restype = ctypes.c_int
         fn.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_void_p),
