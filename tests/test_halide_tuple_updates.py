@@ -124,6 +124,28 @@ def test_swap_and_fibonacci(rng: np.random.Generator) -> None:
     np.testing.assert_array_equal(got[1], b)
 
 
+@pytest.mark.parametrize("schedule", ["default", "root", "at_y"])
+def test_argmax_over_an_rdom_from_a_negative_min(schedule: str,
+                                                 rng: np.random.Generator) -> None:
+    """``hl.argmax(a[x + r.x, y + r.y])`` over a window centred on the point (RDom mins
+    -2): the new values of each step are stored from index 0 (they were refused as writes
+    at negative indices)."""
+    x, y = hl.Var("x"), hl.Var("y")
+    a = hl.ImageParam(hl.Float(32), 2, "a")
+    cl = hl.BoundaryConditions.constant_exterior(a, 0.0)
+    r = hl.RDom([(-2, 5), (-1, 3)], "r")
+    am = hl.Func("am")
+    am[x, y] = hl.argmax(cl[x + r.x, y + r.y])
+    out = hl.Func("out")
+    out[x, y] = hl.f32(am[x, y][0] * 10 + am[x, y][1]) + am[x, y][2]
+    if schedule == "root":
+        am.compute_root()
+    elif schedule == "at_y":
+        am.compute_at(out, y)
+        out.parallel(y)
+    check(out, [12, 7], [(a, rng.random((7, 12), dtype=np.float32))])
+
+
 def test_a_store_index_reading_the_tuple_is_refused() -> None:
     """The elements' stores would move each other's index: refused by name."""
     x = hl.Var("x")

@@ -515,6 +515,15 @@ class Translator:
                     dtype=dtype_of(f.output_types[vi], f.name, k))
                     for vi, (n, e) in enumerate(zip(cnames, exprs, strict=True))]
                 exprs = [t[tuple(its)] for t in fi.temps[k]]
+                mins = [st.ranges[v.name][0] for v in its]
+                if min(mins, default=0) < 0:
+                    # an RDom from a negative min (hl.argmax(a[x + r]) over [-2, 2]): its
+                    # buffer starts at 0, each dimension shifted by its iterator's min
+                    for t in fi.temps[k]:
+                        t.store_in(me.Buffer(self.names(f"{t.name}_buf"), [
+                            st.ranges[v.name][1] - min(m, 0) + 1 for v, m in zip(
+                                its, mins, strict=True)], t.dtype), [
+                            v - m if m < 0 else v for v, m in zip(its, mins, strict=True)])
             for vi, (cname, expr) in enumerate(zip(cnames, exprs, strict=True)):
                 dt = dtype_of(f.output_types[vi], f.name, k)
                 if k == 0 and self._needs_buffer(fi):
