@@ -26,6 +26,7 @@ from frontends.halide.exprs import dtype_of
 from frontends.halide.externs import ExternPipeline, extern_funcs
 from frontends.halide.graph import producer_order
 from frontends.halide.hir import HPipeline
+from frontends.halide.innermost import innermost_reductions
 from frontends.halide.noops import warn_ignored
 from frontends.halide.reader import read_pipeline
 from frontends.halide.specialize import Specializations, without_output_buffers
@@ -277,7 +278,7 @@ def compile_pipeline(outputs: Any, target: str = "cpu", service: Any = None,
     for n in names:
         if n not in hp.funcs_by_name:
             raise UnsupportedHalideFeature(n, None, "an output missing from the serialization")
-    hp = without_output_buffers(hp, names)
+    hp = innermost_reductions(without_output_buffers(hp, names), names)
     checks = build_checks(hp, live, str(names))
     if any(hp.func(n).extern_function_name for n in producer_order(hp, names)):
         return _with_externs(hp, names, checks, target, service, check_legality,
