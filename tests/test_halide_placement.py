@@ -430,3 +430,52 @@ def test_compute_at_outermost(rng: np.random.Generator) -> None:
     g[x, y] += f[x, y] * 3
     f.compute_at(g, hl.Var.outermost())
     check(g, [8, 4], inputs)
+
+
+@pytest.mark.parametrize("schedule", ["at_y", "store_root", "tiled", "vectorized"])
+def test_inline_reduction_reading_a_func_computed_at_a_loop(schedule: str,
+                                                            rng: np.random.Generator) -> None:
+    """``v.compute_at(h, y)`` where ``h`` reads ``v`` through ``hl.maximum`` / ``hl.sum``
+    (the max filter, resize): Halide computes the unscheduled reduction at ``h``'s innermost
+    loop, inside ``y``, so it reads ``v`` there (it was refused: "no stage ... uses it")."""
+    x, y, xo, yo, xi, yi = _vars("x y xo yo xi yi")
+    a, inputs = _image(rng, 18, 26)
+    r = hl.RDom([(0, 3)], "r")
+    v, h = hl.Func("v"), hl.Func("h")
+    v[x, y] = hl.maximum(a[x, y + r.x])
+    h[x, y] = hl.maximum(v[x + r.x, y]) + hl.sum(v[x, y] * r.x)
+    if schedule == "tiled":
+        h.tile(x, y, xo, yo, xi, yi, 8, 4).parallel(yo)
+        v.compute_at(h, xo)
+    elif schedule == "store_root":
+        v.store_root().compute_at(h, y)
+    else:
+        v.compute_at(h, y)
+        if schedule == "vectorized":
+            h.vectorize(x, 4)
+    check(h, [22, 14], inputs)
+
+
+@pytest.mark.parametrize("schedule", ["rows", "vectorized", "store_root"])
+def test_producer_read_by_funcs_nested_at_one_loop(schedule: str,
+                                                   rng: np.random.Generator) -> None:
+    """Unsharp mask's schedule: ``g`` at ``out``'s ``yo``, read there by ``b`` and by
+    ``q``, both at ``out``'s ``yi``, ``b`` read by ``q`` (``b`` placed for ``q``): ``g``
+    is computed for ``out``'s iteration, which covers both (it was refused as "2 stages
+    read it ... computed at different Tuple elements")."""
+    x, y, yo, yi = _vars("x y yo yi")
+    a, inputs = _image(rng, 20, 17)
+    g, b, q, out = hl.Func("g"), hl.Func("b"), hl.Func("q"), hl.Func("out")
+    g[x, y] = a[x, y] * 2
+    b[x, y] = g[x, y] + g[x, y + 2]
+    q[x, y] = b[x, y] * g[x, y + 1] + b[x + 1, y]
+    out[x, y] = q[x, y] * 3
+    out.split(y, yo, yi, 4)
+    if schedule == "vectorized":
+        out.vectorize(x, 4)
+    b.compute_at(out, yi)
+    q.compute_at(out, yi)
+    if schedule == "store_root":
+        g.store_root()
+    g.compute_at(out, yo)
+    check(out, [16, 16], inputs)

@@ -281,6 +281,9 @@ def _place_at(tr: Translator, fi: FuncInfo) -> None:
         cands = {id(c): c for c in (_reading(tr, g, j, comps, bufs) if len(readers) == 1 else
                                     _site_consumer(tr, g, j, cl.func_name, site, comps, bufs)
                                     for g, j in readers)}
+        if len(cands) > 1:  # readers nested at different depths: the outermost
+            cands = {id(c): c for c in (_outermost(tr, c, cl.func_name)
+                                        for c in cands.values())}
         if len(cands) != 1:
             raise UnsupportedHalideFeature(
                 f.name, None, f"compute_at({cl.func_name}, {cl.var_name}) where "
@@ -349,6 +352,23 @@ def _site_consumer(tr: Translator, g: str, j: int, f: str, site: int, comps: lis
         raise UnsupportedHalideFeature(g, None, f"a read inside {f!r} from {h!r}, which is not "
                                        "placed there yet")
     return got
+
+
+def _outermost(tr: Translator, comp: Any, f: str) -> Any:
+    """The computation of ``f`` around ``comp``: ``comp`` itself when it is one of
+    ``f``'s, else the consumer its Func was placed for, and so on outwards (a Func computed
+    at ``f``'s loop for another Func computed there, as in unsharp mask: the middle-end's
+    compute_at at ``f``'s computation covers the reads of everything computed inside it)."""
+    owner = {id(c): (n, r) for n, fi in tr.info.items() if not fi.inline
+             for r in range(len(fi.copies) + 1) for k in range(len(fi.comps))
+             for c in fi.realization(r, k)}
+    seen = 0
+    while id(comp) in owner and owner[id(comp)][0] != f and seen < len(owner):
+        nxt = tr.placement.consumers.get(owner[id(comp)])
+        if nxt is None:
+            return comp
+        comp, seen = nxt, seen + 1
+    return comp
 
 
 def _loop(tr: Translator, producer: str, func: str, stage: int, var: str
