@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import middleend as me
 from frontends.halide.errors import UnsupportedHalideFeature
+from frontends.halide.fixedpoint import FIXED_POINT, fixed_point
 from frontends.halide.hir import HExpr, HType
 from frontends.halide.noops import is_print
 from middleend.ir import types as t
@@ -301,6 +302,10 @@ def _call(e: HExpr, scope: Scope, args: Sequence[Expr]) -> Expr:
         if name in ("is_nan_f16", "is_nan_f32", "is_nan_f64"):
             x = args[0]
             return x != x
+        if stem in ("is_inf", "is_finite") and suffix in ("f16", "f32", "f64"):
+            x = args[0]  # x - x is 0 for a finite x, NaN for an infinite or NaN one
+            finite = (x - x) == const(0, x.dtype)
+            return finite if stem == "is_finite" else (x == x) & ~finite
     raise scope.unsupported(f"the call {name!r} ({ct})")
 
 
@@ -355,6 +360,8 @@ def _intrinsic(name: str, dt: DType, args: list[Expr], scope: Scope) -> Expr:
         if name == "bitwise_and" and (masked := _mask(dt, args)) is not None:
             return masked
         return intrinsic(_BITWISE[name], *args)
+    if name in FIXED_POINT and (got := fixed_point(name, dt, args)) is not None:
+        return got
     raise scope.unsupported(f"the intrinsic {name!r}")
 
 

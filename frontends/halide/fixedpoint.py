@@ -1,0 +1,50 @@
+"""Halide's fixed-point intrinsics (``hl.widening_mul``, ``hl.saturating_add``,
+``hl.halving_add``, ...), written with the operations the middle-end has: each is defined
+by Halide as the operation computed in a type twice as wide (where nothing overflows),
+then narrowed (saturated, or wrapped, as Halide's definition says). Halide's own code
+uses them for the fixed-point arithmetic of its camera and audio pipelines; the values
+are the same whatever instruction Halide picks for them.
+"""
+
+from __future__ import annotations
+
+from middleend.ir import types as t
+from middleend.ir.expr import Cast, Expr, binop
+from middleend.ir.types import DType
+
+# a signed type twice as wide holds the sum and difference of two values of either
+# signedness of the narrow width
+_SIGNED_WIDER = {8: t.int16, 16: t.int32, 32: t.int64}
+
+FIXED_POINT = frozenset({"widening_add", "widening_sub", "widening_mul", "saturating_add",
+                         "saturating_sub", "halving_add", "halving_sub",
+                         "rounding_halving_add"})
+
+
+def _as(dt: DType, e: Expr) -> Expr:
+    return e if e.dtype == dt else Cast(dt, e)
+
+
+def fixed_point(name: str, dt: DType, args: list[Expr]) -> Expr | None:
+    """``name(args)`` of result type ``dt``; None where it cannot be written exactly (a
+    64-bit operand, which has no wider type, or a float one)."""
+    from frontends.halide.exprs import const, saturating_cast
+
+    a, b = args
+    if not (a.dtype.is_int and b.dtype.is_int) or a.dtype.bits == 64:
+        return None
+    if name.startswith("widening_"):  # dt is the wide type itself
+        op = {"widening_add": "+", "widening_sub": "-", "widening_mul": "*"}[name]
+        x, y = _as(dt, a), _as(dt, b)
+        return x + y if op == "+" else x - y if op == "-" else x * y
+    # the other operations keep the operands' type
+    wide = _SIGNED_WIDER[a.dtype.bits]
+    x, y = _as(wide, a), _as(wide, b)
+    if name == "saturating_add":
+        return saturating_cast(dt, x + y)
+    if name == "saturating_sub":
+        return saturating_cast(dt, x - y)
+    total = x + y if name != "halving_sub" else x - y
+    if name == "rounding_halving_add":
+        total = total + const(1, wide)
+    return _as(dt, binop("floordiv", total, const(2, wide)))  # floor(total / 2): >> 1

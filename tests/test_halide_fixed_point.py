@@ -1,0 +1,55 @@
+"""Halide's fixed-point intrinsics (widening, saturating, halving and rounding-halving
+add / sub / mul) and ``is_inf`` / ``is_finite`` against Halide's realize, on values that
+span each type's whole range (so every saturation and every wrap is taken), inlined and
+computed at root with a vector loop."""
+
+from __future__ import annotations
+
+import halide as hl
+import numpy as np
+import pytest
+from halide_util import check
+
+_TYPES = [(hl.UInt(8), np.uint8), (hl.Int(8), np.int8), (hl.UInt(16), np.uint16),
+          (hl.Int(16), np.int16), (hl.Int(32), np.int32), (hl.UInt(32), np.uint32)]
+_OPS = ["saturating_add", "saturating_sub", "halving_add", "halving_sub",
+        "rounding_halving_add", "widening_add", "widening_sub", "widening_mul"]
+
+
+def _full_range(rng: np.random.Generator, ntype: type, shape: tuple[int, ...]) -> np.ndarray:
+    info = np.iinfo(ntype)
+    a = rng.integers(info.min, info.max, size=shape, dtype=ntype, endpoint=True)
+    a.flat[:4] = [info.min, info.max, 0, 1]  # the extremes, always
+    return a
+
+
+@pytest.mark.parametrize("schedule", ["inline", "root_vectorized"])
+@pytest.mark.parametrize(("htype", "ntype"), _TYPES, ids=lambda t: str(t))
+def test_fixed_point_intrinsics(htype: hl.Type, ntype: type, schedule: str,
+                                rng: np.random.Generator) -> None:
+    x, y = hl.Var("x"), hl.Var("y")
+    a, b = hl.ImageParam(htype, 1, "a"), hl.ImageParam(htype, 1, "b")
+    ops = [op for op in _OPS if not (op.startswith("widening") and htype.bits() == 32)]
+    parts = []
+    for k, op in enumerate(ops):
+        g = hl.Func(f"g{k}")
+        g[x] = getattr(hl, op)(a[x], b[(x + k) % 24])
+        parts.append(g)
+    out = hl.Func("out")
+    out[x, y] = hl.mux(y, [hl.i64(g[x]) for g in parts])
+    if schedule == "root_vectorized":
+        for g in parts:
+            g.compute_root().vectorize(x, 8)
+    check(out, [24, len(ops)], [(a, _full_range(rng, ntype, (24,))),
+                                (b, _full_range(rng, ntype, (24,))[::-1].copy())])
+
+
+def test_is_inf_and_is_finite(rng: np.random.Generator) -> None:
+    x = hl.Var("x")
+    a = hl.ImageParam(hl.Float(32), 1, "a")
+    f = hl.Func("f")
+    f[x] = hl.select(hl.is_inf(a[x]), 1, 0) + hl.select(hl.is_finite(a[x]), 10, 0) + \
+        hl.select(hl.is_nan(a[x]), 100, 0)
+    v = rng.random(12, dtype=np.float32) * 1e38
+    v[:5] = [np.inf, -np.inf, np.nan, 0.0, -np.float32(3.4e38)]
+    check(f, [12], [(a, v)])
