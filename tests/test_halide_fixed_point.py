@@ -44,6 +44,17 @@ def test_fixed_point_intrinsics(htype: hl.Type, ntype: type, schedule: str,
                                 (b, _full_range(rng, ntype, (24,))[::-1].copy())])
 
 
+@pytest.mark.parametrize(("htype", "ntype"), _TYPES, ids=lambda t: str(t))
+def test_rounding_shift_right_by_a_constant(htype: hl.Type, ntype: type,
+                                            rng: np.random.Generator) -> None:
+    x, y = hl.Var("x"), hl.Var("y")
+    a = hl.ImageParam(htype, 1, "a")
+    out = hl.Func("out")
+    shifts = [0, 1, 3, htype.bits() - 1]
+    out[x, y] = hl.mux(y, [hl.rounding_shift_right(a[x], hl.cast(htype, n)) for n in shifts])
+    check(out, [24, len(shifts)], [(a, _full_range(rng, ntype, (24,)))])
+
+
 def test_is_inf_and_is_finite(rng: np.random.Generator) -> None:
     x = hl.Var("x")
     a = hl.ImageParam(hl.Float(32), 1, "a")

@@ -18,7 +18,7 @@ _SIGNED_WIDER = {8: t.int16, 16: t.int32, 32: t.int64}
 
 FIXED_POINT = frozenset({"widening_add", "widening_sub", "widening_mul", "saturating_add",
                          "saturating_sub", "halving_add", "halving_sub",
-                         "rounding_halving_add"})
+                         "rounding_halving_add", "rounding_shift_right"})
 
 
 def _as(dt: DType, e: Expr) -> Expr:
@@ -33,6 +33,17 @@ def fixed_point(name: str, dt: DType, args: list[Expr]) -> Expr | None:
     a, b = args
     if not (a.dtype.is_int and b.dtype.is_int) or a.dtype.bits == 64:
         return None
+    if name == "rounding_shift_right":
+        # a >> n rounded half up, for a constant 0 <= n < width (a computed amount or a
+        # negative one, a left shift, stays refused)
+        n = _int(b)
+        if n is None or not 0 <= n < a.dtype.bits:
+            return None
+        if n == 0:
+            return _as(dt, a)
+        wide = _SIGNED_WIDER[a.dtype.bits]
+        total = _as(wide, a) + const(1 << (n - 1), wide)
+        return _as(dt, binop("floordiv", total, const(1 << n, wide)))
     if name.startswith("widening_"):  # dt is the wide type itself
         op = {"widening_add": "+", "widening_sub": "-", "widening_mul": "*"}[name]
         x, y = _as(dt, a), _as(dt, b)
@@ -48,3 +59,9 @@ def fixed_point(name: str, dt: DType, args: list[Expr]) -> Expr | None:
     if name == "rounding_halving_add":
         total = total + const(1, wide)
     return _as(dt, binop("floordiv", total, const(2, wide)))  # floor(total / 2): >> 1
+
+
+def _int(e: Expr) -> int | None:
+    from frontends.halide.exprs import _int_const
+
+    return _int_const(e)
