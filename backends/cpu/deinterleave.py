@@ -9,12 +9,13 @@ of the loop, the plane ran 0.88-0.92x the time of gcc's own form; through the pr
 (``benchmarks/halide/compare.py``), rgbyuv420's U and V planes went from 1.16-1.25x
 Halide's time to about Halide's.
 
-So, where a vector loop of ``W`` iterations (``W`` a multiple of 8) reads a float buffer
-at ``2 t + c`` and ``2 t + c + 1`` along its contiguous dim (``t`` the loop counter, the
-other subscripts not moving with it), the printer loads the ``2 W`` values before the loop,
-splits them into two local arrays of ``W`` (``me_deint_f32``: those shuffles, in GCC's
-vector extensions, so any x86 target compiles them), and the loop body reads the arrays
-instead; gcc keeps them in registers. The loop's statements are otherwise printed as
+So, where a vector loop of ``W`` iterations (``W`` a multiple of 8 for float, of 4 for
+double) reads a float or double buffer at ``2 t + c`` and ``2 t + c + 1`` along its
+contiguous dim (``t`` the loop counter, the other subscripts not moving with it), the
+printer loads the ``2 W`` values before the loop, splits them into two local arrays of
+``W`` (``me_deint_f32`` / ``me_deint_f64``: those shuffles, in GCC's vector extensions,
+so any x86 target compiles them), and the loop body reads the arrays instead; gcc keeps
+them in registers. The loop's statements are otherwise printed as
 before, so every value is the one the plain reads give.
 
 It applies only where the dense load reads nothing the loop does not read itself: both
@@ -32,13 +33,13 @@ from backends.clike.cexpr import ident
 from backends.clike.divmod import Linear, _c, expr_linear
 from middleend.ir.expr import walk
 from middleend.ir.loopast import Block, BufAccess, BufferDecl, For, IExpr, Stmt, StmtInfo, ieval
-from middleend.ir.types import float32
+from middleend.ir.types import float32, float64
 
 # the shuffles, per 8 floats: lanes 0 2 | 1 3 of each 128-bit half of the two vectors
 # (one vshufps each on AVX), then the 64-bit pairs into order (one vpermpd on AVX2)
 DEINT_C = """typedef float me_v8f __attribute__((vector_size(32)));
 typedef double me_v4d __attribute__((vector_size(32)));
-/* p[0 .. 2w-1] into its even (e) and odd (o) elements, 8 at a time */
+/* p[0 .. 2w-1] into its even (e) and odd (o) elements, 8 floats at a time */
 static inline void me_deint_f32(const float* restrict p, float* restrict e,
                                 float* restrict o, int64_t w) {
     for (int64_t k = 0; k < w; k += 8) {
@@ -52,9 +53,25 @@ static inline void me_deint_f32(const float* restrict p, float* restrict e,
         __builtin_memcpy(e + k, &e2, sizeof e2);
         __builtin_memcpy(o + k, &o2, sizeof o2);
     }
+}
+/* the same, 4 doubles at a time (vunpcklpd / vunpckhpd, then vpermpd) */
+static inline void me_deint_f64(const double* restrict p, double* restrict e,
+                                double* restrict o, int64_t w) {
+    for (int64_t k = 0; k < w; k += 4) {
+        me_v4d a, b;
+        __builtin_memcpy(&a, p + 2 * k, sizeof a);
+        __builtin_memcpy(&b, p + 2 * k + 4, sizeof b);
+        me_v4d ev = __builtin_shufflevector(a, b, 0, 4, 2, 6);
+        me_v4d ov = __builtin_shufflevector(a, b, 1, 5, 3, 7);
+        ev = __builtin_shufflevector(ev, ev, 0, 2, 1, 3);
+        ov = __builtin_shufflevector(ov, ov, 0, 2, 1, 3);
+        __builtin_memcpy(e + k, &ev, sizeof ev);
+        __builtin_memcpy(o + k, &ov, sizeof ov);
+    }
 }"""
 
-_LANES = 8  # floats per me_deint_f32 step
+# element type -> (its helper, elements per step of it)
+_HELPERS = {float32: ("me_deint_f32", 8), float64: ("me_deint_f64", 4)}
 
 Key = tuple[str, tuple[tuple[tuple[str, int], ...], ...]]
 
@@ -99,7 +116,7 @@ def plan(f: For, var: str, stmts: Mapping[str, StmtInfo], buffers: Mapping[str, 
         return None
     width = hi - lo + 1
     body = _body_stmts(f)
-    if body is None or width < _LANES or width % _LANES:
+    if body is None:
         return None
     infos = [stmts.get(s.comp) for s in body]
     if any(i is None or i.guard is not None or i.atomic is not None or i.critical is not None
@@ -115,8 +132,8 @@ def plan(f: For, var: str, stmts: Mapping[str, StmtInfo], buffers: Mapping[str, 
             if not isinstance(node, BufAccess) or node.checked or node.offset_names:
                 continue
             decl = buffers.get(node.buffer)
-            if decl is None or decl.dtype != float32 or decl.local \
-                    or node.buffer in written or node.buffer not in in_scope:
+            if decl is None or decl.dtype not in _HELPERS or width % _HELPERS[decl.dtype][1] \
+                    or decl.local or node.buffer in written or node.buffer not in in_scope:
                 continue
             key = access_key(node, bindings)
             if key is None or not key[1]:  # (a scalar: no subscript)
@@ -146,9 +163,11 @@ def plan(f: For, var: str, stmts: Mapping[str, StmtInfo], buffers: Mapping[str, 
             terms = [t if j == len(subs) - 1 else f"{t} * s_{buf}_{j}"
                      for j, t in enumerate(subs)]
             b = ident(buf, "buffer name")
-            lines.append(f"float {name}_e[{width}] __attribute__((aligned(32))), "
+            dtype = buffers[buf].dtype
+            helper = _HELPERS[dtype][0]
+            lines.append(f"{dtype.c_name} {name}_e[{width}] __attribute__((aligned(32))), "
                          f"{name}_o[{width}] __attribute__((aligned(32)));")
-            lines.append(f"me_deint_f32(&b_{b}[{' + '.join(terms)}], {name}_e, {name}_o, "
+            lines.append(f"{helper}(&b_{b}[{' + '.join(terms)}], {name}_e, {name}_o, "
                          f"{width});")
             at = f"{var} - {lo}LL" if lo else var
             for cc, arr in ((c, f"{name}_e"), (c + 1, f"{name}_o")):
