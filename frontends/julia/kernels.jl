@@ -307,12 +307,20 @@ end
         interchange(E, i1, k1)
         unroll(E, j1)
         parallelize(E, j0)
+        parallelize(SC, j)
+        vectorize(SC, i, 8)
     end
     for j in 1:nj, i in 1:ni
         tmp[i, j] = 0.0
     end
+    # alpha * (A * B) as numpy formulates it: the product, then one pass scaling it (alpha
+    # in every term cost one more multiply per column of A in the tile, 1.06-1.15 ->
+    # 0.99-1.02x numpy's single-thread time)
     for i in 1:ni, j in 1:nj, k in 1:nk
-        @name T tmp[i, j] += alpha * A[i, k] * B[k, j]
+        @name T tmp[i, j] += A[i, k] * B[k, j]
+    end
+    for j in 1:nj, i in 1:ni
+        @name SC tmp[i, j] *= alpha
     end
     for j in 1:nl, i in 1:ni
         D[i, j] *= beta
