@@ -55,6 +55,24 @@ def test_rounding_shift_right_by_a_constant(htype: hl.Type, ntype: type,
     check(out, [24, len(shifts)], [(a, _full_range(rng, ntype, (24,)))])
 
 
+@pytest.mark.parametrize(("htype", "ntype"), _TYPES, ids=lambda t: str(t))
+def test_division_rounding_to_zero(htype: hl.Type, ntype: type,
+                                   rng: np.random.Generator) -> None:
+    """``div_round_to_zero`` / ``mod_round_to_zero`` (C's ``/`` and ``%``) for divisors of
+    both signs, small and large (not 0, and not MIN / -1, which Halide leaves undefined)."""
+    x, y = hl.Var("x"), hl.Var("y")
+    a, b = hl.ImageParam(htype, 1, "a"), hl.ImageParam(htype, 1, "b")
+    out = hl.Func("out")
+    out[x, y] = hl.select(y == 0, hl.div_round_to_zero(a[x], b[x]),
+                          hl.mod_round_to_zero(a[x], b[x]))
+    av = _full_range(rng, ntype, (48,))
+    av[av == np.iinfo(ntype).min] = np.iinfo(ntype).min + 1
+    bv = _full_range(rng, ntype, (48,))
+    bv[:24] = rng.integers(1, 9, 24) * rng.choice([1, -1] if np.iinfo(ntype).min < 0 else [1], 24)
+    bv[bv == 0] = 3
+    check(out, [48, 2], [(a, av), (b, bv)])
+
+
 def test_is_inf_and_is_finite(rng: np.random.Generator) -> None:
     x = hl.Var("x")
     a = hl.ImageParam(hl.Float(32), 1, "a")

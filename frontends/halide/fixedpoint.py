@@ -18,7 +18,8 @@ _SIGNED_WIDER = {8: t.int16, 16: t.int32, 32: t.int64}
 
 FIXED_POINT = frozenset({"widening_add", "widening_sub", "widening_mul", "saturating_add",
                          "saturating_sub", "halving_add", "halving_sub",
-                         "rounding_halving_add", "rounding_shift_right"})
+                         "rounding_halving_add", "rounding_shift_right",
+                         "div_round_to_zero", "mod_round_to_zero"})
 
 
 def _as(dt: DType, e: Expr) -> Expr:
@@ -33,6 +34,8 @@ def fixed_point(name: str, dt: DType, args: list[Expr]) -> Expr | None:
     a, b = args
     if not (a.dtype.is_int and b.dtype.is_int) or a.dtype.bits == 64:
         return None
+    if name in ("div_round_to_zero", "mod_round_to_zero"):
+        return _round_to_zero(name, a, b)
     if name == "rounding_shift_right":
         # a >> n rounded half up, for a constant 0 <= n < width (a computed amount or a
         # negative one, a left shift, stays refused)
@@ -65,3 +68,20 @@ def _int(e: Expr) -> int | None:
     from frontends.halide.exprs import _int_const
 
     return _int_const(e)
+
+
+def _round_to_zero(name: str, a: Expr, b: Expr) -> Expr:
+    """C's ``/`` and ``%`` (the quotient rounded toward zero) from Halide's Euclidean ones:
+    they differ only for a negative ``a`` that ``b`` does not divide, where the quotient is
+    one closer to zero and the remainder ``|b|`` lower (x / 0 and x % 0 stay 0)."""
+    from frontends.halide.exprs import _div, _mod, const
+    from middleend.ir.expr import select
+
+    q, r = _div(a, b), _mod(a, b)
+    if a.dtype.kind == "uint":
+        return q if name == "div_round_to_zero" else r
+    zero, one = const(0, a.dtype), const(1, a.dtype)
+    off = (a < zero) & (r != zero)
+    if name == "div_round_to_zero":
+        return select(off, q + select(b > zero, one, -one), q)
+    return select(off, r - select(b > zero, b, -b), r)
