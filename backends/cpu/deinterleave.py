@@ -5,9 +5,9 @@ makes (rgbyuv420's U and V planes, pyramids' downsampling stages). gcc 12 vector
 as the even or odd lanes of two dense vectors, but extracts them with two ``vpermd`` and a
 ``vblendps`` per result: 36 shuffles per 8 results of the U plane, against Halide's 18
 (``vshufps`` within 128-bit lanes, then one ``vpermpd``). Written that way in a C model
-of the loop, the plane ran 0.88-0.92x the time of gcc's own form; through the printer
-(``benchmarks/halide/compare.py``), rgbyuv420's U and V planes went from 1.16-1.25x
-Halide's time to about Halide's.
+of the loop, the plane ran 0.88-0.92x the time of gcc's own form; through the printer,
+rgbyuv420's U and V planes went from 1.17-1.19x Halide's time to 1.06-1.09x (kernels
+printed with and without this, timed interleaved with Halide in one process, twice).
 
 So, where a vector loop of ``W`` iterations (``W`` a multiple of 8 for float, of 4 for
 double) reads a float or double buffer at ``2 t + c`` and ``2 t + c + 1`` along its
