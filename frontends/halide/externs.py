@@ -42,8 +42,9 @@ from typing import Any
 import halide as hl
 import numpy as np
 
+from frontends.halide.arguments import split_arguments
 from frontends.halide.checks import Checks
-from frontends.halide.errors import HalideCheckError, UnsupportedHalideFeature
+from frontends.halide.errors import UnsupportedHalideFeature
 from frontends.halide.evaluate import ScalarKind
 from frontends.halide.exprs import dtype_of
 from frontends.halide.extern_call import (
@@ -310,22 +311,7 @@ class ExternPipeline:
 
     def _arguments(self, inputs: Mapping[str, Any]
                    ) -> tuple[dict[str, np.ndarray], dict[str, np.generic]]:
-        images: dict[str, np.ndarray] = {}
-        scalars: dict[str, np.generic] = {}
-        for name, p in sorted(self.params.items()):
-            if name not in inputs:
-                raise KernelArgumentError(f"Halide pipeline {self.outputs}: missing "
-                                          f"{'ImageParam' if p.is_buffer else 'Param'} "
-                                          f"{name!r}; it needs {self.input_names}")
-            v = inputs[name]
-            if not p.is_buffer:
-                scalars[name] = self._kinds[name].value(v, self._label)
-                continue
-            if isinstance(v, hl.Buffer) and any(v.dim(d).min() for d in range(v.dimensions())):
-                raise HalideCheckError(f"Halide pipeline {self._label}: ImageParam {name!r}: "
-                                       "an hl.Buffer whose mins are not 0 (pass the array)")
-            images[name] = np.asarray(v)
-        return images, scalars
+        return split_arguments(self.params, self._kinds, inputs, self.outputs, self._label)
 
     def _output_regions(self, sizes: Sequence[int], images: dict[str, np.ndarray],
                         scalars: dict[str, np.generic]) -> list[list[tuple[int, int]]]:

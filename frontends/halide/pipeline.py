@@ -19,8 +19,9 @@ from typing import Any
 import halide as hl
 import numpy as np
 
+from frontends.halide.arguments import split_arguments
 from frontends.halide.checks import Checks, build_checks
-from frontends.halide.errors import HalideCheckError, UnsupportedHalideFeature
+from frontends.halide.errors import UnsupportedHalideFeature
 from frontends.halide.evaluate import ScalarKind
 from frontends.halide.exprs import dtype_of
 from frontends.halide.externs import ExternPipeline, extern_funcs
@@ -72,27 +73,7 @@ class HalideKernel:
                    ) -> tuple[dict[str, np.ndarray], dict[str, np.generic]]:
         """The inputs as arrays (ImageParams) and numpy scalars of their types (Params),
         each checked; errors name the input."""
-        label = self._label
-        images: dict[str, np.ndarray] = {}
-        scalars: dict[str, np.generic] = {}
-        for name, p in sorted(self.params.items()):
-            if name not in inputs:
-                raise KernelArgumentError(f"Halide pipeline {self.outputs}: missing "
-                                          f"{'ImageParam' if p.is_buffer else 'Param'} "
-                                          f"{name!r}; it needs {self.input_names}")
-            v = inputs[name]
-            if not p.is_buffer:
-                scalars[name] = self._kinds[name].value(v, label)
-                continue
-            if isinstance(v, hl.Buffer):
-                mins = [v.dim(d).min() for d in range(v.dimensions())]
-                if any(mins):
-                    raise HalideCheckError(
-                        f"Halide pipeline {label}: ImageParam {name!r}: an hl.Buffer whose "
-                        f"mins are {mins} (only buffers with every min 0 are supported: "
-                        "pass the array)")
-            images[name] = np.asarray(v)
-        return images, scalars
+        return split_arguments(self.params, self._kinds, inputs, self.outputs, self._label)
 
     def _spec(self, sizes: Sequence[int], images: Mapping[str, np.ndarray],
               scalars: Mapping[str, np.generic]) -> Spec:

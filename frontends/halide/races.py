@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from frontends.halide.errors import UnsupportedHalideFeature
 from frontends.halide.graph import definitions
-from frontends.halide.hir import HLoopLevel
+from frontends.halide.ring import where_text
 from middleend import ScheduleError
 
 if TYPE_CHECKING:
@@ -61,18 +61,10 @@ def check_races(tr: Translator, fi: FuncInfo) -> None:
                     verb = "store" if what == "is stored" else "hoist"
                     raise ScheduleError(
                         f"Func {f.name!r} {what} outside the {_CONCURRENT[kind]} loop "
-                        f"{func}.{var.rsplit('.', 1)[-1]} (at {_where(lv)}) but computed "
+                        f"{func}.{var.rsplit('.', 1)[-1]} (at {where_text(lv)}) but computed "
                         f"within it (at {cl.func_name}.{cl.var_name}): a potential race "
                         f"condition, which Halide refuses too; {verb} it at that loop or "
                         "inside it (the default: where it is computed)")
-
-
-def _where(lv: HLoopLevel) -> str:
-    if lv.is_root:
-        return "root"
-    if lv.is_outermost:
-        return f"{lv.func_name}, Var.outermost()"
-    return f"{lv.func_name}.{lv.var_name}"
 
 
 def _stage_loops(tr: Translator, producer: str, func: str, stage: int) -> list[Loop]:

@@ -30,7 +30,8 @@ if TYPE_CHECKING:
     from frontends.halide.translate import FuncInfo, Translator
 
 
-def _where(lv: HLoopLevel) -> str:
+def where_text(lv: HLoopLevel) -> str:
+    """A loop level as Halide's messages write it."""
     if lv.is_root:
         return "root"
     if lv.is_outermost:
@@ -65,7 +66,7 @@ def check_ring(tr: Translator, fi: FuncInfo) -> int:
     if _same(hs, sl) or (s.compute_level.is_root and hs.is_root):
         raise ScheduleError(
             f"Func {f.name!r}: ring_buffer({n}) with its storage stored and hoisted at the "
-            f"same level ({_where(sl)}); Halide refuses this too: hoist the storage to an "
+            f"same level ({where_text(sl)}); Halide refuses this too: hoist the storage to an "
             "outer loop (hoist_storage(consumer, x) or hoist_storage_root())")
     if not hs.is_root and hs.func_name != sl.func_name:
         raise UnsupportedHalideFeature(f.name, None, "ring_buffer() with hoist_storage and "
@@ -83,7 +84,7 @@ def check_ring(tr: Translator, fi: FuncInfo) -> int:
             if dims.get(h, "Serial") in ("Parallel", "Vectorized", "GPUBlock"):
                 raise ScheduleError(
                     f"Func {f.name!r}: ring_buffer({n}) with its storage hoisted "
-                    f"({_where(hs)}) outside the {dims[h].lower()} loop {sl.func_name}.{h} "
+                    f"({where_text(hs)}) outside the {dims[h].lower()} loop {sl.func_name}.{h} "
                     "it is computed in, a race; Halide refuses this too: hoist it inside "
                     "that loop, or do not hoist it")
     return n
@@ -102,8 +103,8 @@ def check_hoist(tr: Translator, fi: FuncInfo) -> None:
         order = ci.plans[site].order
         if _position(fi.f.name, order, hs.var_name) > _position(fi.f.name, order, sl.var_name):
             raise ScheduleError(
-                f"Func {fi.f.name!r}: hoist_storage({_where(hs)}) is inside its store level "
-                f"({_where(sl)}); Halide refuses this too (an invalid location): hoist the "
+                f"Func {fi.f.name!r}: hoist_storage({where_text(hs)}) is inside its store level "
+                f"({where_text(sl)}); Halide refuses this too (an invalid location): hoist the "
                 "storage to the store loop or a loop outside it")
 
 
