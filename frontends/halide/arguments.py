@@ -11,6 +11,7 @@ from typing import Any
 import halide as hl
 import numpy as np
 
+from frontends.halide.checks import Checks
 from frontends.halide.errors import HalideCheckError
 from frontends.halide.evaluate import ScalarKind
 from frontends.halide.hir import HParameter
@@ -41,4 +42,19 @@ def split_arguments(params: Mapping[str, HParameter], kinds: Mapping[str, Scalar
                     f"mins are {mins} (only buffers with every min 0 are supported: "
                     "pass the array)")
         images[name] = np.asarray(v)
+    return images, scalars
+
+
+def realize_arguments(params: Mapping[str, HParameter], kinds: Mapping[str, ScalarKind],
+                      checks: Checks, inputs: Mapping[str, Any], outputs: object,
+                      label: str) -> tuple[dict[str, np.ndarray], dict[str, np.generic]]:
+    """What ``realize_with`` does with its inputs before building anything: unknown names
+    refused, :func:`split_arguments`, then the pipeline's own checks (requirements, input
+    bounds) run on the values."""
+    unknown = sorted(set(inputs) - set(params))
+    if unknown:
+        raise KernelArgumentError(f"unknown input(s) {unknown}; the pipeline takes "
+                                  f"{sorted(params)}")
+    images, scalars = split_arguments(params, kinds, inputs, outputs, label)
+    checks.run(images, scalars)
     return images, scalars

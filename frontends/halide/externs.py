@@ -42,7 +42,7 @@ from typing import Any
 import halide as hl
 import numpy as np
 
-from frontends.halide.arguments import split_arguments
+from frontends.halide.arguments import realize_arguments
 from frontends.halide.checks import Checks
 from frontends.halide.errors import UnsupportedHalideFeature
 from frontends.halide.evaluate import ScalarKind
@@ -60,7 +60,6 @@ from frontends.halide.hir import HExpr, HExternArg, HFunc, HParameter, HPipeline
 from frontends.halide.noops import warn_ignored
 from frontends.halide.reader import read_pipeline
 from frontends.halide.translate import Translator, _buffer_array
-from middleend.ir.errors import KernelArgumentError
 
 
 def extern_funcs(hp: HPipeline, outputs: list[str]) -> list[str]:
@@ -295,12 +294,8 @@ class ExternPipeline:
                      out: Any = None) -> Any:
         if isinstance(sizes, int):
             sizes = [sizes]
-        unknown = sorted(set(inputs) - set(self.params))
-        if unknown:
-            raise KernelArgumentError(f"unknown input(s) {unknown}; the pipeline takes "
-                                      f"{self.input_names}")
-        images, scalars = self._arguments(inputs)
-        self.checks.run(images, scalars)
+        images, scalars = realize_arguments(self.params, self._kinds, self.checks, inputs,
+                                            self.outputs, self._label)
         regions = self._output_regions(sizes, images, scalars)
         given = dict(inputs)
         for ex, region in zip(self.externs, regions, strict=True):
@@ -308,10 +303,6 @@ class ExternPipeline:
             given[ex.image] = arr
             given.update({m: v for m, v in zip(ex.mins, mins, strict=True)})
         return self.down.realize_with(sizes, given, out)
-
-    def _arguments(self, inputs: Mapping[str, Any]
-                   ) -> tuple[dict[str, np.ndarray], dict[str, np.generic]]:
-        return split_arguments(self.params, self._kinds, inputs, self.outputs, self._label)
 
     def _output_regions(self, sizes: Sequence[int], images: dict[str, np.ndarray],
                         scalars: dict[str, np.generic]) -> list[list[tuple[int, int]]]:

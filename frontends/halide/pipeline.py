@@ -19,7 +19,7 @@ from typing import Any
 import halide as hl
 import numpy as np
 
-from frontends.halide.arguments import split_arguments
+from frontends.halide.arguments import realize_arguments, split_arguments
 from frontends.halide.checks import Checks, build_checks
 from frontends.halide.errors import UnsupportedHalideFeature
 from frontends.halide.evaluate import ScalarKind
@@ -188,13 +188,9 @@ class HalideKernel:
         included)."""
         if isinstance(sizes, int):
             sizes = [sizes]
-        unknown = sorted(set(inputs) - set(self.params))
-        if unknown:
-            raise KernelArgumentError(f"unknown input(s) {unknown}; the pipeline takes "
-                                      f"{self.input_names}")
+        images, scalars = realize_arguments(self.params, self._kinds, self.checks, inputs,
+                                            self.outputs, self._label)
         outs_given = None if out is None else self._check_out(sizes, out)
-        images, scalars = self._arguments(inputs)
-        self.checks.run(images, scalars)
         built, kernel = self._build(sizes, images, scalars)
         args: dict[str, Any] = dict(built.constants)
         for name, ours in built.inputs.items():

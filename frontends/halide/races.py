@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from frontends.halide.errors import UnsupportedHalideFeature
 from frontends.halide.graph import definitions
-from frontends.halide.ring import where_text
+from frontends.halide.ring import loop_position, where_text
 from middleend import ScheduleError
 
 if TYPE_CHECKING:
@@ -91,9 +91,8 @@ def _enclosing(tr: Translator, func: str) -> list[Loop]:
 
 def _position(producer: str, loops: list[Loop], func: str, var: str) -> int:
     names = [h for _, h, _ in loops]
-    hits = [i for i, n in enumerate(names) if n == var]
-    hits = hits or [i for i, n in enumerate(names) if n.endswith("." + var)]
-    if len(hits) != 1:
+    at = loop_position(names, var)
+    if at is None:
         raise UnsupportedHalideFeature(producer, None, f"compute_at/store_at loop {var!r} "
                                        f"of {func!r}: the loops are {names}")
-    return hits[0]
+    return at

@@ -108,10 +108,17 @@ def check_hoist(tr: Translator, fi: FuncInfo) -> None:
                 "storage to the store loop or a loop outside it")
 
 
-def _position(func: str, order: list[str], var: str) -> int:
+def loop_position(order: list[str], var: str) -> int | None:
+    """Where loop ``var`` (a Var's name, or the last part of a stage loop's) stands in
+    ``order``; None unless exactly one loop matches."""
     hits = [i for i, n in enumerate(order) if n == var]
     hits = hits or [i for i, n in enumerate(order) if n.endswith("." + var)]
-    if len(hits) != 1:
+    return hits[0] if len(hits) == 1 else None
+
+
+def _position(func: str, order: list[str], var: str) -> int:
+    at = loop_position(order, var)
+    if at is None:
         raise UnsupportedHalideFeature(func, None, f"hoist_storage() or ring_buffer() at "
                                        f"loop {var!r}: the loops are {order}")
-    return hits[0]
+    return at
