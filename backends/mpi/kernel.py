@@ -23,7 +23,7 @@ from middleend.ir.errors import KernelArgumentError, KernelRuntimeError
 from middleend.target import Kernel
 
 from .inproc import InProcess, job_comm
-from .persist import RANK_LINE, TIMEOUT_ENV, KeptJob
+from .persist import RANK_LINE, TIMEOUT_ENV, KeptJob, remove_stale_endpoints
 
 # MPICH's transport between processes of one machine: libfabric's shared-memory provider
 # starts and stops in about half the time of the default (UCX); and with UCX unused, its
@@ -140,7 +140,9 @@ class MpiKernel(Kernel):
         """One call on the kept job (started, or started again after a failure)."""
         timeout = float(os.environ.get(TIMEOUT_ENV, "600"))
         if self._kept is not None and (not self._kept.alive or self._kept.ranks != self.ranks):
-            self._kept.close(kill=True)
+            # a live job of another R ends as at the end of the block (its ranks finalise
+            # MPI); killing it, a job started right after sometimes crashed at its start
+            self._kept.close(kill=not self._kept.alive)
             self._kept = None
         if self._kept is None:
             self._kept = KeptJob(self.launch_line[:-2], self.library, self.ranks,
@@ -207,6 +209,7 @@ class MpiKernel(Kernel):
         return 0
 
     def _run(self, cmd: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        remove_stale_endpoints()  # a rank given a dead one's pid would attach to them
         timeout = float(os.environ.get(TIMEOUT_ENV, "600"))
         try:
             return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,

@@ -92,6 +92,26 @@ if __name__ == "__main__":
     serve(sys.argv[1], int(sys.argv[2]), sys.argv[3])
 
 
+def remove_stale_endpoints() -> None:
+    """Remove the shared-memory endpoint files of dead processes (``/dev/shm/<pid>:...``,
+    what libfabric's shm provider names after a rank's pid, ours only). A rank that is
+    killed or aborts leaves them behind, and a later rank given the same pid attached to
+    them: it crashed at its first call or received another job's message (segfaults,
+    truncated messages; tests/test_mpi_job.py and test_mpi_runtime.py failed about one
+    run in four together). Called before every job starts."""
+    shm = Path("/dev/shm")
+    if not shm.is_dir():
+        return
+    uid = os.getuid()
+    for f in shm.iterdir():
+        pid, sep, _ = f.name.partition(":")
+        if not sep or not pid.isdigit() or Path(f"/proc/{pid}").exists():
+            continue
+        with contextlib.suppress(OSError):
+            if f.stat().st_uid == uid:
+                f.unlink()
+
+
 class KeptJob:
     """The caller's side: the job's process, one call at a time."""
 
@@ -100,6 +120,7 @@ class KeptJob:
         self.name, self.timeout, self.ranks = name, timeout, ranks
         self._pending = b""  # what the job wrote after the last line read
         self.log = tempfile.TemporaryFile(mode="w+")  # the job's stderr (rank messages)
+        remove_stale_endpoints()
         cmd = [*launch, sys.executable, "-m", "backends.mpi.persist", str(library),
                str(ranks), name]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -171,7 +192,8 @@ class KeptJob:
         job's group was killed, they lived on for a moment, and a job started then failed
         at its first call about one time in seven (a segfault, a truncated message, a
         killed rank; tests/test_mpi_job.py). Only a process still running this module is
-        signalled (a pid reused meanwhile is left alone)."""
+        signalled (a pid reused meanwhile is left alone). Then the endpoints they left
+        (:func:`remove_stale_endpoints`)."""
         deadline = time.monotonic() + 10.0
         for pid in self.pids:
             while time.monotonic() < deadline:
@@ -184,6 +206,7 @@ class KeptJob:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
                 time.sleep(0.005)
+        remove_stale_endpoints()
 
     def close(self, kill: bool = False) -> None:
         """End the job: standard input closed (every rank leaves its loop and finalises
