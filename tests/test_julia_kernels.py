@@ -37,6 +37,12 @@ def test_kernel_other_sizes(name: str) -> None:
     _run(name, True, sizes)
 
 
+def test_bicg_three_row_blocks() -> None:
+    """bicg sums s per block of 1000 rows (sp's columns) and adds the blocks' sums: 2003
+    rows make three blocks, the last one of 3 rows."""
+    _run("bicg!", True, {"n": 2003, "m": 7})
+
+
 def _with_schedule(name: str, directives: str) -> str:
     """kernels.jl with ``name``'s @schedule block replaced by ``directives``."""
     head = f"@acc function {name}("

@@ -106,7 +106,7 @@ class Exprs:
                 isinstance(e.args[0], J.Name) and e.args[0].id in self.arrays:
             return self.size_of(e)
         if isinstance(e, J.Call) and e.fn in ("+", "-", "*", "÷", "%", "div", "rem",
-                                                "max", "min"):
+                                                "fld", "mod", "cld", "max", "min"):
             vals = [self.const_int(a) for a in e.args]
             if any(v is None for v in vals):
                 return None
@@ -403,6 +403,8 @@ def _fold_int(fn: str, v: list[int], line: int, ex: Exprs) -> int:
         return a * b
     if b == 0:
         raise ex.fail(line, f"integer division by zero ({a} {fn} 0)")
+    if fn in ("fld", "mod", "cld"):  # floor (mod: the divisor's sign) and ceiling
+        return a // b if fn == "fld" else a % b if fn == "mod" else -(-a // b)
     q = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1)
     return q if fn in ("÷", "div") else a - b * q
 
