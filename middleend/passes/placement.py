@@ -18,6 +18,7 @@ import islpy as isl
 
 from ..ir import commands as cmd
 from ..ir.errors import ScheduleError
+from ..ir.islutil import exact_hull
 from .data import Layer3
 from .dataflow import logical_access, read_buffer
 from .layer1 import Layer1
@@ -240,7 +241,7 @@ def extend_at(s: CompSchedule, c: CompSchedule, lvl: int, acc: isl.Map | None,
         part = outer.reverse().apply_range(r.proj.apply_range(a)).intersect_range(s.domain)
         rel = part if rel is None else rel.union(part)
     assert rel is not None
-    rel = rel.coalesce()
+    rel = exact_hull(rel.coalesce())
     names = _ext_names(c.ext_dims[:lvl], s.domain)
     ext = _named(rel.wrap().flatten().set_tuple_name(s.name), names).coalesce()
     proj = rel.range_map().flatten_domain().set_tuple_name(isl.dim_type.in_, s.name)
