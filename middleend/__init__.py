@@ -25,7 +25,7 @@ from .ir.errors import (
     TargetUnavailable,
     UnproducedReadError,
 )
-from .ir.expr import Expr, call, cast, clamp, select
+from .ir.expr import Expr, call, cast, clamp, reinterpret, select
 from .ir.expr import maximum as max
 from .ir.expr import minimum as min
 from .ir.function import (
@@ -105,6 +105,8 @@ abs, erf = _intrinsic("abs"), _intrinsic("erf")
 shl, shr = _intrinsic("shl"), _intrinsic("shr")
 bitand, bitor, bitxor, bitnot = (_intrinsic("bitand"), _intrinsic("bitor"),
                                  _intrinsic("bitxor"), _intrinsic("bitnot"))
+popcount, clz, ctz = _intrinsic("popcount"), _intrinsic("clz"), _intrinsic("ctz")
+asinh, acosh, atanh = _intrinsic("asinh"), _intrinsic("acosh"), _intrinsic("atanh")
 
 __all__ = [
     "__version__", "connect", "targets", "ROOT", "INPUT", "OUTPUT", "TEMPORARY", "INOUT",
@@ -114,7 +116,8 @@ __all__ = [
     "bool_", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
     "uint32", "uint64", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh",
     "tanh", "exp", "log", "sqrt", "pow", "floor", "ceil", "round", "trunc", "abs", "erf",
-    "shl", "shr", "bitand", "bitor", "bitxor", "bitnot",
+    "shl", "shr", "bitand", "bitor", "bitxor", "bitnot", "popcount", "clz", "ctz", "asinh",
+    "acosh", "atanh", "reinterpret",
     "MiddleEndError", "DefinitionError", "UnproducedReadError", "ScheduleError",
     "TargetError", "TargetUnavailable", "ResourceLimitError", "BuildError",
     "KernelArgumentError",

@@ -31,6 +31,7 @@ from middleend.ir.loopast import (
 )
 from middleend.ir.types import DType, float32, int64
 
+from .cbits import reinterpret_name
 from .cruntime import suffix
 from .divmod import div_mod
 from .narrow import Int32Subscript
@@ -41,7 +42,7 @@ _CMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 _ARITH = {"add": "+", "sub": "-", "mul": "*"}
 _BITS = {"bitand": "&", "bitor": "|", "bitxor": "^"}
 _FLOAT_FNS = frozenset("sin cos tan asin acos atan atan2 sinh cosh tanh exp log sqrt floor "
-                       "ceil trunc pow erf".split())
+                       "ceil trunc pow erf asinh acosh atanh".split())
 
 
 def ident(name: str, what: str = "identifier") -> str:
@@ -508,6 +509,13 @@ class ExprPrinter:
             if fn in _BITS:
                 return f"({vals[0]} {_BITS[fn]} {vals[1]})"
             return f"me_{fn}_{suffix(dt)}({args})"
+        if fn in ("popcount", "clz", "ctz") and dt.is_int:
+            return f"me_{fn}_{suffix(dt)}({args})"
+        if fn == "reinterpret":
+            src = e.args[0].dtype
+            if src.is_int and dt.is_int:  # the same width: a conversion keeps the bits
+                return f"(({dt.c_name})({args}))"
+            return f"{reinterpret_name(src, dt)}({args})"
         if fn not in _FLOAT_FNS and fn != "round":
             raise TargetError(f"unknown intrinsic {fn!r}")
         if not dt.is_float:

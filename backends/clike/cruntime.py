@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 from middleend.ir.types import ALL_TYPES, DType
 
+from .cbits import bits_text
+
 # Short per-type suffix used in helper names (``me_fdiv_i32``).
 SUFFIX: dict[str, str] = {
     "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
@@ -178,6 +180,7 @@ def runtime_text(d: Dialect = CPU) -> str:
     parts.append("/* Floor division/modulo, abs, min, max and shifts per type. */\n")
     parts.extend(_helpers_for(dt).replace("static inline", d.fn) for dt in ALL_TYPES
                  if dt.c_name != "_Float16" or d.name == "c")  # gcc's C only
+    parts.append(bits_text(d.name, d.fn, d.name == "c"))
     return "".join(parts)
 
 

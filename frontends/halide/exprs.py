@@ -30,9 +30,10 @@ import middleend as me
 from frontends.halide.errors import UnsupportedHalideFeature
 from frontends.halide.fixedpoint import FIXED_POINT, fixed_point
 from frontends.halide.hir import HExpr, HType
+from frontends.halide.intrinsics import HYPERBOLIC, bit_intrinsic, fast_extern
 from frontends.halide.noops import is_print
 from middleend.ir import types as t
-from middleend.ir.expr import Cast, Const, Expr, binop, select
+from middleend.ir.expr import Cast, Const, Expr, binop, reinterpret, select
 from middleend.ir.expr import call as intrinsic
 from middleend.ir.types import DType
 
@@ -91,6 +92,7 @@ _MATH = {
     "round": "round",
     "abs": "abs",
     "erf": "erf",
+    **HYPERBOLIC,
 }
 _HINTS = frozenset(
     {"likely", "likely_if_innermost", "promise_clamped", "unsafe_promise_clamped", "strict_float"}
@@ -166,6 +168,8 @@ def translate(e: HExpr, scope: Scope, depth: int = 0) -> Expr:
         dt = dtype_of(e.type, scope.func, scope.stage)
         a = sub(e.args[0])
         return a if a.dtype == dt else Cast(dt, a)
+    if k == "Reinterpret":  # the same bits as another type of the same width
+        return reinterpret(dtype_of(e.type, scope.func, scope.stage), sub(e.args[0]))
     if k in _BINARY:
         a, b = sub(e.args[0]), sub(e.args[1])
         if k == "Add" and a.dtype == b.dtype:
@@ -306,6 +310,9 @@ def _call(e: HExpr, scope: Scope, args: Sequence[Expr]) -> Expr:
             x = args[0]  # x - x is 0 for a finite x, NaN for an infinite or NaN one
             finite = (x - x) == const(0, x.dtype)
             return finite if stem == "is_finite" else (x == x) & ~finite
+        if suffix in ("f16", "f32", "f64") and \
+                (got := fast_extern(stem, dt, list(args))) is not None:
+            return got
     raise scope.unsupported(f"the call {name!r} ({ct})")
 
 
@@ -361,6 +368,8 @@ def _intrinsic(name: str, dt: DType, args: list[Expr], scope: Scope) -> Expr:
             return masked
         return intrinsic(_BITWISE[name], *args)
     if name in FIXED_POINT and (got := fixed_point(name, dt, args)) is not None:
+        return got
+    if (got := bit_intrinsic(name, dt, args)) is not None:
         return got
     raise scope.unsupported(f"the intrinsic {name!r}")
 

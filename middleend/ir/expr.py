@@ -192,7 +192,12 @@ LOGIC = ("and", "or")
 # ``shr(a, n)`` shift ``a`` by ``n`` bits (left wraps around, right is arithmetic for signed
 # types), the other way for a negative ``n``; a shift by the type's width or more gives 0
 # (the sign's fill, -1 or 0, for a right shift of a signed value), where C leaves it
-# undefined, so every value of ``n`` has one result on every target.
+# undefined, so every value of ``n`` has one result on every target. ``popcount``, ``clz``
+# and ``ctz`` count the set, leading zero and trailing zero bits of the operand's two's
+# complement bits, in the operand's type (``clz(0) == ctz(0) ==`` the width, where C's
+# builtins are undefined), as Halide defines them. ``reinterpret`` ('bits': built by
+# :func:`reinterpret`, not :func:`call`) is the same bits read as another type of the same
+# width (a float's IEEE bits as an integer and back).
 INTRINSICS: dict[str, tuple[int, str]] = {
     "sin": (1, "float"), "cos": (1, "float"), "tan": (1, "float"), "asin": (1, "float"),
     "acos": (1, "float"), "atan": (1, "float"), "atan2": (2, "float"), "sinh": (1, "float"),
@@ -200,7 +205,9 @@ INTRINSICS: dict[str, tuple[int, str]] = {
     "sqrt": (1, "float"), "floor": (1, "float"), "ceil": (1, "float"), "round": (1, "float"),
     "trunc": (1, "float"), "pow": (2, "float"), "erf": (1, "float"), "abs": (1, "same"),
     "bitand": (2, "int"), "bitor": (2, "int"), "bitxor": (2, "int"), "bitnot": (1, "int"),
-    "shl": (2, "int"), "shr": (2, "int"),
+    "shl": (2, "int"), "shr": (2, "int"), "asinh": (1, "float"), "acosh": (1, "float"),
+    "atanh": (1, "float"), "popcount": (1, "int"), "clz": (1, "int"), "ctz": (1, "int"),
+    "reinterpret": (1, "bits"),
 }
 
 
@@ -250,6 +257,8 @@ def call(fn: str, *args: Any) -> Expr:
     if fn not in INTRINSICS:
         raise ValueError(f"unknown intrinsic {fn!r}; known: {sorted(INTRINSICS)}")
     n, rule = INTRINSICS[fn]
+    if rule == "bits":
+        raise TypeError(f"{fn} needs its result type: use reinterpret(dtype, e)")
     if len(args) != n:
         raise TypeError(f"{fn} takes {n} argument(s), got {len(args)}")
     exprs = [wrap(a) for a in args]
@@ -264,6 +273,16 @@ def call(fn: str, *args: Any) -> Expr:
         raise TypeError(f"{fn} needs integer arguments, got {rt.name}")
     exprs = [e if e.dtype == rt else Cast(rt, e) for e in exprs]
     return Call(fn, tuple(exprs), rt)
+
+
+def reinterpret(dtype: DType, e: Any) -> Expr:
+    """The bits of ``e`` read as ``dtype``, a type of the same width (no conversion: the
+    float 1.0 is the uint32 0x3f800000); booleans have no bits to reinterpret."""
+    ex = wrap(e)
+    if ex.dtype.bits != dtype.bits or ex.dtype.is_bool or dtype.is_bool:
+        raise TypeError(f"reinterpret needs two types of one width (not bool), got "
+                        f"{ex.dtype.name} as {dtype.name}")
+    return ex if ex.dtype == dtype else Call("reinterpret", (ex,), dtype)
 
 
 def select(cond: Any, a: Any, b: Any) -> Expr:

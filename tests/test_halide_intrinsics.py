@@ -1,0 +1,191 @@
+"""Halide's bit counts, ``reinterpret``, the ``fast_*`` math functions, ``random_*`` and the
+inverse hyperbolic functions against Halide's realize, under several schedules (inlined,
+computed at root with a vector loop, split with a parallel loop)."""
+
+from __future__ import annotations
+
+import halide as hl
+import numpy as np
+import pytest
+from halide_util import STRICT, assert_same, by_name, check, halide_realize
+
+from frontends.halide import compile_pipeline
+
+_ALL = [(hl.UInt(8), np.uint8), (hl.Int(8), np.int8), (hl.UInt(16), np.uint16),
+        (hl.Int(16), np.int16), (hl.UInt(32), np.uint32), (hl.Int(32), np.int32),
+        (hl.UInt(64), np.uint64), (hl.Int(64), np.int64)]
+_SCHEDULES = ["inline", "root_vectorized", "parallel_split"]
+
+
+def _schedule(schedule: str, inner: list[hl.Func], out: hl.Func) -> None:
+    x, y = hl.Var("x"), hl.Var("y")
+    if schedule == "root_vectorized":
+        for g in inner:
+            g.compute_root().vectorize(x, 8)
+        out.vectorize(x, 8)
+    elif schedule == "parallel_split":
+        xo, xi = hl.Var("xo"), hl.Var("xi")
+        for g in inner:
+            g.compute_at(out, y)
+        out.split(x, xo, xi, 4).parallel(y).reorder(xi, y, xo)
+
+
+@pytest.mark.parametrize("schedule", _SCHEDULES)
+@pytest.mark.parametrize(("htype", "ntype"), _ALL, ids=lambda t: str(t))
+def test_bit_counts(htype: hl.Type, ntype: type, schedule: str,
+                    rng: np.random.Generator) -> None:
+    """``popcount``, ``count_leading_zeros``, ``count_trailing_zeros`` of every integer
+    type, in that type, on values spanning its range, zero (the width), -1 and single
+    bits among them."""
+    x, y = hl.Var("x"), hl.Var("y")
+    # (Halide's Python Buffer has no uint64: those values come in as int64, same bits)
+    a = hl.ImageParam(hl.Int(64) if ntype is np.uint64 else htype, 2, "a")
+    v = hl.cast(htype, a[x, y])
+    g = hl.Func("g")
+    g[x, y] = hl.count_leading_zeros(v)
+    f = hl.Func("counts")
+    f[x, y] = (hl.popcount(v), g[x, y], hl.count_trailing_zeros(v),
+               hl.popcount(v) + hl.count_trailing_zeros(v ^ hl.cast(htype, 1)))
+    _schedule(schedule, [g], f)
+    info = np.iinfo(ntype)
+    data = rng.integers(info.min, info.max, (6, 16), dtype=ntype, endpoint=True)
+    data[0, :8] = [info.min, info.max, 0, 1, -1 if info.min < 0 else 2, 0, 0, 0]
+    data[1, :] = [ntype(1) << ntype(k % htype.bits()) for k in range(0, 16 * 5, 5)]
+    data = data.view(np.int64) if ntype is np.uint64 else data
+    check(f, [16, 6], [(a, data)])
+
+
+@pytest.mark.parametrize("schedule", _SCHEDULES)
+def test_reinterpret(schedule: str, rng: np.random.Generator) -> None:
+    """A float's bits as an integer of each signedness and back (the sign bit flipped
+    through the integer: ``-x``, NaN and infinities kept), doubles too, and between the
+    two integer types of one width."""
+    x, y = hl.Var("x"), hl.Var("y")
+    a = hl.ImageParam(hl.Float(32), 2, "a")
+    d = hl.ImageParam(hl.Float(64), 2, "d")
+    bits = hl.Func("bits")
+    bits[x, y] = hl.reinterpret(hl.UInt(32), a[x, y])
+    f = hl.Func("re")
+    flipped = hl.reinterpret(hl.Float(32), bits[x, y] ^ hl.u32(0x80000000))
+    f[x, y] = (bits[x, y], hl.reinterpret(hl.Int(32), a[x, y]), flipped,
+               hl.reinterpret(hl.Int(64), d[x, y]),
+               hl.reinterpret(hl.Float(64), hl.reinterpret(hl.Int(64), d[x, y]) + 1),
+               hl.reinterpret(hl.Int(32), bits[x, y]),
+               hl.reinterpret(hl.UInt(8), hl.cast(hl.Int(8), bits[x, y])))
+    _schedule(schedule, [bits], f)
+    av = (rng.standard_normal((4, 16)) * 1e3).astype(np.float32)
+    av[0, :6] = [0.0, -0.0, np.inf, -np.inf, np.float32(1e-40), 1.0]
+    dv = rng.standard_normal((4, 16)) * 1e30
+    dv[0, :3] = [0.0, -1.0, np.inf]
+    check(f, [16, 4], [(a, av), (d, dv)])
+
+
+@pytest.mark.parametrize("schedule", ["inline", "root_vectorized"])
+def test_fast_exp_log_pow_bit_for_bit(schedule: str, rng: np.random.Generator) -> None:
+    """Halide writes ``fast_exp``, ``fast_log`` and ``fast_pow`` as polynomials over the
+    float's bits (``reinterpret``, shifts, masks): without contraction into FMAs on both
+    sides (Halide's ``StrictFloat``, our ``fp_contract=False``) the values are Halide's
+    bit for bit; Halide's default may fuse multiply-adds, a few ulps away."""
+    x, y = hl.Var("x"), hl.Var("y")
+    a = hl.ImageParam(hl.Float(32), 2, "a")
+    e = hl.Func("e")
+    e[x, y] = hl.fast_exp(a[x, y])
+    f = hl.Func("fast")
+    pos = hl.abs(a[x, y]) + hl.f32(1e-3)
+    f[x, y] = (e[x, y], hl.fast_log(pos), hl.fast_pow(pos, a[x, y] / 4),
+               hl.fast_pow(a[x, y] * 0, a[x, y]))
+    _schedule(schedule, [e], f)
+    av = (rng.random((3, 16), dtype=np.float32) * 40 - 20).astype(np.float32)
+    av[0, :4] = [0.0, 1.0, -1.0, 80.0]
+    inputs = [(a, av)]
+    k = compile_pipeline(f, fp_contract=False)
+    ours = k.realize([16, 3], **by_name(inputs))
+    ref = halide_realize([f], [16, 3], inputs, STRICT)
+    for got, want in zip(ours, ref, strict=True):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("schedule", ["inline", "root_vectorized"])
+def test_fast_inverse_within_the_estimate_error(schedule: str,
+                                                rng: np.random.Generator) -> None:
+    """``fast_inverse`` and ``fast_inverse_sqrt`` are the exact ``1 / x`` and
+    ``1 / sqrt(x)`` here; Halide's x86 code uses the ``rcpps`` / ``rsqrtps`` estimates,
+    whose relative error Intel bounds by 1.5 * 2^-12 (3.7e-4): ours must be that close."""
+    x, y = hl.Var("x"), hl.Var("y")
+    a = hl.ImageParam(hl.Float(32), 2, "a")
+    g = hl.Func("g")
+    g[x, y] = hl.fast_inverse(a[x, y])
+    f = hl.Func("inv")
+    f[x, y] = (g[x, y], hl.fast_inverse_sqrt(a[x, y]))
+    _schedule(schedule, [g], f)
+    av = (rng.random((3, 16), dtype=np.float32) * 1e3 + 1e-3).astype(np.float32)
+    av[0, :4] = [1.0, 3.0, 1e-30, 1e30]
+    inputs = [(a, av)]
+    ours = compile_pipeline(f).realize([16, 3], **by_name(inputs))
+    ref = halide_realize([f], [16, 3], inputs)
+    exact = [1 / av.astype(np.float64), 1 / np.sqrt(av.astype(np.float64))]
+    for got, want, e in zip(ours, ref, exact, strict=True):
+        assert got.dtype == want.dtype == np.float32
+        np.testing.assert_allclose(got, want, rtol=1.5 * 2.0**-12)
+        np.testing.assert_allclose(got, e, rtol=2.0**-23)
+
+
+@pytest.mark.parametrize("schedule", _SCHEDULES)
+def test_random_values_are_halides(schedule: str) -> None:
+    """``random_float``, ``random_int`` and ``random_uint`` (Halide hashes the coordinates
+    and the seed with integer arithmetic and ``reinterpret``): the same numbers, seeded and
+    not, in a pure definition and read by another Func."""
+    x, y = hl.Var("x"), hl.Var("y")
+    g = hl.Func("g")
+    g[x, y] = hl.random_float()
+    f = hl.Func("rnd")
+    f[x, y] = (g[x, y] + g[x + 1, y] * 2, hl.random_int(hl.Expr(7)), hl.random_uint())
+    _schedule(schedule, [g], f)
+    check(f, [16, 5])
+
+
+@pytest.mark.parametrize("schedule", ["inline", "root_vectorized"])
+def test_inverse_hyperbolic_functions(schedule: str, rng: np.random.Generator) -> None:
+    x, y = hl.Var("x"), hl.Var("y")
+    a = hl.ImageParam(hl.Float(32), 2, "a")
+    d = hl.ImageParam(hl.Float(64), 2, "d")
+    g = hl.Func("g")
+    g[x, y] = hl.asinh(a[x, y])
+    f = hl.Func("hyp")
+    f[x, y] = (g[x, y], hl.acosh(hl.abs(a[x, y]) + 1), hl.atanh(a[x, y] / 11),
+               hl.asinh(d[x, y]) + hl.acosh(hl.abs(d[x, y]) + 1) + hl.atanh(d[x, y] / 11))
+    _schedule(schedule, [g], f)
+    av = (rng.random((3, 16), dtype=np.float32) * 20 - 10).astype(np.float32)
+    check(f, [16, 3], [(a, av), (d, av.astype(np.float64))], target=STRICT)
+
+
+def test_on_the_gpu_opencl(rng: np.random.Generator) -> None:
+    """The bit counts (OpenCL C's built-ins; ``ctz`` from ``clz``, OpenCL 1.2 has none),
+    ``reinterpret``, ``fast_exp`` and ``asinh`` in a gpu_tile'd Func: Halide's values (on
+    the CPU, the same algorithm unscheduled) on PoCL's device."""
+    pytest.importorskip("pyopencl", reason="the gpu extra (pyopencl, PoCL) is not installed")
+    x, y, xo, yo, xi, yi = (hl.Var(n) for n in ("x", "y", "xo", "yo", "xi", "yi"))
+    a = hl.ImageParam(hl.Int(32), 2, "a")
+    b = hl.ImageParam(hl.Float(32), 2, "b")
+
+    def alg() -> hl.Func:
+        f = hl.Func("gpu")
+        v, w = a[x, y], hl.cast(hl.UInt(64), a[x, y]) << 20
+        f[x, y] = (hl.popcount(v), hl.count_leading_zeros(v), hl.count_trailing_zeros(v),
+                   hl.i32(hl.count_leading_zeros(w) + hl.count_trailing_zeros(w) +
+                          hl.popcount(w)),
+                   hl.i32(hl.count_leading_zeros(hl.u8(v)) + hl.count_trailing_zeros(hl.i16(v))),
+                   hl.reinterpret(hl.Int(32), b[x, y]), hl.fast_exp(b[x, y]),
+                   hl.asinh(b[x, y]))
+        return f
+
+    f = alg()
+    f.gpu_tile(x, y, xo, yo, xi, yi, 8, 4)
+    info = np.iinfo(np.int32)
+    av = rng.integers(info.min, info.max, (6, 13), dtype=np.int32, endpoint=True)
+    av[0, :5] = [0, -1, 1, info.min, 256]
+    bv = (rng.random((6, 13), dtype=np.float32) * 10 - 5).astype(np.float32)
+    inputs = [(a, av), (b, bv)]
+    k = compile_pipeline(f, target="gpu", dialect="opencl")
+    assert_same(k.realize([13, 6], **by_name(inputs)), halide_realize([alg()], [13, 6], inputs))
