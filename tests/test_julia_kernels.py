@@ -52,6 +52,18 @@ def _with_schedule(name: str, directives: str) -> str:
     return SRC[:a] + f"@schedule begin\n{directives}\n    end\n" + SRC[b:]
 
 
+def test_after_directive_holds_when_its_reference_moves_later() -> None:
+    """``after(Y, T, i0)`` is written before the source order moves T after tmp's
+    initialization; Y must still share T's loop over the row blocks (one pass over A),
+    where it used to be left behind in a nest of its own."""
+    text = _with_schedule("atax!", "split(T, i, 4)\nsplit(Y, i, 4)\nafter(Y, T, i0)")
+    _run("atax!", True, text=text)
+    kd = KERNELS["atax!"]
+    k = compile_source(text, "atax!")
+    src = k.compiled(k.spec_of(kd.make(kd.small, np.random.default_rng(7)))).kernel.source
+    assert src.count("/* loop i0") == 1, "T and Y are not in one loop over the row blocks"
+
+
 @pytest.mark.parametrize("name,directives", [
     ("bicg!", "tile(Q, i, j, 4, 8)\nparallelize(Q, i0)"),
     ("bicg!", "interchange(S, i, j)\nsplit(S, j, 4)\nparallelize(S, j0)"),

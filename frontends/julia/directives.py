@@ -59,6 +59,8 @@ class Scheduler:
         self.arrays = arrays  # Julia array name -> its buffer (copy_at's source)
         self.placed: set[str] = set()  # ordered by an after/before directive
         self.nested: set[str] = set()  # placed inside another's loops by compute_at
+        # after/before directives as (later, earlier, loop, directive), applied by order()
+        self.explicit: list[tuple[me.Computation, me.Computation, object, J.Call]] = []
         self.by_name = {c.name: c for c in comps}
 
     def fail(self, d: J.Call, what: str) -> UnsupportedJulia:
@@ -105,10 +107,10 @@ class Scheduler:
         c, o = self.one(d, a[0]), self.one(d, a[1])
         level = me.ROOT if a[2] == "root" else a[2]
         if d.fn == "after":
-            c.after(o, level)
+            self.explicit.append((c, o, level, d))
             self.placed.add(c.name)
-        elif d.fn == "before":
-            c.before(o, level)
+        elif d.fn == "before":  # c.before(o, level) is o.after(c, level)
+            self.explicit.append((o, c, level, d))
             self.placed.add(o.name)
         elif d.fn == "compute_at":
             c.compute_at(o, level)
@@ -240,7 +242,13 @@ class Scheduler:
     def order(self) -> None:
         """``after`` between each statement a directive does not place and the one before
         it in the source (skipping those computed inside another's loops), at the
-        deepest loop they still share."""
+        deepest loop they still share; and the ``after``/``before`` directives.
+
+        Why they are applied here, each once its reference statement is in place: the
+        middle-end places a statement right after the other one *as it stands then*, so
+        ``after(Y, T, i10)`` written before T itself was moved (the source order puts T
+        after its initialization) would leave Y behind, sharing no loop with T."""
+        rels: dict[str, tuple[me.Computation, me.Computation, object, J.Call | None]] = {}
         chain = [c for c in self.comps if c.name not in self.nested]
         for prev, cur in zip(chain, chain[1:], strict=False):
             if cur.name in self.placed:
@@ -250,4 +258,19 @@ class Scheduler:
             while k < min(len(a), len(b)) and a[k].sig == b[k].sig and \
                     a[k].name == b[k].name:
                 k += 1
-            cur.after(prev, me.ROOT if k == 0 else b[k - 1].name)
+            rels[cur.name] = (cur, prev, me.ROOT if k == 0 else b[k - 1].name, None)
+        for later, earlier, level, d in self.explicit:  # the last one written wins
+            rels.pop(later.name, None)
+            rels[later.name] = (later, earlier, level, d)
+        pending = list(rels.values())
+        while pending:
+            ready = [r for r in pending if all(q[0] is not r[1] for q in pending)]
+            for r in ready or pending:  # a cycle: in the order written
+                later, earlier, level, d = r
+                try:
+                    later.after(earlier, level)
+                except me.DefinitionError as e:
+                    if d is None:
+                        raise
+                    raise self.fail(d, str(e)) from None
+            pending = [r for r in pending if r not in (ready or pending)]
