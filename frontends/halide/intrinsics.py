@@ -15,11 +15,22 @@
   vendors; measured: at most 3.0e-4 and 2.4e-4 from the exact ones); here they are the
   exact ``1 / x`` and ``1 / sqrt(x)``, within that bound of Halide's, as Halide's own
   lowering on targets without an estimate instruction computes them;
-* ``asinh``, ``acosh``, ``atanh``: the C library's, as Halide's runtime calls them.
+* ``asinh``, ``acosh``, ``atanh``: the C library's, as Halide's runtime calls them;
+* ``strict_float(e)``: Halide 21 writes each float operation of ``e`` as ``strict_add``,
+  ``strict_mul``, ``strict_lt``, ... (IEEE operations in the written order, never fused
+  into an FMA). The middle-end never reassociates, and a pipeline with any of them is
+  built without contraction into FMAs (``fp_contract=False``, see :func:`uses_strict_float`),
+  so each is the plain operation with Halide's values bit for bit; ``strict_min`` /
+  ``strict_max`` are ``a < b ? a : b`` / ``a > b ? a : b`` in Halide (measured with NaN
+  and signed zeros), which are the middle-end's ``min`` / ``max``, and ``strict_le(a, b)``
+  is ``!(b < a)`` (true where either is NaN, measured in scalar and vector code; ``a >= b``
+  is ``strict_le(b, a)``).
 """
 
 from __future__ import annotations
 
+from frontends.halide.graph import definitions, exprs_of, walk
+from frontends.halide.hir import HPipeline
 from middleend.ir.expr import Cast, Const, Expr, binop
 from middleend.ir.expr import call as intrinsic
 from middleend.ir.types import DType
@@ -32,8 +43,25 @@ _FAST = frozenset({"fast_inverse", "fast_inverse_sqrt"})
 HYPERBOLIC = {"asinh": "asinh", "acosh": "acosh", "atanh": "atanh"}
 
 
+_STRICT = {"strict_add": "add", "strict_sub": "sub", "strict_mul": "mul", "strict_div": "div",
+           "strict_min": "min", "strict_max": "max", "strict_lt": "lt", "strict_le": "le",
+           "strict_eq": "eq"}
+
+
+def uses_strict_float(hp: HPipeline) -> bool:
+    """Whether a definition of ``hp`` holds a ``strict_*`` operation (its kernel is then
+    built without contraction into FMAs, as Halide computes it)."""
+    return any(n.kind == "Call" and n.name in _STRICT for f in hp.funcs for d in definitions(f)
+               for root in exprs_of(d) for n in walk(root))
+
+
 def bit_intrinsic(name: str, dt: DType, args: list[Expr]) -> Expr | None:
-    """The bit-count intrinsic ``name(args)`` of result type ``dt``; None for another."""
+    """The bit-count or ``strict_*`` intrinsic ``name(args)`` of result type ``dt``; None
+    for another."""
+    if name in _STRICT and len(args) == 2 and args[0].dtype.is_float:
+        if name == "strict_le":  # Halide's: not b < a, true where either is NaN
+            return ~binop("lt", args[1], args[0])
+        return binop(_STRICT[name], args[0], args[1])
     fn = _COUNTS.get(name)
     if fn is None or not dt.is_int or len(args) != 1:
         return None

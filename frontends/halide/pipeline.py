@@ -28,6 +28,7 @@ from frontends.halide.externs import ExternPipeline, extern_funcs
 from frontends.halide.graph import producer_order
 from frontends.halide.hir import HPipeline
 from frontends.halide.innermost import innermost_reductions
+from frontends.halide.intrinsics import uses_strict_float
 from frontends.halide.noops import warn_ignored
 from frontends.halide.reader import read_pipeline
 from frontends.halide.specialize import Specializations, without_output_buffers
@@ -51,7 +52,8 @@ class HalideKernel:
         self.service = service
         self.check_legality = check_legality
         self.extra_schedule = extra_schedule
-        self.fp_contract = fp_contract
+        # strict_float: no FMA anywhere (the strict operations' values are Halide's)
+        self.fp_contract = fp_contract and not uses_strict_float(hp)
         self.target_options = dict(target_options or {})
         order = producer_order(hp, outputs)
         self.index_params = index_params(hp, order)
