@@ -215,3 +215,63 @@ def test_strict_float_bit_for_bit(schedule: str, rng: np.random.Generator) -> No
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
         np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+def test_integer_lerp_every_uint8_triple() -> None:
+    """``lerp`` of uint8 values by a uint8 weight, all 2^24 triples (rounding halves up)."""
+    x, y, z = hl.Var("x"), hl.Var("y"), hl.Var("z")
+    f = hl.Func("lerp8")
+    f[x, y, z] = hl.lerp(hl.u8(x), hl.u8(y), hl.u8(z))
+    f.vectorize(x, 16)
+    check(f, [256, 256, 256])
+
+
+@pytest.mark.parametrize("htype", [hl.UInt(16), hl.Int(16)], ids=str)
+def test_integer_lerp_uint16_corners(htype: hl.Type) -> None:
+    """Every triple of uint16 / int16 corner values (0, 1, 2, the halves, the top ones) as
+    values and as uint16 weights."""
+    x, y, z = hl.Var("x"), hl.Var("y"), hl.Var("z")
+    corners = [0, 1, 2, 3, 32766, 32767, 32768, 32769, 65533, 65534, 65535]
+    vals = [hl.cast(htype, hl.u16(c)) for c in corners]
+    f = hl.Func("corners")
+    f[x, y, z] = hl.lerp(hl.mux(x, vals), hl.mux(y, vals), hl.mux(z, [hl.u16(c) for c in corners]))
+    check(f, [len(corners)] * 3)
+
+
+_LERP_VALUES = [(hl.UInt(8), np.uint8), (hl.Int(8), np.int8), (hl.UInt(16), np.uint16),
+                (hl.Int(16), np.int16), (hl.UInt(32), np.uint32), (hl.Int(32), np.int32)]
+
+
+@pytest.mark.parametrize("schedule", _SCHEDULES)
+@pytest.mark.parametrize(("htype", "ntype"), _LERP_VALUES, ids=lambda t: str(t))
+def test_integer_lerp(htype: hl.Type, ntype: type, schedule: str,
+                      rng: np.random.Generator) -> None:
+    """``lerp`` of every integer type of at most 32 bits by unsigned weights of every width
+    (narrower ones scaled up, wider ones divided down) and float32 / float64 weights in
+    [0, 1], on values spanning the type's range, the extremes and every weight's ends."""
+    x, y = hl.Var("x"), hl.Var("y")
+    a, b = hl.ImageParam(htype, 1, "a"), hl.ImageParam(htype, 1, "b")
+    ws = [hl.ImageParam(hl.UInt(n), 1, f"w{n}") for n in (8, 16, 32)]
+    wf = hl.ImageParam(hl.Float(32), 1, "wf")
+    g = hl.Func("g")
+    g[x, y] = hl.lerp(a[x], b[x], ws[0][x])
+    f = hl.Func("lerps")
+    f[x, y] = (g[x, y], hl.lerp(a[x], b[x], ws[1][x]), hl.lerp(a[x], b[x], ws[2][x]),
+               hl.lerp(a[x], b[x], wf[x]), hl.lerp(a[x], b[x], hl.f64(wf[x]) * 0.75),
+               hl.lerp(b[x], a[x], ws[1][x]))
+    _schedule(schedule, [g], f)
+    n = 64
+    info = np.iinfo(ntype)
+    av = rng.integers(info.min, info.max, n, dtype=ntype, endpoint=True)
+    bv = rng.integers(info.min, info.max, n, dtype=ntype, endpoint=True)
+    av[:6], bv[:6] = [info.min, info.max, 0, info.min, 1, info.max], \
+        [info.max, info.min, info.max, info.min, 0, 0]
+    inputs: list = [(a, av), (b, bv)]
+    for p, nb in zip(ws, (8, 16, 32), strict=True):
+        wv = rng.integers(0, 2**nb - 1, n, dtype=f"uint{nb}", endpoint=True)
+        wv[:8] = [0, 2**nb - 1, 1, 2**nb - 2, 2 ** (nb - 1), 2 ** (nb - 1) - 1, 0, 2**nb - 1]
+        inputs.append((p, wv))
+    fv = rng.random(n, dtype=np.float32)
+    fv[:8] = [0.0, 1.0, 0.5, 0.25, np.float32(1 / 3), 0.75, 1.0, 0.0]
+    inputs.append((wf, fv))
+    check(f, [n, 1], inputs)

@@ -30,7 +30,7 @@ import middleend as me
 from frontends.halide.errors import UnsupportedHalideFeature
 from frontends.halide.fixedpoint import FIXED_POINT, fixed_point
 from frontends.halide.hir import HExpr, HType
-from frontends.halide.intrinsics import HYPERBOLIC, bit_intrinsic, fast_extern
+from frontends.halide.intrinsics import HYPERBOLIC, bit_intrinsic, fast_extern, integer_lerp
 from frontends.halide.noops import is_print
 from middleend.ir import types as t
 from middleend.ir.expr import Cast, Const, Expr, binop, reinterpret, select
@@ -334,9 +334,12 @@ def _intrinsic(name: str, dt: DType, args: list[Expr], scope: Scope) -> Expr:
         return saturating_cast(dt, args[0])
     if name == "lerp":
         zero, one, w = args
-        if not (zero.dtype.is_float and w.dtype.is_float):
-            raise scope.unsupported("lerp of integer values (only float lerp is translated)")
-        return zero + (one - zero) * w
+        if zero.dtype.is_float and w.dtype.is_float:
+            return zero + (one - zero) * w
+        if (got := integer_lerp(zero, one, w)) is not None:
+            return got
+        raise scope.unsupported(f"lerp of {zero.dtype.name} values by a {w.dtype.name} weight "
+                                "(64-bit and bool values are not translated)")
     if name == "mux":
         idx, *vals = args
         out = vals[-1]

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from frontends.halide.graph import definitions, exprs_of, walk
 from frontends.halide.hir import HPipeline
+from middleend.ir import types as t
 from middleend.ir.expr import Cast, Const, Expr, binop
 from middleend.ir.expr import call as intrinsic
 from middleend.ir.types import DType
@@ -78,3 +79,46 @@ def fast_extern(stem: str, dt: DType, args: list[Expr]) -> Expr | None:
     if stem == "fast_inverse_sqrt":
         x = intrinsic("sqrt", x)
     return binop("div", Const(1.0, dt), x)
+
+
+_UNSIGNED = {8: t.uint8, 16: t.uint16, 32: t.uint32}
+_TWICE = {8: t.uint16, 16: t.uint32, 32: t.uint64}
+
+
+def integer_lerp(zero: Expr, one: Expr, w: Expr) -> Expr | None:
+    """Halide's ``lerp`` of integer values (measured on Halide 21, exhaustively for uint8):
+    ``round((zero * (M - W) + one * W) / M)``, halves up, with ``M`` the values' largest
+    unsigned value and signed values biased to unsigned (the sign bit flipped) and back.
+    The weight ``W`` in ``[0, M]``: an unsigned weight of the values' width as it is, a
+    narrower one scaled exactly (``u8`` weight 1 is ``u16`` 257), a wider one divided down
+    (``floor(w * M / Mw)``), a float one ``floor(w * M)`` (in float32 for 8- and 16-bit
+    values, in float64 for 32-bit ones). A float weight outside [0, 1] is clamped: Halide's
+    own result there differs between its scalar and vector code. None for 64-bit or bool
+    values and other weights (refused by the caller)."""
+    dt = zero.dtype
+    bits = dt.bits
+    if not dt.is_int or bits == 64 or one.dtype != dt or not (
+            w.dtype.kind == "uint" or w.dtype.is_float):
+        return None
+    u, wide = _UNSIGNED[bits], _TWICE[bits]
+    top = 2**bits - 1
+    if w.dtype.is_float:
+        ft = t.float32 if bits <= 16 else t.float64
+        x = w if w.dtype == ft else Cast(ft, w)
+        x = binop("min", binop("max", x, Const(0.0, ft)), Const(1.0, ft))
+        weight: Expr = Cast(u, binop("mul", x, Const(float(top), ft)))
+    elif w.dtype.bits == bits:
+        weight = w
+    elif w.dtype.bits < bits:
+        weight = binop("mul", Cast(u, w), Const(top // (2**w.dtype.bits - 1), u))
+    else:
+        weight = Cast(u, binop("floordiv", w, Const((2**w.dtype.bits - 1) // top, w.dtype)))
+    bias = Const(2 ** (bits - 1), u)
+
+    def unsigned(v: Expr) -> Expr:
+        return Cast(u, v) + bias if dt.kind == "int" else v
+
+    z, o = Cast(wide, unsigned(zero)), Cast(wide, unsigned(one))
+    num = z * Cast(wide, Const(top, u) - weight) + o * Cast(wide, weight)
+    r = Cast(u, binop("floordiv", num + Const(top // 2, wide), Const(top, wide)))
+    return Cast(dt, r + bias) if dt.kind == "int" else r
