@@ -1,5 +1,5 @@
 """Halide's fixed-point intrinsics (widening, saturating, halving and rounding-halving
-add / sub / mul) and ``is_inf`` / ``is_finite`` against Halide's realize, on values that
+add / sub / mul), rounding shifts and ``is_inf`` / ``is_finite`` against Halide's realize, on values that
 span each type's whole range (so every saturation and every wrap is taken), inlined and
 computed at root with a vector loop."""
 
@@ -82,3 +82,41 @@ def test_is_inf_and_is_finite(rng: np.random.Generator) -> None:
     v = rng.random(12, dtype=np.float32) * 1e38
     v[:5] = [np.inf, -np.inf, np.nan, 0.0, -np.float32(3.4e38)]
     check(f, [12], [(a, v)])
+
+
+_SHIFT_TYPES = [*_TYPES, (hl.Int(64), np.int64), (hl.UInt(64), np.uint64)]
+
+
+@pytest.mark.parametrize("schedule", ["inline", "root_vectorized", "parallel"])
+@pytest.mark.parametrize(("htype", "ntype"), _SHIFT_TYPES, ids=lambda t: str(t))
+def test_rounding_shifts_by_a_computed_amount(htype: hl.Type, ntype: type, schedule: str,
+                                              rng: np.random.Generator) -> None:
+    """``rounding_shift_right`` / ``rounding_shift_left`` by amounts read from an input, of
+    both signednesses, in (-width, width) (a negative one shifts the other way; past the
+    width Halide's result is undefined), and by a negative constant, for every width."""
+    x, y = hl.Var("x"), hl.Var("y")
+    bits = htype.bits()
+    # (Halide's Python Buffer has no uint64: those values come in as int64, same bits)
+    a = hl.ImageParam(hl.Int(64) if ntype is np.uint64 else htype, 1, "a")
+    s = hl.ImageParam(hl.Int(8), 1, "s")
+    v = hl.cast(htype, a[x])
+    signed_amt, unsigned_amt = hl.cast(hl.Int(bits), s[x]), hl.cast(hl.UInt(bits), hl.abs(s[x]))
+    g = hl.Func("g")
+    g[x, y] = hl.rounding_shift_right(v, signed_amt)
+    f = hl.Func("rshifts")
+    f[x, y] = (g[x, y], hl.rounding_shift_left(v, signed_amt),
+               hl.rounding_shift_right(v, unsigned_amt), hl.rounding_shift_left(v, unsigned_amt),
+               hl.rounding_shift_right(v, hl.cast(hl.Int(bits), -3)))
+    if schedule == "root_vectorized":
+        g.compute_root().vectorize(x, 8)
+        f.vectorize(x, 8)
+    elif schedule == "parallel":
+        g.compute_at(f, y)
+        f.parallel(y)
+    info = np.iinfo(ntype)
+    av = rng.integers(info.min, info.max, 48, dtype=ntype, endpoint=True)
+    av[:6] = [info.min, info.max, 0, 1, 3, info.max - 1]
+    av = av.view(np.int64) if ntype is np.uint64 else av
+    sv = rng.integers(-(bits - 1), bits, 48, dtype=np.int8)
+    sv[:12] = [0, 1, -1, bits - 1, -(bits - 1), 2, 0, 1, 1, bits - 1, 1, 1]
+    check(f, [48, 2], [(a, av), (s, sv)])

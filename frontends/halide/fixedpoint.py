@@ -19,7 +19,7 @@ _SIGNED_WIDER = {8: t.int16, 16: t.int32, 32: t.int64}
 FIXED_POINT = frozenset({"widening_add", "widening_sub", "widening_mul", "saturating_add",
                          "saturating_sub", "halving_add", "halving_sub",
                          "rounding_halving_add", "rounding_shift_right",
-                         "div_round_to_zero", "mod_round_to_zero"})
+                         "rounding_shift_left", "div_round_to_zero", "mod_round_to_zero"})
 
 
 def _as(dt: DType, e: Expr) -> Expr:
@@ -32,16 +32,20 @@ def fixed_point(name: str, dt: DType, args: list[Expr]) -> Expr | None:
     from frontends.halide.exprs import const, saturating_cast
 
     a, b = args
-    if not (a.dtype.is_int and b.dtype.is_int) or a.dtype.bits == 64:
+    if not (a.dtype.is_int and b.dtype.is_int):
+        return None
+    if name.startswith("rounding_shift_"):
+        n = _int(b)
+        if name == "rounding_shift_left" or n is None or not 0 <= n < a.dtype.bits or \
+                a.dtype.bits == 64:
+            return _rounding_shift(name, dt, a, b)
+    if a.dtype.bits == 64:
         return None
     if name in ("div_round_to_zero", "mod_round_to_zero"):
         return _round_to_zero(name, a, b)
     if name == "rounding_shift_right":
-        # a >> n rounded half up, for a constant 0 <= n < width (a computed amount or a
-        # negative one, a left shift, stays refused)
-        n = _int(b)
-        if n is None or not 0 <= n < a.dtype.bits:
-            return None
+        # a >> n rounded half up, for a constant 0 <= n < width (else _rounding_shift)
+        assert n is not None
         if n == 0:
             return _as(dt, a)
         wide = _SIGNED_WIDER[a.dtype.bits]
@@ -62,6 +66,27 @@ def fixed_point(name: str, dt: DType, args: list[Expr]) -> Expr | None:
     if name == "rounding_halving_add":
         total = total + const(1, wide)
     return _as(dt, binop("floordiv", total, const(2, wide)))  # floor(total / 2): >> 1
+
+
+def _rounding_shift(name: str, dt: DType, a: Expr, b: Expr) -> Expr:
+    """``rounding_shift_right(a, b)`` by any amount, as Halide lowers it (measured on
+    Halide 21 for every int8 / uint8 value and amount in (-width, width), amounts of either
+    signedness): for ``b > 0``, ``(a >> b)`` plus the last bit shifted out,
+    ``(a >> (b - 1)) & 1`` (rounding half up, never overflowing); for ``b <= 0`` the left
+    shift ``a << -b``, wrapping. ``rounding_shift_left(a, b)`` is
+    ``rounding_shift_right(a, -b)``; an unsigned amount shifts it left only. The shifts
+    are :func:`.exprs._shift`'s (an amount past the width gives 0 or the sign)."""
+    from frontends.halide.exprs import _shift, const
+    from middleend.ir.expr import call, select
+
+    a = _as(dt, a)
+    if name == "rounding_shift_left":
+        if b.dtype.kind == "uint":
+            return _shift("shift_left", dt, [a, b])
+        b = -b
+    plain = _shift("shift_right", dt, [a, b])
+    last = _shift("shift_right", dt, [a, b - const(1, b.dtype)])  # the last bit shifted out
+    return select(b > const(0, b.dtype), plain + call("bitand", last, const(1, dt)), plain)
 
 
 def _int(e: Expr) -> int | None:
