@@ -1,7 +1,7 @@
 """Halide's fixed-point intrinsics (widening, saturating, halving and rounding-halving
-add / sub / mul), rounding shifts and ``is_inf`` / ``is_finite`` against Halide's realize, on values that
-span each type's whole range (so every saturation and every wrap is taken), inlined and
-computed at root with a vector loop."""
+add / sub / mul), rounding shifts and ``is_inf`` / ``is_finite`` against Halide's realize,
+on values that span each type's whole range (so every saturation and every wrap is taken),
+inlined and computed at root with a vector loop."""
 
 from __future__ import annotations
 
