@@ -10,7 +10,8 @@ Semantics that differ from the middle-end's defaults are spelled out here, once:
 * ``saturating_cast`` clamps to the target's range in a type wide enough for both, then
   converts;
 * ``likely``, ``promise_clamped`` and ``strict_float`` are hints: their value is the first
-  argument;
+  argument (Halide 21 writes ``strict_float`` as ``strict_add``, ...: see
+  :mod:`.intrinsics`);
 * integer shifts by a constant are ``a * 2^c`` / ``a / 2^c`` (Halide's simplifier rewrites
   them so), ``a & (2^k - 1)`` is ``a % 2^k`` and ``a & ~(2^k - 1)`` is ``a - a % 2^k``
   (two's complement agrees for negative values): an index stays affine; other ``&``,

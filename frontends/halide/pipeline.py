@@ -240,7 +240,8 @@ def compile_pipeline(outputs: Any, target: str = "cpu", service: Any = None,
     schedules Halide cannot express, such as fusing the loops of two outputs; the legality
     check still applies. ``fp_contract``: Halide's float semantics let the compiler fuse
     ``a * b + c`` into one rounding (FMA) unless ``strict_float`` is used; we do the same by
-    default so results match Halide's to the last bits more often. ``target_options``
+    default so results match Halide's to the last bits more often (a pipeline using
+    ``strict_float`` is built without FMAs). ``target_options``
     are the target's own (``dialect="opencl"`` for the gpu target, ...)."""
     if isinstance(outputs, hl.Pipeline):
         pipe = outputs
