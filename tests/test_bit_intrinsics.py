@@ -74,3 +74,24 @@ def test_refusals_name_the_types() -> None:
         me.call("reinterpret", x)
     with pytest.raises(TypeError, match="integer arguments"):
         me.popcount(x)
+
+
+@pytest.mark.fpga
+def test_on_the_fpga_target(rng: np.random.Generator) -> None:
+    """The same helpers in Vitis HLS C++ (C-simulated with g++)."""
+    with me.Function("bits_hls") as f:
+        i = me.Var("i", 0, 32)
+        a = me.Input("a", [32], me.int32)
+        d = me.Input("d", [32], me.float32)
+        me.Computation("o", [i], me.popcount(a[i]) + me.clz(a[i]) * 100 +
+                       me.cast(me.int32, me.ctz(me.cast(me.uint8, a[i]))) * 10000)
+        me.Computation("r", [i], me.reinterpret(me.float32, me.reinterpret(me.uint32, d[i]) + 1))
+    av = rng.integers(-2**31, 2**31 - 1, 32, dtype=np.int32, endpoint=True)
+    av[:3] = [0, -1, 1]
+    dv = np.linspace(-3, 3, 32).astype(np.float32)
+    res = f.compile(target="fpga")(a=av, d=dv)
+    pop, clz, _ = _counts(av)
+    _, _, ctz = _counts(av.astype(np.uint8))
+    want = pop.astype(np.int64) + clz.astype(np.int64) * 100 + ctz.astype(np.int64) * 10000
+    np.testing.assert_array_equal(res["o"], want)
+    np.testing.assert_array_equal(res["r"].view(np.uint32), dv.view(np.uint32) + 1)
