@@ -55,11 +55,31 @@ def test_bit_counts(htype: hl.Type, ntype: type, schedule: str,
     check(f, [16, 6], [(a, data)])
 
 
+@pytest.mark.parametrize("schedule", ["inline", "root"])
+def test_bit_counts_bound_an_index(schedule: str, rng: np.random.Generator) -> None:
+    """A count is in [0, width], as Halide bounds it: a histogram of popcounts (a store
+    index) and a table read at a count of leading zeros need no clamp."""
+    x = hl.Var("x")
+    a = hl.ImageParam(hl.UInt(32), 1, "a")
+    t = hl.ImageParam(hl.UInt(8), 1, "t")
+    r = hl.RDom([(0, 64)])
+    lead = hl.Func("lead")
+    lead[x] = t[hl.i32(hl.count_leading_zeros(hl.u8(x)))]
+    hist = hl.Func("hist")
+    hist[x] = hl.u8(0)
+    hist[hl.i32(hl.popcount(a[r]))] += lead[r.x % 16]
+    if schedule == "root":
+        lead.compute_root()
+    av = rng.integers(0, 2**32 - 1, 64, dtype=np.uint32, endpoint=True)
+    av[:2] = [0, 2**32 - 1]
+    check(hist, [33], [(a, av), (t, np.arange(9, dtype=np.uint8) * 3 + 1)])
+
+
 @pytest.mark.parametrize("schedule", _SCHEDULES)
 def test_reinterpret(schedule: str, rng: np.random.Generator) -> None:
     """A float's bits as an integer of each signedness and back (the sign bit flipped
-    through the integer: ``-x``, NaN and infinities kept), doubles too, and between the
-    two integer types of one width."""
+    through the integer: ``-x``, NaN and infinities kept), doubles and halves too, and
+    between the two integer types of one width."""
     x, y = hl.Var("x"), hl.Var("y")
     a = hl.ImageParam(hl.Float(32), 2, "a")
     d = hl.ImageParam(hl.Float(64), 2, "d")
@@ -71,7 +91,9 @@ def test_reinterpret(schedule: str, rng: np.random.Generator) -> None:
                hl.reinterpret(hl.Int(64), d[x, y]),
                hl.reinterpret(hl.Float(64), hl.reinterpret(hl.Int(64), d[x, y]) + 1),
                hl.reinterpret(hl.Int(32), bits[x, y]),
-               hl.reinterpret(hl.UInt(8), hl.cast(hl.Int(8), bits[x, y])))
+               hl.reinterpret(hl.UInt(8), hl.cast(hl.Int(8), bits[x, y])),
+               hl.reinterpret(hl.UInt(16), hl.cast(hl.Float(16), a[x, y])),
+               hl.cast(hl.Float(32), hl.reinterpret(hl.Float(16), hl.u16(bits[x, y] >> 7))))
     _schedule(schedule, [bits], f)
     av = (rng.standard_normal((4, 16)) * 1e3).astype(np.float32)
     av[0, :6] = [0.0, -0.0, np.inf, -np.inf, np.float32(1e-40), 1.0]

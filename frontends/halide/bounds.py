@@ -139,6 +139,8 @@ def interval(e: Expr, ranges: dict[str, tuple[int, int]], deep: bool = False) ->
         return _binary(e, interval(e.a, ranges, deep), interval(e.b, ranges, deep))
     if isinstance(e, Call) and e.fn in _BIT_OPS:
         return _bits(e, [interval(a, ranges, deep) for a in e.args])
+    if isinstance(e, Call) and e.fn in ("popcount", "clz", "ctz"):
+        return (0, e.dtype.bits)  # a count of the operand's bits, as Halide bounds it
     return (None, None)
 
 
