@@ -111,8 +111,7 @@ def scheduled_flow(l1: Layer1, l3: Layer3, ts: TimeSpace, exp: Expected, ph: Phy
         if sinks.is_empty():
             continue
         any_sink = True
-        info = isl.UnionAccessInfo.from_sink(sinks).set_must_source(must).set_may_source(may)
-        deps = deps.union(info.set_schedule_map(sched).compute_flow().get_may_dependence())
+        deps = deps.union(group_flow(sinks, must, may, sched))
     if not any_sink:
         return None
     cached: list[isl.UnionMap] = []
@@ -123,6 +122,85 @@ def scheduled_flow(l1: Layer1, l3: Layer3, ts: TimeSpace, exp: Expected, ph: Phy
         return cached[0]
 
     return deps, Chains(deps, ts, ph, l4), same
+
+
+def isl_flow(sinks: isl.UnionMap, must: isl.UnionMap, may: isl.UnionMap,
+             sched: isl.UnionMap) -> isl.UnionMap:
+    """ISL's dataflow (source -> sink): for every element a sink instance reads, the last
+    must source before it that writes the element, and the may sources after that one."""
+    info = isl.UnionAccessInfo.from_sink(sinks).set_must_source(must).set_may_source(may)
+    return info.set_schedule_map(sched).compute_flow().get_may_dependence()
+
+
+def group_flow(sinks: isl.UnionMap, must: isl.UnionMap, may: isl.UnionMap,
+               sched: isl.UnionMap) -> isl.UnionMap:
+    """:func:`isl_flow` of one buffer's problem (as :func:`scheduled_flow` builds it: every
+    source ``W`` and sink ``R``/``O_`` instance named by its own time-space point, an
+    ``END_`` sink after every write), found without ISL's search for the last writer
+    wherever the writes allow it.
+
+    Why: a producer computed per tile (compute_at) writes, in each tile, a region made of
+    several overlapping pieces, and its elements again in the next tiles (the borders
+    recomputed); ISL then looks for the last writer of each read element over every pair
+    of pieces of every tile before it (a chain of 4 stencils took seconds, a clipped one
+    ran out of memory). But when no element is written twice within one iteration of the
+    outer ``p`` time-space dims (``W[t] -> (t[:p], element)`` is injective), a read at
+    ``t`` that some write with the same ``t[:p]`` precedes has exactly one such write, and
+    it is the last writer: any other write before ``t`` has a smaller prefix, so comes
+    before it. Those dependences are a join, ``R ; key^-1`` restricted to ``t' < t``; the
+    reads with no such write (from an earlier iteration, or from none) are left to ISL.
+    With ``p`` = 0 (every element written once) the join is the whole answer. The result
+    is the same relation as :func:`isl_flow`'s (``tests/test_compute_at_hull.py`` compares
+    them)."""
+    if not may.is_empty():
+        return isl_flow(sinks, must, may, sched)
+    writes = maps_of(must.coalesce())
+    if len(writes) != 1:
+        return isl_flow(sinks, must, may, sched)
+    w = writes[0]
+    n = w.dim(isl.dim_type.in_)
+    for p in range(0, n, 2):  # prefixes ending at a loop dim: [b0, l0, ..., b(k-1), l(k-1)]
+        key_w = _prefix(w.get_space().domain(), p).range_product(w)
+        if key_w.is_injective():
+            break
+    else:
+        return isl_flow(sinks, must, may, sched)
+    wname = w.get_tuple_name(isl.dim_type.in_)
+    out = isl.UnionMap.empty(must.get_space())
+    rest = isl.UnionMap.empty(sinks.get_space())
+    for r in maps_of(sinks.coalesce()):
+        name = r.get_tuple_name(isl.dim_type.in_) or ""
+        if name.startswith("END_"):
+            if p:  # its time is no write's: its last writer is in no prefix
+                rest = rest.union(isl.UnionMap.from_map(r))
+                continue
+            # the end comes after every write: each element's only writer
+            cand = isl.UnionMap.from_map(r).apply_range(isl.UnionMap.from_map(w.reverse()))
+        else:
+            if r.dim(isl.dim_type.in_) != n:
+                return isl_flow(sinks, must, may, sched)
+            key_r = _prefix(r.get_space().domain(), p).range_product(r)
+            cand = isl.UnionMap.from_map(key_r).apply_range(isl.UnionMap.from_map(
+                key_w.reverse()))
+            before = isl.Map.lex_gt(r.get_space().domain()).set_tuple_name(
+                isl.dim_type.out, wname)
+            cand = cand.intersect(isl.UnionMap.from_map(before))
+        out = out.union(cand.reverse())
+        if p:
+            left = isl.UnionMap.from_map(r).subtract(cand.apply_range(
+                isl.UnionMap.from_map(w)))
+            if not left.is_empty():
+                rest = rest.union(left)
+    if not rest.is_empty():
+        out = out.union(isl_flow(rest, must, may, sched))
+    return out
+
+
+def _prefix(space: isl.Space, p: int) -> isl.Map:
+    """``name[t] -> [t[:p]]`` over the whole of ``space`` (a named set space)."""
+    n = space.dim(isl.dim_type.set)
+    ident = isl.Map.identity(space.map_from_set()).project_out(isl.dim_type.out, p, n - p)
+    return ident.reset_tuple_id(isl.dim_type.out)
 
 
 class Parts:
