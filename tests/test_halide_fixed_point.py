@@ -120,3 +120,46 @@ def test_rounding_shifts_by_a_computed_amount(htype: hl.Type, ntype: type, sched
     sv = rng.integers(-(bits - 1), bits, 48, dtype=np.int8)
     sv[:12] = [0, 1, -1, bits - 1, -(bits - 1), 2, 0, 1, 1, bits - 1, 1, 1]
     check(f, [48, 2], [(a, av), (s, sv)])
+
+
+_WIDE = {8: (hl.Int(16), hl.UInt(16)), 16: (hl.Int(32), hl.UInt(32)), 32: (hl.Int(64), hl.UInt(64))}
+
+
+@pytest.mark.parametrize("schedule", ["inline", "root_vectorized", "parallel"])
+@pytest.mark.parametrize(("htype", "ntype"), _TYPES, ids=lambda t: str(t))
+def test_widening_shifts_and_mul_shift_right(htype: hl.Type, ntype: type, schedule: str,
+                                             rng: np.random.Generator) -> None:
+    """``widening_shift_left/right`` (in the type twice as wide, by amounts in
+    (-width, width)), ``mul_shift_right`` / ``rounding_mul_shift_right`` (the exact
+    product shifted by constant and computed amounts, saturated) and
+    ``widen_right_add/sub/mul`` (a wide value and a narrow one, wrapping), on values
+    spanning the type's range."""
+    x, y = hl.Var("x"), hl.Var("y")
+    bits = htype.bits()
+    a, b = hl.ImageParam(htype, 1, "a"), hl.ImageParam(htype, 1, "b")
+    s = hl.ImageParam(hl.Int(8), 1, "s")
+    amt = hl.cast(hl.Int(bits) if htype.is_int() else hl.UInt(bits),
+                  s[x] if htype.is_int() else hl.abs(s[x]))
+    q = hl.cast(hl.UInt(bits), hl.abs(s[x]) * 2)  # in [0, 2 * width)
+    wide = _WIDE[bits][0 if htype.is_int() else 1]
+    w = hl.cast(wide, a[x]) * 77 + hl.cast(wide, b[x])
+    g = hl.Func("g")
+    g[x, y] = hl.mul_shift_right(a[x], b[x], q)
+    f = hl.Func("wide")
+    parts = [hl.widening_shift_left(a[x], amt), hl.widening_shift_right(a[x], amt), g[x, y],
+             hl.rounding_mul_shift_right(a[x], b[x], q),
+             hl.widen_right_add(w, b[x]), hl.widen_right_sub(w, b[x]), hl.widen_right_mul(w, b[x])]
+    parts += [op(a[x], b[x], hl.cast(hl.UInt(bits), c))
+              for c in (0, 1, bits - 1, bits, 2 * bits - 1)
+              for op in (hl.mul_shift_right, hl.rounding_mul_shift_right)]
+    f[x, y] = hl.mux(y, [hl.cast(hl.Int(64), p) for p in parts])
+    if schedule == "root_vectorized":
+        g.compute_root().vectorize(x, 8)
+        f.vectorize(x, 8)
+    elif schedule == "parallel":
+        g.compute_at(f, y)
+        f.parallel(y)
+    av, bv = _full_range(rng, ntype, (32,)), _full_range(rng, ntype, (32,))[::-1].copy()
+    sv = rng.integers(-(bits - 1), bits, 32, dtype=np.int8)
+    sv[:6] = [0, 1, -1, bits - 1, -(bits - 1), 2]
+    check(f, [32, len(parts)], [(a, av), (b, bv), (s, sv)])

@@ -55,6 +55,36 @@ def test_bit_counts(htype: hl.Type, ntype: type, schedule: str,
     check(f, [16, 6], [(a, data)])
 
 
+@pytest.mark.parametrize("schedule", _SCHEDULES)
+def test_extract_and_concat_bits(schedule: str, rng: np.random.Generator) -> None:
+    """``extract_bits`` (the bits from ``lsb`` up, zeros past the top: a logical shift of
+    signed values too) into narrower, wider, signed and float types, at constant and
+    computed positions, and ``concat_bits`` of two, four and eight parts (the first the
+    lowest), signed and unsigned."""
+    x, y = hl.Var("x"), hl.Var("y")
+    a = hl.ImageParam(hl.Int(32), 1, "a")
+    s = hl.ImageParam(hl.UInt(8), 1, "s")
+    v, lsb = a[x], hl.u32(s[x])
+    g = hl.Func("g")
+    g[x, y] = hl.extract_bits(hl.UInt(8), v, lsb)
+    f = hl.Func("fields")
+    f[x, y] = (g[x, y], hl.extract_bits(hl.Int(8), v, 28), hl.extract_bits(hl.UInt(16), v, 3),
+               hl.extract_bits(hl.UInt(16), hl.u8(v), lsb % 12),
+               hl.extract_bits(hl.Float(32), hl.i64(v) * 12345, lsb),
+               hl.extract_bits(hl.Int(64), v, 0),
+               hl.concat_bits([hl.u8(v), hl.u8(v >> 8)]),
+               hl.concat_bits([hl.i8(v), hl.i8(lsb), hl.i8(v >> 24), hl.i8(-1)]),
+               hl.concat_bits([hl.i16(v), hl.i16(v * 3), hl.i16(lsb), hl.i16(v >> 16)]),
+               hl.concat_bits([hl.u8(v + k) for k in range(8)]))
+    _schedule(schedule, [g], f)
+    info = np.iinfo(np.int32)
+    av = rng.integers(info.min, info.max, 16, dtype=np.int32, endpoint=True)
+    av[:4] = [info.min, info.max, 0, -1]
+    sv = rng.integers(0, 32, 16, dtype=np.uint8)
+    sv[:4] = [0, 31, 24, 25]
+    check(f, [16, 3], [(a, av), (s, sv)])
+
+
 @pytest.mark.parametrize("schedule", ["inline", "root"])
 def test_bit_counts_bound_an_index(schedule: str, rng: np.random.Generator) -> None:
     """A count is in [0, width], as Halide bounds it: a histogram of popcounts (a store
@@ -104,10 +134,11 @@ def test_reinterpret(schedule: str, rng: np.random.Generator) -> None:
 
 @pytest.mark.parametrize("schedule", ["inline", "root_vectorized"])
 def test_fast_exp_log_pow_bit_for_bit(schedule: str, rng: np.random.Generator) -> None:
-    """Halide writes ``fast_exp``, ``fast_log`` and ``fast_pow`` as polynomials over the
-    float's bits (``reinterpret``, shifts, masks): without contraction into FMAs on both
-    sides (Halide's ``StrictFloat``, our ``fp_contract=False``) the values are Halide's
-    bit for bit; Halide's default may fuse multiply-adds, a few ulps away."""
+    """Halide writes ``fast_exp``, ``fast_log``, ``fast_pow``, ``fast_sin`` and
+    ``fast_cos`` as polynomials over the float's bits (``reinterpret``, shifts, masks):
+    without contraction into FMAs on both sides (Halide's ``StrictFloat``, our
+    ``fp_contract=False``) the values are Halide's bit for bit; Halide's default may fuse
+    multiply-adds, a few ulps away."""
     x, y = hl.Var("x"), hl.Var("y")
     a = hl.ImageParam(hl.Float(32), 2, "a")
     e = hl.Func("e")
@@ -115,7 +146,7 @@ def test_fast_exp_log_pow_bit_for_bit(schedule: str, rng: np.random.Generator) -
     f = hl.Func("fast")
     pos = hl.abs(a[x, y]) + hl.f32(1e-3)
     f[x, y] = (e[x, y], hl.fast_log(pos), hl.fast_pow(pos, a[x, y] / 4),
-               hl.fast_pow(a[x, y] * 0, a[x, y]))
+               hl.fast_pow(a[x, y] * 0, a[x, y]), hl.fast_sin(a[x, y]), hl.fast_cos(a[x, y]))
     _schedule(schedule, [e], f)
     av = (rng.random((3, 16), dtype=np.float32) * 40 - 20).astype(np.float32)
     av[0, :4] = [0.0, 1.0, -1.0, 80.0]

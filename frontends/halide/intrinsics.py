@@ -32,7 +32,7 @@ from __future__ import annotations
 from frontends.halide.graph import definitions, exprs_of, walk
 from frontends.halide.hir import HPipeline
 from middleend.ir import types as t
-from middleend.ir.expr import Cast, Const, Expr, binop
+from middleend.ir.expr import Cast, Const, Expr, binop, reinterpret
 from middleend.ir.expr import call as intrinsic
 from middleend.ir.types import DType
 
@@ -57,17 +57,49 @@ def uses_strict_float(hp: HPipeline) -> bool:
 
 
 def bit_intrinsic(name: str, dt: DType, args: list[Expr]) -> Expr | None:
-    """The bit-count or ``strict_*`` intrinsic ``name(args)`` of result type ``dt``; None
-    for another."""
+    """The bit-count, bit-field or ``strict_*`` intrinsic ``name(args)`` of result type
+    ``dt``; None for another."""
     if name in _STRICT and len(args) == 2 and args[0].dtype.is_float:
         if name == "strict_le":  # Halide's: not b < a, true where either is NaN
             return ~binop("lt", args[1], args[0])
         return binop(_STRICT[name], args[0], args[1])
+    if name in ("extract_bits", "concat_bits"):
+        return bit_fields(name, dt, args)
     fn = _COUNTS.get(name)
     if fn is None or not dt.is_int or len(args) != 1:
         return None
     x = args[0] if args[0].dtype == dt else Cast(dt, args[0])
     return intrinsic(fn, x)
+
+
+def bit_fields(name: str, dt: DType, args: list[Expr]) -> Expr | None:
+    """``extract_bits(e, lsb)`` (of result type ``dt``: ``e``'s bits from ``lsb`` up, zeros
+    past its top, logically shifted) and ``concat_bits(e0, e1, ...)`` (``e0`` the lowest
+    bits), as Halide defines them (measured on Halide 21); None for another call."""
+    from frontends.halide.exprs import _shift, const
+
+    if name == "extract_bits" and len(args) == 2 and not args[0].dtype.is_bool:
+        e, lsb = args
+        if not lsb.dtype.is_int or e.dtype.bits not in _UNSIGNED_ALL:
+            return None
+        src = _UNSIGNED_ALL[e.dtype.bits]
+        bits = _shift("shift_right", src, [reinterpret(src, e), lsb])
+        if dt.bits not in _UNSIGNED_ALL:
+            return None
+        out = _UNSIGNED_ALL[dt.bits]
+        return reinterpret(dt, bits if src == out else Cast(out, bits))
+    if name == "concat_bits" and args and dt.is_int and dt.bits in _UNSIGNED_ALL and all(
+            a.dtype == args[0].dtype and a.dtype.is_int for a in args):
+        w = args[0].dtype.bits
+        part, out = _UNSIGNED_ALL[w], _UNSIGNED_ALL[dt.bits]
+        acc: Expr | None = None
+        for k, a in enumerate(args):
+            v = Cast(out, reinterpret(part, a)) if part != out else reinterpret(part, a)
+            v = v * const(2 ** (k * w), out) if k else v
+            acc = v if acc is None else intrinsic("bitor", acc, v)
+        assert acc is not None
+        return reinterpret(dt, acc)
+    return None
 
 
 def fast_extern(stem: str, dt: DType, args: list[Expr]) -> Expr | None:
@@ -82,6 +114,7 @@ def fast_extern(stem: str, dt: DType, args: list[Expr]) -> Expr | None:
 
 
 _UNSIGNED = {8: t.uint8, 16: t.uint16, 32: t.uint32}
+_UNSIGNED_ALL = {**_UNSIGNED, 64: t.uint64}
 _TWICE = {8: t.uint16, 16: t.uint32, 32: t.uint64}
 
 
