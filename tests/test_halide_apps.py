@@ -84,3 +84,21 @@ def test_inlined_apps_lower_within_a_tenth_of_the_isl_bound(name: str, kw: dict)
     inputs' relations are built only where a pass needs them: far below the bound."""
     app = apps.APPS[name](schedule="inline", **kw)
     _lower_within(app, DEFAULT_MAX_OPS // 10)
+
+
+@pytest.mark.parametrize("schedule", [apps.TILED, apps.TILED_STORE_AT, apps.TILED_VECTORIZED])
+def test_tiled_stencil_chain(schedule: str) -> None:
+    """A chain of 6 stencils (crosses and boxes) on a clamped image, the output in 16 x 16
+    tiles (the last ones clipped) and every stage computed per tile: Halide's values."""
+    app = apps.stencil_chain(37, 45, stages=6, schedule=schedule, tile=16)
+    k = compile_pipeline(app.output)
+    assert_same(k.realize(app.sizes, **app.by_name()),
+                halide_realize([app.output], app.sizes, app.inputs))
+
+
+@pytest.mark.parametrize("schedule", [apps.TILED, apps.TILED_VECTORIZED])
+def test_tiled_stencil_chain_lowers_within_a_tenth_of_the_isl_bound(schedule: str) -> None:
+    """8 stages per 32 x 32 tile: each stage's per-tile region is one convex piece and the
+    check's dataflow a join (it went past the whole bound when the overlapping pieces of
+    each stage's footprint multiplied through the chain)."""
+    _lower_within(apps.stencil_chain(100, 107, stages=8, schedule=schedule), DEFAULT_MAX_OPS // 10)

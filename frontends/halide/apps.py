@@ -2,7 +2,8 @@
 pipelines, defined once for the tests (``tests/test_halide_apps.py``) and the lowering-time
 benchmark (``benchmarks/lowering_time.py``): the bilateral grid (Chen, Paris and Durand),
 interpolate (a premultiplied-alpha pyramid that fills holes) and the local Laplacian filter
-(Paris, Hasinoff and Kautz). They live here, beside :mod:`.paper`, so that tests and
+(Paris, Hasinoff and Kautz); and a chain of stencils scheduled per tile
+(:func:`stencil_chain`). They live here, beside :mod:`.paper`, so that tests and
 benchmarks build the very same pipelines without importing each other.
 
 Each builder takes ``schedule``: ``"inline"`` (no schedule at all: Halide's default, every
@@ -267,6 +268,53 @@ def local_laplacian(rows: int = 16, cols: int = 24, levels: int = 4, schedule: s
         floating.compute_at(out, y)
     img = np.random.default_rng(seed).integers(0, 65536, (3, rows, cols), dtype=np.uint16)
     return App("local_laplacian", out, [cols, rows, 3], [(inp, img)], len(funcs) + 1)
+
+
+# the stencil chain's schedules beyond SCHEDULES: the output tiled, every other stage
+# computed per tile (compute_at the tile's x loop), also with its storage hoisted to the
+# tile row (store_at), and with the inner x loops vectorized and the tile rows parallel
+TILED, TILED_STORE_AT, TILED_VECTORIZED = "tiled", "tiled_store_at", "tiled_vectorized"
+
+
+def stencil_chain(rows: int = 100, cols: int = 100, stages: int = 8,
+                  schedule: str = TILED, tile: int = 32, seed: int = 0) -> App:
+    """A chain of ``stages`` stencils over a uint16 image clamped at its edges
+    (``repeat_edge``), each reading the one before: a 5-point cross at even stages, a 3x3
+    box at odd ones, each the mean of its points (wrapping sums, as uint16 does). Scheduled
+    the way an expert writes it (:data:`TILED` and its variants): the output in
+    ``tile`` x ``tile`` tiles and every stage computed per tile, over the tile grown by
+    what the later stages read (overlapping tiles recompute their borders)."""
+    _check_schedule(schedule, (TILED, TILED_STORE_AT, TILED_VECTORIZED))
+    x, y, xo, yo, xi, yi = _vars("x y xo yo xi yi")
+    inp = hl.ImageParam(hl.UInt(16), 2, "inp")
+    prev: hl.Func = hl.BoundaryConditions.repeat_edge(inp)
+    funcs = []
+    for k in range(stages):
+        f = hl.Func(f"stage{k}")
+        if k % 2 == 0:
+            pts = [(0, 0), (-1, 0), (1, 0), (0, -1), (0, 1)]
+        else:
+            pts = [(i, j) for j in (-1, 0, 1) for i in (-1, 0, 1)]
+        total = prev[x + pts[0][0], y + pts[0][1]]
+        for i, j in pts[1:]:
+            total = total + prev[x + i, y + j]
+        f[x, y] = total / len(pts)
+        funcs.append(f)
+        prev = f
+    out = funcs[-1]
+    _root(funcs[:-1], schedule)
+    if schedule in (TILED, TILED_STORE_AT, TILED_VECTORIZED):
+        out.tile(x, y, xo, yo, xi, yi, tile, tile)
+        if schedule == TILED_VECTORIZED:
+            out.parallel(yo).vectorize(xi, 8)
+        for f in funcs[:-1]:
+            if schedule == TILED_STORE_AT:
+                f.store_at(out, yo)
+            f.compute_at(out, xo)
+            if schedule == TILED_VECTORIZED:
+                f.vectorize(x, 8)
+    img = np.random.default_rng(seed).integers(0, 60000, (rows, cols), dtype=np.uint16)
+    return App("stencil_chain", out, [cols, rows], [(inp, img)], stages)
 
 
 APPS = {"bilateral_grid": bilateral_grid, "interpolate": interpolate,
