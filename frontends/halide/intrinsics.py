@@ -4,6 +4,9 @@
   ``popcount`` / ``clz`` / ``ctz``, in the operand's type, the width for a zero operand
   (measured on Halide 21: ``count_leading_zeros(u8(0)) == u8(8)``, ``int16(-1)`` has 16
   bits set and no leading zero);
+* ``extract_bits`` / ``concat_bits``: a logical shift and a truncation, and the parts
+  shifted into place and or-ed (the first the lowest), in unsigned types, reinterpreted;
+* integer ``lerp`` (:func:`integer_lerp`), with Halide's rounding and weight scaling;
 * ``reinterpret`` between types of one width: the middle-end's ``reinterpret`` (a union in
   C). Halide writes ``fast_exp``, ``fast_log``, ``fast_pow`` and ``random_float`` /
   ``random_int`` as ordinary expressions over it (a polynomial on the float's exponent and
@@ -42,8 +45,9 @@ _FAST = frozenset({"fast_inverse", "fast_inverse_sqrt"})
 
 # PureExtern math functions added to exprs._MATH's: Halide name stem -> middle-end intrinsic
 HYPERBOLIC = {"asinh": "asinh", "acosh": "acosh", "atanh": "atanh"}
-
-
+_UNSIGNED = {8: t.uint8, 16: t.uint16, 32: t.uint32}
+_UNSIGNED_ALL = {**_UNSIGNED, 64: t.uint64}
+_TWICE = {8: t.uint16, 16: t.uint32, 32: t.uint64}
 _STRICT = {"strict_add": "add", "strict_sub": "sub", "strict_mul": "mul", "strict_div": "div",
            "strict_min": "min", "strict_max": "max", "strict_lt": "lt", "strict_le": "le",
            "strict_eq": "eq"}
@@ -112,10 +116,6 @@ def fast_extern(stem: str, dt: DType, args: list[Expr]) -> Expr | None:
         x = intrinsic("sqrt", x)
     return binop("div", Const(1.0, dt), x)
 
-
-_UNSIGNED = {8: t.uint8, 16: t.uint16, 32: t.uint32}
-_UNSIGNED_ALL = {**_UNSIGNED, 64: t.uint64}
-_TWICE = {8: t.uint16, 16: t.uint32, 32: t.uint64}
 
 
 def integer_lerp(zero: Expr, one: Expr, w: Expr) -> Expr | None:
