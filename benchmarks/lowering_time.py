@@ -8,7 +8,10 @@ Then Halide's apps (``frontends/halide/apps.py``: bilateral grid, interpolate, l
 Laplacian) against the number of stages (Funcs; pyramid levels for the last two), with no
 schedule (every Func inlined, Halide's default) and with every stage ``compute_root``
 (target: each under 2 s), and inlined but for an early stage computed at the output's rows
-(``apps.INLINE_AT``: interpolate's first level, local Laplacian's float input). The anchor
+(``apps.INLINE_AT``: interpolate's first level, local Laplacian's float input); and a chain
+of stencils with the output tiled (32 x 32) and every stage computed per tile, as an expert
+schedules it (``apps.stencil_chain``: plain, with ``store_at`` the tile row, vectorized with
+parallel tile rows), against its number of stages (target: 8 stages under 2 s). The anchor
 is Halide's own lowering of the same pipeline (``Pipeline.compile_to_lowered_stmt``: bounds
 inference, inlining, loop nests, no LLVM), interleaved with ours, best of N (N <= 3; once
 where Halide takes over 10 s); ratio = ours / Halide. Inlined, a pyramid's expression grows
@@ -48,6 +51,9 @@ APP_CASES: list[tuple[str, str, int | None]] = [
     # inlined levels reading the first one, computed at the output's rows (compute_at)
     *(("interpolate", apps.INLINE_AT, n) for n in (2, 3, 4, 6, 8, 10)),
     *(("local_laplacian", apps.INLINE_AT, n) for n in (2, 3, 4, 6, 8)),
+    # stages (not levels): every stage computed per tile of the output
+    *(("stencil_chain", s, n) for s in (apps.TILED, apps.TILED_STORE_AT, apps.TILED_VECTORIZED)
+      for n in (2, 4, 8, 12)),
 ]
 # the deepest inlined pyramids Halide's own lowering is timed on (beyond, minutes)
 HALIDE_INLINE_LEVELS = {"interpolate": 3, "local_laplacian": 2}
@@ -90,8 +96,11 @@ def run(reps: int = common.DEFAULT_REPS) -> list[SummaryRow]:
 def _app_lowerings(name: str, schedule: str, levels: int | None
                    ) -> tuple[apps.App, Callable[[], Any], Callable[[], Any]]:
     """The app, our ``lower()`` of its translated Function, and Halide's lowering."""
-    kw = {} if levels is None else {"levels": levels}
-    app = apps.APPS[name](schedule=schedule, **kw)
+    if name == "stencil_chain":
+        app = apps.stencil_chain(schedule=schedule, stages=levels or 8)
+    else:
+        kw = {} if levels is None else {"levels": levels}
+        app = apps.APPS[name](schedule=schedule, **kw)
     built = compile_pipeline(app.output).translate(app.sizes, **app.by_name())
     pipe = hl.Pipeline(app.output)
     args = [p for p, _ in app.inputs]
@@ -126,8 +135,8 @@ def run_apps(reps: int) -> list[SummaryRow]:
             try:
                 app, ours, halide = _app_lowerings(name, schedule, levels)
                 ours()  # warm-up (imports, first-call caches)
-                run_halide = schedule == "root" or levels is None or \
-                    levels <= HALIDE_INLINE_LEVELS[name]
+                run_halide = schedule == "root" or name == "stencil_chain" or \
+                    levels is None or levels <= HALIDE_INLINE_LEVELS[name]
                 t_ours, t_hl = [], []
                 for _ in range(reps):  # interleaved: load bursts hit both alike
                     t_ours.append(_timed(ours))
