@@ -136,7 +136,9 @@ def _localise(phys: Physical, ts: TimeSpace, l1: Layer1, l3: Layer3, buf: str,
     if acc is None:
         raise ScheduleError(f"{command}: nothing reads or writes {buf!r}",
                             computations=(buf,), command=command)
-    per = acc.apply_domain(prefix)  # prefix -> B[e]
+    # one piece per read of the buffer (75 for an inlined interpolate's level) make the
+    # parametric min/max below slow; coalesced they are a few (the same relation)
+    per = acc.coalesce().apply_domain(prefix)  # prefix -> B[e]
     offsets, sizes = [], []
     ndim = l3.buffers[buf].ndim
     for q in range(ndim):
