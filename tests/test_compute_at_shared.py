@@ -74,3 +74,31 @@ def test_a_scan_computed_at_its_consumer(level: str, rng: np.random.Generator) -
                     if ln.startswith("{ su["))
         per = isl.Map(line).domain().fix_val(isl.dim_type.set, 0, isl.Val("5"))
         assert per.count_val().to_python() == 5, line  # r = 1..5 at i = 5
+
+
+@pytest.mark.parametrize("level", ["i", "j"])
+@pytest.mark.parametrize("shared", ["j", "i"])
+def test_producer_computed_for_computations_after_the_consumer(
+        level: str, shared: str, rng: np.random.Generator) -> None:
+    """``c1.after(c0, ...)`` reads ``p`` at ``j + 1``, ``c0`` at ``j``: with ``p`` at
+    ``c0``'s loop ``level``, ``c1`` runs in the same iteration when it shares that loop
+    (then ``p`` is computed for both reads, Halide's Tuple elements); when it shares less
+    (``after`` at ``i``, ``p`` at ``j``) it does not, and the read is refused, never wrong."""
+    n, m = 7, 9
+    with me.Function(f"after_{level}_{shared}") as f:
+        i, j = me.Var("i", 0, n), me.Var("j", 0, m)
+        pi, pj = me.Var("i", 0, n), me.Var("j", 0, m + 1)
+        a = me.Input("a", [n, m + 1], me.float32)
+        p = me.Computation("p", [pi, pj], a[pi, pj] * 2)
+        c0 = me.Computation("c0", [i, j], p[i, j] + 1)
+        c1 = me.Computation("c1", [i, j], p[i, j + 1] * 3)
+        p.compute_at(c0, level)
+        c1.after(c0, shared)
+    a_in = rng.random((n, m + 1), dtype=np.float32)
+    if level == "j" and shared == "i":
+        with pytest.raises(me.ScheduleError, match="c1"):
+            f.compile(outputs=["c0", "c1"])
+        return
+    got = f.compile(outputs=["c0", "c1"])(a=a_in)
+    np.testing.assert_allclose(got["c0"], a_in[:, :m] * 2 + 1, rtol=1e-6)
+    np.testing.assert_allclose(got["c1"], a_in[:, 1:] * 2 * 3, rtol=1e-6)

@@ -479,3 +479,27 @@ def test_producer_read_by_funcs_nested_at_one_loop(schedule: str,
         g.store_root()
     g.compute_at(out, yo)
     check(out, [16, 16], inputs)
+
+
+@pytest.mark.parametrize("schedule", ["split_reordered", "at_x", "tuple_producer"])
+def test_tuple_elements_read_the_producer_at_different_points(
+        schedule: str, rng: np.random.Generator) -> None:
+    """``f[x, y] = (g[x, y], g[x + 1, y])`` with ``g`` at a loop of ``f``: the second
+    element reads a column the first does not; ``g`` is computed for every element's
+    reads in that iteration (they share its loops), as Halide computes the region of the
+    whole Tuple (it was refused: "'f_1' would not read the value of 'g'")."""
+    x, y, xo, xi = _vars("x y xo xi")
+    a, inputs = _image(rng, 10, 20)
+    g, f = hl.Func("g"), hl.Func("f")
+    if schedule == "tuple_producer":  # a Tuple producer too, its elements read apart
+        g[x, y] = (a[x, y] * 2, a[x + 1, y] - 1)
+        f[x, y] = (g[x, y][0] + g[x + 2, y][1], g[x + 1, y][0])
+    else:
+        g[x, y] = a[x, y] * 2
+        f[x, y] = (g[x, y], g[x + 1, y] * 3)
+    if schedule == "at_x":
+        g.compute_at(f, x)
+    else:
+        f.split(x, xo, xi, 4).reorder(xi, y, xo)
+        g.compute_at(f, y)
+    check(f, [16, 8], inputs)

@@ -3,7 +3,9 @@
 compute_at is resolved after every loop transformation, so that the producer is placed in
 the consumer's *final* loops: the producer's domain is extended with the consumer's outer
 loop dimensions and restricted, per outer iteration, to the exact footprint the consumer
-reads there (ISL computes it; overlapping tiles recompute values redundantly). The ordering
+reads there (ISL computes it; overlapping tiles recompute values redundantly), together
+with what the computations sharing those loops with the consumer (``after``/``before`` at
+that level or deeper: a Tuple's elements) and those computed at it read. The ordering
 is a total order of computations plus, between neighbours, the number of loops they share;
 it becomes the beta (constant) dimensions of the time-space.
 """
@@ -170,6 +172,16 @@ def _resolve_round(comps: dict[str, CompSchedule], events: list[cmd.Command],
         if acc is None and memory_reads_of is not None:
             acc = memory_reads_of(e.consumer, name)
         more = []
+        for other in siblings(e.consumer, lvl, name, [*stack, name]):
+            # computations sharing the consumer's loops down to the level (a Tuple's other
+            # elements, ordered after it) read the producer in this iteration too
+            o_acc = reads_of(other, name)
+            if o_acc is None and memory_reads_of is not None and \
+                    names.index(other) > names.index(name):
+                o_acc = memory_reads_of(other, name)
+            if o_acc is not None:
+                more.append((comps[other], o_acc))
+                also.setdefault(name, []).append(other)
         for other in at:
             # computations placed inside this iteration of the consumer's loops read the
             # producer there too: it is computed for all their reads
@@ -206,6 +218,27 @@ def _resolve_round(comps: dict[str, CompSchedule], events: list[cmd.Command],
             return
         extend_at(s, c, lvl, acc, more)
         done.add(name)
+
+    def siblings(consumer: str, lvl: int, producer: str, stack: list[str]) -> list[str]:
+        """The computations that share ``consumer``'s first ``lvl`` loops through
+        ``after``/``before`` commands (transitively), ``producer`` excepted: they run
+        inside the same iteration of its loop at that level (the elements of a Tuple)."""
+        group, todo = {consumer}, [consumer]
+        while todo:
+            x = todo.pop()
+            for ev in events:
+                if not isinstance(ev, cmd.After) or x not in (ev.comp, ev.other) or \
+                        ev.level == cmd.ROOT:
+                    continue
+                y = ev.other if ev.comp == x else ev.comp
+                if y in group or y == producer or y not in comps:
+                    continue
+                resolve(y, stack)
+                dims: list[str] = comps[ev.later].ext_dims
+                if ev.level in dims and dims.index(ev.level) + 1 >= lvl:
+                    group.add(y)
+                    todo.append(y)
+        return sorted(group - {consumer}, key=names.index)
 
     def inside(x: str, consumer: str, producer: str) -> bool:
         """Whether ``x`` is computed at ``consumer`` (directly or through computations
