@@ -20,11 +20,15 @@ nothing reads a partial result, and refuses in one line otherwise.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from frontends.halide.errors import UnsupportedHalideFeature
 from frontends.halide.graph import definitions, walk
-from frontends.halide.hir import HDefinition, HFunc
+from frontends.halide.hir import HDefinition, HExpr, HFunc
+
+if TYPE_CHECKING:
+    from frontends.halide.translate import FuncInfo, Translator
 
 
 def impure_loops(d: HDefinition) -> set[str]:
@@ -66,20 +70,85 @@ def impure_order(order: list[str], impure: set[str],
     return out
 
 
-def commute_reordered(f: HFunc, k: int, comps: list[Any], reads_siblings: bool) -> None:
+def commute_reordered(f: HFunc, k: int, comps: list[Any], reads_siblings: bool,
+                      ordered: bool) -> None:
     """Update ``k`` of ``f`` has its impure RDom loops reordered, which Halide accepted:
     let its instances commute (``comps``: one per Tuple element), unless it is a constant
-    assignment. A Tuple update whose elements read each other (argmin) is refused here:
-    the middle-end proves one element's update commutative, not a pair's."""
+    assignment. A Tuple update whose elements read each other (argmax) needs nothing when
+    ``ordered`` (Layer I already runs it in the scheduled order: :func:`scheduled_order`);
+    else (a fuse of its RDom loops) it is refused: the middle-end proves one element's
+    update commutative, not a pair's."""
     d = definitions(f)[k]
     if not any(n.kind == "Call" and n.call_type == "Halide" and n.name == f.name
                for v in d.values for n in walk(v)):
         return
     if reads_siblings:
+        if ordered:
+            return
         raise UnsupportedHalideFeature(
-            f.name, k, "reorder() of the RVars of a Tuple update whose elements read each "
-            "other (Halide proves the pair associative; the middle-end proves one element's "
-            "update b[i] = b[i] op e commutative): keep the RVars in their order, or split "
-            "the Tuple into Funcs whose updates read only themselves")
+            f.name, k, "fuse() of the reordered RVars of a Tuple update whose elements "
+            "read each other (Halide proves the Tuple associative; the middle-end proves "
+            "one element's update b[i] = b[i] op e commutative): reorder them without a "
+            "fuse, or split the Tuple into Funcs whose updates read only themselves")
     for c in comps:
         c.commute()
+
+
+def scheduled_order(f: HFunc, k: int, names: list[str], mins: list[int],
+                    const: Callable[[HExpr], int]) -> list[str] | None:
+    """Update ``k`` of ``f`` (iterators ``names``, Halide's, outermost first, from
+    ``mins``) as its loops run once scheduled, outermost first: quasi-affine expressions
+    with ``{i}`` standing for iterator ``i``; None when its impure RDom loops keep their
+    relative order, or are fused (the middle-end's ``fuse`` is not followed here).
+
+    Halide accepts a reorder of a Tuple update's impure RVars only where it proves the
+    Tuple associative and commutative (``Stage::reorder``: ``(max(v, e), select(e < v,
+    i, r))``, an argmax, is; ``select(e > v, (r, e), (i, v))``, ``hl.argmax``'s form, is
+    not), and then runs it in the scheduled order. The middle-end proves only a single
+    element's ``b[i] = b[i] op e`` commutative, so the front-end makes that order Layer
+    I's (the translator's sequential order): one of the orders Halide proved equivalent,
+    and the one Halide runs, ties included (the argmax of equal values is the one
+    visited last). The loops are split as the middle-end splits (``o = floor(d / f)``);
+    Halide splits from the loop's min, so an RDom loop split from a min that is not a
+    multiple of the factor (another grouping of the instances) is refused."""
+    d = definitions(f)[k]
+    impure = impure_loops(d)
+    expr = {n: f"{{{i}}}" for i, n in enumerate(names)}
+    lo = dict(zip(names, mins, strict=True))
+    rdom = rdom_loops(d)
+    order = list(names)
+    for sp in d.schedule.splits:
+        if sp.split_type == "FuseVars":
+            return None
+        if sp.split_type == "RenameVar":
+            expr[sp.outer], lo[sp.outer] = expr[sp.old_var], lo[sp.old_var]
+            order[order.index(sp.old_var)] = sp.outer
+            continue
+        assert sp.factor is not None  # schedule_stage refuses a split without one
+        fac, old = const(sp.factor), expr[sp.old_var]
+        if sp.old_var in rdom and lo[sp.old_var] % fac:
+            raise UnsupportedHalideFeature(
+                f.name, k, f"reorder() of the RVars of a Tuple update whose elements read "
+                f"each other, with {sp.old_var} (from {lo[sp.old_var]}) split by {fac}: "
+                "Halide's tiles start at the RDom's min (make it a multiple of the factor)")
+        expr[sp.outer] = f"floor(({old})/{fac})"
+        expr[sp.inner] = f"({old}) - {fac}*floor(({old})/{fac})"
+        lo[sp.outer], lo[sp.inner] = lo[sp.old_var] // fac, 0
+        p = order.index(sp.old_var)
+        order[p:p + 1] = [sp.outer, sp.inner]
+    target = [dm.var for dm in reversed(d.schedule.dims) if dm.var != "__outermost"]
+    if impure_order(order, impure) == impure_order(target, impure) or \
+            sorted(target) != sorted(order):
+        return None
+    return [expr[n] for n in target]
+
+
+def stage_order(tr: Translator, fi: FuncInfo, k: int) -> list[str] | None:
+    """:func:`scheduled_order` of stage ``k`` of ``fi`` where it is an update whose Tuple
+    elements read each other (None elsewhere: the middle-end's ``commute()`` applies)."""
+    if k not in fi.temps:
+        return None
+    st = tr.stage(fi, k)
+    return scheduled_order(fi.f, k, st.names, [st.ranges[st.vars[n].name][0]
+                                               for n in st.names],
+                           lambda e: tr._const(e, fi.f.name))

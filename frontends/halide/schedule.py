@@ -21,7 +21,13 @@ from typing import TYPE_CHECKING, Any
 
 from frontends.halide.errors import UnsupportedHalideFeature
 from frontends.halide.graph import definitions
-from frontends.halide.rvars import commute_reordered, impure_loops, impure_order, rdom_loops
+from frontends.halide.rvars import (
+    commute_reordered,
+    impure_loops,
+    impure_order,
+    rdom_loops,
+    stage_order,
+)
 from frontends.names import Namer
 
 if TYPE_CHECKING:
@@ -141,7 +147,7 @@ def schedule_stage(tr: Translator, fi: FuncInfo, k: int) -> None:
             run("interchange", plan.loops[order[i]], plan.loops[want])
             order[i], order[j] = order[j], order[i]
     if moved or before != impure_order(order, impure):
-        commute_reordered(f, k, comps, k in fi.temps)
+        commute_reordered(f, k, comps, k in fi.temps, stage_order(tr, fi, k) is not None)
     blocks, threads = [], []
     for dm in reversed(st.dims):
         if dm.var == "__outermost":

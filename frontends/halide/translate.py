@@ -27,6 +27,7 @@ from frontends.halide.fusewith import fuse_with
 from frontends.halide.graph import definitions, exprs_of, producer_order, walk
 from frontends.halide.hir import HBound, HBuffer, HDefinition, HExpr, HFunc, HPipeline
 from frontends.halide.placement import Placement, place
+from frontends.halide.rvars import stage_order
 from frontends.halide.schedule import StagePlan, plan_func_schedule, schedule_stage
 from frontends.halide.specialize import Choice, schedules, with_choices
 from frontends.halide.values import value_range
@@ -556,11 +557,18 @@ class Translator:
         its computations in order (an update whose Tuple elements read each other computes
         every new value before storing any). The middle-end's memory reads then see what
         Halide's do; by default it runs each computation's whole domain in turn."""
-        width = max(len(c.vars) for c, _ in self.seq)
+        keys = {(fpos, k): stage_order(self, self.info[self.order[fpos]], k)
+                for _, (fpos, k, _) in self.seq}  # a reordered argmax: as scheduled
+        outs = {}
         for c, (fpos, k, slot) in self.seq:
             dims = [v.name for v in c.vars]
-            outs = [str(fpos), str(k), *dims, str(slot), *["0"] * (width - len(dims))]
-            c.order = f"{{ {c.name}[{', '.join(dims)}] -> [{', '.join(outs)}] }}"
+            key = keys[(fpos, k)]
+            outs[c.name] = [str(fpos), str(k), *(dims if key is None else [
+                e.format(*dims) for e in key]), str(slot)]
+        width = max(len(o) for o in outs.values())
+        for c, _ in self.seq:
+            o = outs[c.name] + ["0"] * (width - len(outs[c.name]))
+            c.order = f"{{ {c.name}[{', '.join(v.name for v in c.vars)}] -> [{', '.join(o)}] }}"
 
 
 def _reads_a_sibling(f: HFunc, d: HDefinition, k: int) -> bool:
