@@ -185,6 +185,7 @@ def group_flow(sinks: isl.UnionMap, must: isl.UnionMap, may: isl.UnionMap,
             before = isl.Map.lex_gt(r.get_space().domain()).set_tuple_name(
                 isl.dim_type.out, wname)
             cand = cand.intersect(isl.UnionMap.from_map(before))
+        cand = cand.coalesce()  # the lex order split each pair into one piece per dim
         out = out.union(cand.reverse())
         if p:
             left = isl.UnionMap.from_map(r).subtract(cand.apply_range(

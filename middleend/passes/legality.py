@@ -136,7 +136,7 @@ def _read_mismatch(l1: Layer1, exp: Expected, ph: Physical, chains: Chains, r: R
         if parts.exact:
             buf = ph.reads[r.ref].get_tuple_name(isl.dim_type.out) or ""
             tinv = parts.tinv_of(parts.writers.get(buf, []))
-    act = resolved.apply_range(tinv)  # T_sink -> P[y]
+    act = resolved.apply_range(tinv).coalesce()  # T_sink -> P[y]
     sink_ts = ph.reads[r.ref].domain()
     want = _restrict_domain(sink_tinv, sink_ts).apply_range(exp.sources.get(
         r.ref, isl.UnionMap.empty(l1.param_space)))
@@ -290,7 +290,9 @@ def _accesses(l1: Layer1, ph: Physical) -> tuple[isl.UnionMap, isl.UnionMap]:
     acc_r = isl.UnionMap.empty(l1.param_space)
     for r in (*ph.reads.values(), *ph.op_reads.values()):
         acc_r = acc_r.union(isl.UnionMap.from_map(r))
-    return acc_w, acc_r
+    # coalesced: a statement's reads of one buffer share a space, one piece per read and
+    # per piece of its region, and the pairs below multiply them (9 s for a tiled chain)
+    return acc_w.coalesce(), acc_r.coalesce()
 
 
 def check_parallel(l1: Layer1, l3: Layer3, ts: TimeSpace, ph: Physical) -> None:
