@@ -30,8 +30,9 @@ from dataclasses import dataclass, field
 import middleend as me
 from frontends.halide.errors import UnsupportedHalideFeature
 from frontends.halide.fixedpoint import FIXED_POINT, fixed_point
-from frontends.halide.hir import HExpr, HType
+from frontends.halide.hir import HExpr, HFunc, HType
 from frontends.halide.intrinsics import HYPERBOLIC, bit_intrinsic, fast_extern, integer_lerp
+from frontends.halide.minmax import float_min_max
 from frontends.halide.noops import is_print
 from middleend.ir import types as t
 from middleend.ir.expr import Cast, Const, Expr, binop, reinterpret, select
@@ -136,6 +137,7 @@ class Scope:
     image: Callable[[str, tuple[Expr, ...]], Expr]
     variable: Callable[[HExpr], Expr]
     lets: dict[str, Expr] = field(default_factory=dict)
+    funcs: Callable[[str], HFunc] | None = None  # the pipeline's Funcs by name
 
     def unsupported(self, construct: str) -> UnsupportedHalideFeature:
         return UnsupportedHalideFeature(self.func, self.stage, construct)
@@ -180,6 +182,8 @@ def translate(e: HExpr, scope: Scope, depth: int = 0) -> Expr:
                 return b
             if _is_zero(b):
                 return a
+        if k in ("Min", "Max") and a.dtype.is_float and a.dtype == b.dtype:
+            return float_min_max(k, e.args[0], e.args[1], a, b, scope.funcs)
         return binop(_BINARY[k], a, b)
     if k == "Div":
         return _div(sub(e.args[0]), sub(e.args[1]))

@@ -338,8 +338,8 @@ class Translator:
                 return bd.Opaque(self._image_type(name, func, stage))
             return self._image_access(name, args)
 
-        return Scope(func, stage, dict(vars_), call, image,
-                     lambda e: self._param_variable(e, func, stage, record is not None))
+        return Scope(func, stage, dict(vars_), call, image, lambda e: self._param_variable(
+            e, func, stage, record is not None), funcs=self.hp.func)
 
     def _image_type(self, name: str, func: str, stage: int) -> me.DType:
         p = self.params.get(name)
