@@ -9,9 +9,11 @@ noise; the ratios are the result.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,6 +87,36 @@ def spread(samples: Sequence[float]) -> float:
     median call took 5 % longer than the best)."""
     best = min(samples)
     return (float(np.median(samples)) - best) / best
+
+
+def median_ratio(ours: Sequence[float], anchor: Sequence[float]) -> float:
+    """Median of our samples over the anchor's: the figure to read with ``--busy``, where
+    the best call of each side is whichever one the scheduler happened to leave alone."""
+    return float(np.median(ours)) / float(np.median(anchor))
+
+
+BUSY_HELP = ("run with a busy neighbour: one process spinning at normal priority for the "
+             "whole run, so that the threads of both sides compete for the cores with it; "
+             "read the median ratio")
+
+
+@contextlib.contextmanager
+def busy_neighbour(on: bool) -> Iterator[None]:
+    """``--busy``: a process that spins (``while True: pass``) at the benchmark's own
+    priority while the body runs. Users' machines are rarely idle, and a runtime whose
+    threads spin or wait for a descheduled thread loses much more there than on a quiet
+    machine; the benchmark starts the neighbour itself so that the figure can be
+    reproduced with one command."""
+    if not on:
+        yield
+        return
+    proc = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.2)  # let it start spinning before anything is timed
+        yield
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def best_of(fn: Callable[[], object], reps: int = DEFAULT_REPS, warmup: int = 1) -> float:

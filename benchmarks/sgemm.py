@@ -1,6 +1,6 @@
 """sgemm C = A @ B (N x N float32, N = 1024 by default), ours vs numpy.matmul (OpenBLAS).
 
-    python benchmarks/sgemm.py [--reps R] [--size N [N ...]] [--cpu-time]
+    python benchmarks/sgemm.py [--reps R] [--size N [N ...]] [--cpu-time] [--busy]
 
 Per size N: GFLOP/s (2 N^3 flops per call) of every variant and of numpy, and the ratio
 ours/numpy, all timed interleaved in one run. Both sides write into a C preallocated once
@@ -211,12 +211,14 @@ def main() -> None:
                    help=f"matrix size(s) N (N x N times N x N; default {N})")
     p.add_argument("--cpu-time", action="store_true",
                    help="the calling thread's CPU time, both sides on one thread")
+    p.add_argument("--busy", action="store_true", help=common.BUSY_HELP)
     args = p.parse_args()
     if args.cpu_time and not all(os.environ.get(v) == "1" for v in
                                  ("MIDDLEEND_NUM_THREADS", "OPENBLAS_NUM_THREADS")):
         p.error("--cpu-time needs MIDDLEEND_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 in the "
                 "environment (a thread's CPU time misses the work of other threads)")
-    run(args.reps, args.size, args.cpu_time)
+    with common.busy_neighbour(args.busy):
+        run(args.reps, args.size, args.cpu_time)
 
 
 if __name__ == "__main__":

@@ -19,9 +19,11 @@ REV:frontends/julia/kernels.jl``) with the same compiler, to compare schedules. 
 adds a column: the scheduled kernel built with ``fp_contract`` (what ``@fastmath`` over every
 assignment gives: ``a * b + c`` may become one fused multiply-add, as in numpy's BLAS),
 checked and timed in the same interleaved run; the plain ratio stays the default figure.
+``--busy`` runs everything beside a process spinning at the same priority
+(``common.busy_neighbour``); read the median ratio (ours' median over numpy's) then.
 
     .venv/bin/python benchmarks/julia/compare.py [--reps 5] [--only bicg!,doitgen!] [--small]
-        [--cpu-time] [--source old_kernels.jl] [--fma]
+        [--cpu-time] [--source old_kernels.jl] [--fma] [--busy]
 """
 
 from __future__ import annotations
@@ -37,7 +39,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import common  # noqa: E402,F401  (sets up the import path)
 import numpy as np  # noqa: E402
-from common import MIN_REPS, print_table, samples_interleaved, spread  # noqa: E402
+from common import (  # noqa: E402
+    BUSY_HELP,
+    MIN_REPS,
+    busy_neighbour,
+    median_ratio,
+    print_table,
+    samples_interleaved,
+    spread,
+)
 
 from frontends.julia import compile_source  # noqa: E402
 from frontends.julia.paper import KERNELS, Args, Kernel, source  # noqa: E402
@@ -81,12 +91,19 @@ def main() -> None:
     ap.add_argument("--fma", action="store_true",
                     help="also time the scheduled kernels built with fp_contract (fused "
                          "multiply-adds, as @fastmath allows)")
+    ap.add_argument("--busy", action="store_true", help=BUSY_HELP)
     a = ap.parse_args()
     if a.cpu_time and not all(os.environ.get(v) == "1" for v in
                               ("MIDDLEEND_NUM_THREADS", "OPENBLAS_NUM_THREADS")):
         ap.error("--cpu-time needs MIDDLEEND_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 in the "
                  "environment (a thread's CPU time misses the work of other threads)")
     clock = time.thread_time if a.cpu_time else time.perf_counter
+    with busy_neighbour(a.busy):
+        run(a, clock)
+
+
+def run(a: argparse.Namespace, clock: Callable[[], float]) -> None:
+    """Check and time the selected kernels, then print the table."""
     names = [n for n in KERNELS if not a.only or n in a.only.split(",")]
     src = Path(a.source).read_text() if a.source else source()
     rows: list[list[object]] = []
@@ -116,9 +133,10 @@ def main() -> None:
                              f"{spread(t['sched']) * 100:.0f}%"]
         if "numpy" in b:
             row += [f"{b['numpy'] * 1e3:.3f}", f"{spread(t['numpy']) * 100:.0f}%",
-                    f"{b['unsched'] / b['sched']:.2f}x", f"{b['sched'] / b['numpy']:.2f}"]
+                    f"{b['unsched'] / b['sched']:.2f}x", f"{b['sched'] / b['numpy']:.2f}",
+                    f"{median_ratio(t['sched'], t['numpy']):.2f}"]
         else:
-            row += ["-", "-", f"{b['unsched'] / b['sched']:.2f}x", "-"]
+            row += ["-", "-", f"{b['unsched'] / b['sched']:.2f}x", "-", "-"]
         if a.fma:
             row += [f"{b['fma'] * 1e3:.3f}",
                     f"{b['fma'] / b['numpy']:.2f}" if "numpy" in b else "-"]
@@ -128,8 +146,8 @@ def main() -> None:
     print_table(f"Julia kernels, {what}, best of {max(a.reps, MIN_REPS)} interleaved "
                 "(ratio = ours scheduled / numpy; < 1: ours faster)",
                 ["kernel", "unsched ms", "sched ms", "spread", "numpy ms", "spread",
-                 "sched speedup", "ratio"] + (["fma ms", "fma ratio"] if a.fma else []),
-                rows)
+                 "sched speedup", "ratio", "median ratio"]
+                + (["fma ms", "fma ratio"] if a.fma else []), rows)
 
 
 if __name__ == "__main__":
