@@ -1,7 +1,8 @@
 """Halide's float min/max on NaN and signed zeros (frontends/halide/minmax.py), bit for bit
 against Halide's realize, scalar and vectorized: every ordered pair of NaN, -0.0, +0.0,
 1 and 2, the operands two image reads, an image read and a constant (either side), an
-arithmetic node, an inlined Func, a compute_root Func and a math call, in both orders.
+arithmetic node, an inlined Func, a compute_root Func, a math call, a select, a cast and
+a clamp, in both orders, float32 and float64.
 Halide's scalar and vectorized code agree on all of them (checked here too), so ours
 matches both. The middle-end's own min (``a < b ? a : b``) differs from Halide's on
 ``min(a[x], b[x])`` with a NaN or a zero of either sign: the pairs below catch that."""
@@ -45,11 +46,16 @@ _CASES: dict[str, Build] = {
     "b_sqrt": lambda a, b, x, op: op(b[x], hl.sqrt(a[x])),
     "sub_mul": lambda a, b, x, op: op(a[x] - b[x], a[x] * b[x]),
     "mul_sub": lambda a, b, x, op: op(a[x] * b[x], a[x] - b[x]),
+    "b_select": lambda a, b, x, op: op(b[x], hl.select(a[x] > 1, a[x], b[x])),
+    "select_b": lambda a, b, x, op: op(hl.select(a[x] > 1, a[x], b[x]), b[x]),
+    "cast_a": lambda a, b, x, op: op(hl.f32(x) - 20, a[x]),
+    "clamp_b": lambda a, b, x, op: op(hl.clamp(a[x], b[x], 1.0), 0.5),
 }
 
 
 def _bits(v: np.ndarray) -> np.ndarray:
-    return np.asarray(v).view(np.uint32)
+    v = np.asarray(v)
+    return v.view(np.uint32 if v.dtype == np.float32 else np.uint64)
 
 
 _NEG_ZERO: dict[str, Build] = {
@@ -65,25 +71,36 @@ _NEG_ZERO: dict[str, Build] = {
         "omit a field equal to its default, and -0.0 == 0.0"))) for c in _NEG_ZERO)])
 @pytest.mark.parametrize("op", ["min", "max"])
 def test_float_min_max_as_halide(op: str, case: str) -> None:
-    build = _CASES.get(case) or _NEG_ZERO[case]
+    _check(op, case, _CASES.get(case) or _NEG_ZERO[case], 32)
+
+
+@pytest.mark.parametrize("case", ["a_b", "zero_a", "mul_b", "b_sqrt"])
+@pytest.mark.parametrize("op", ["min", "max"])
+def test_double_min_max_as_halide(op: str, case: str) -> None:
+    _check(op, case, _CASES[case], 64)
+
+
+def _check(op: str, case: str, build: Build, bits: int) -> None:
     x = hl.Var("x")
-    a = hl.ImageParam(hl.Float(32), 1, "a")
-    b = hl.ImageParam(hl.Float(32), 1, "b")
-    av, bv = np.repeat(_VALS, _N), np.tile(_VALS, _N)  # every ordered pair
+    a = hl.ImageParam(hl.Float(bits), 1, "a")
+    b = hl.ImageParam(hl.Float(bits), 1, "b")
+    dt = np.float32 if bits == 32 else np.float64
+    av, bv = np.repeat(_VALS, _N).astype(dt), np.tile(_VALS, _N).astype(dt)  # all pairs
     uses_b = "b" in case  # the others read only a
     inputs = [(a, av), (b, bv)] if uses_b else [(a, av)]
     kw = {"a": av, "b": bv} if uses_b else {"a": av}
-    got = []
+    fs = []  # scalar and vectorized, one pipeline
     for vectorized in (False, True):
-        f = hl.Func(f"{op}_{case}_{int(vectorized)}")
+        f = hl.Func(f"{op}_{case}_{bits}_{int(vectorized)}")
         f[x] = build(a, b, x, getattr(hl, op))
         if vectorized:
             f.vectorize(x, 8)
-        ref = halide_realize([f], [_N * _N], inputs)[0]
-        ours = compile_pipeline([f]).realize([_N * _N], **kw)
-        np.testing.assert_array_equal(_bits(ours), _bits(ref), err_msg=f"vectorized={vectorized}")
-        got.append(_bits(ref))
-    np.testing.assert_array_equal(got[0], got[1])  # Halide's scalar and vector code agree
+        fs.append(f)
+    got = halide_realize(fs, [_N * _N], inputs)
+    ours = compile_pipeline(fs).realize([_N * _N], **kw)
+    for k in range(2):
+        np.testing.assert_array_equal(_bits(ours[k]), _bits(got[k]), err_msg=f"vectorized={k}")
+    np.testing.assert_array_equal(_bits(got[0]), _bits(got[1]))  # Halide's agree
 
 
 def test_integer_min_max_unchanged(rng: np.random.Generator) -> None:

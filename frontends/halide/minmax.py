@@ -16,9 +16,9 @@ is its vectorized code as much as its scalar code; tests/test_halide_minmax.py):
   behaves as ``X < Y ? X : Y``; ``max(X, Y)`` as ``Y < X ? X : Y`` in both cases.
 
 Not modelled: the simplifier's rewrites that change the expression itself (``min(a + b,
-b)`` becomes ``min(a, 0) + b``; a select pushed through), whose NaN and signed-zero
-results can differ from both orders; Variables compared by name. Integers are exact in
-any order and keep the operands as written.
+b)`` becomes ``min(a, 0) + b``), whose NaN and signed-zero results can differ from both
+orders; Variables compared by name. A select operand, a clamp and float64 follow the
+rule (tested). Integers are exact in any order and keep the operands as written.
 """
 
 from __future__ import annotations
