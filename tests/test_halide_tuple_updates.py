@@ -240,3 +240,29 @@ def test_tuple_update_computed_in_two_consumer_stages(schedule: str,
     # ties: the first index wins; 4 columns more for the update's tiles, rounded up
     data = rng.integers(0, 9, (12, 34)).astype(np.float32)
     check(out, [20, 12], [(a, data)])
+
+
+@pytest.mark.parametrize("schedule", ["at_y", "at_xo"])
+@pytest.mark.parametrize("form", ["own", "each_other"])
+def test_tuple_update_elements_read_a_producer_apart(form: str, schedule: str,
+                                                     rng: np.random.Generator) -> None:
+    """A Tuple update whose elements read ``g`` (computed at a loop of the update) at
+    points the other does not (``x + r`` and ``x + 4``), the elements reading their own
+    previous values or each other's (then the new values are computed first): ``g`` is
+    computed for all of them, as Halide computes the region of the Tuple (refused before:
+    "would not read the value of 'g'", or "'f_0_s1' does not read 'g'" where the store
+    reads the new value, not ``g``)."""
+    x, y, xo, xi = (hl.Var(n) for n in ("x", "y", "xo", "xi"))
+    a = hl.ImageParam(hl.Float(32), 2, "a")
+    g, f = hl.Func("g_apart"), hl.Func("f_apart")
+    g[x, y] = a[x, y] * 2
+    f[x, y] = (hl.f32(0), hl.f32(1))
+    r = hl.RDom([(0, 3)], "r")
+    old = (f[x, y][0], f[x, y][1]) if form == "own" else (f[x, y][1], f[x, y][0])
+    f[x, y] = (old[0] + g[x + r, y], old[1] * g[x + 4, y])
+    if schedule == "at_y":
+        g.compute_at(f, y)
+    else:
+        f.update(0).split(x, xo, xi, 4).reorder(xi, r, y, xo)
+        g.compute_at(f, xo)
+    check(f, [16, 8], [(a, rng.random((10, 24), dtype=np.float32))])
