@@ -145,7 +145,8 @@ def _argext(op: str, lo: int = 0) -> tuple[hl.Func, hl.RDom, hl.Var, hl.ImagePar
     return am, r, y, a
 
 
-@pytest.mark.parametrize("schedule", ["swap", "split", "split_parallel_y", "at_row"])
+@pytest.mark.parametrize("schedule", ["swap", "split", "split_parallel_y", "at_row", "fuse",
+                                      "split_fuse"])
 @pytest.mark.parametrize("op", ["max", "min"])
 def test_reordered_argmax(op: str, schedule: str, rng: np.random.Generator) -> None:
     """A reordered argmax / argmin Tuple (Halide accepts it): Layer I runs it in the
@@ -160,6 +161,11 @@ def test_reordered_argmax(op: str, schedule: str, rng: np.random.Generator) -> N
         am.update(0).split(r.x, rxo, rxi, 4).reorder(rxo, r.y, rxi)
         if schedule == "split_parallel_y":
             am.update(0).parallel(y)
+    elif schedule == "fuse":  # one loop over the RDom, r.x outermost
+        am.update(0).reorder(r.y, r.x).fuse(r.y, r.x, hl.RVar("rf"))
+    elif schedule == "split_fuse":  # r.x's outer piece, then (r.y, r.x's inner) fused
+        am.update(0).split(r.x, rxo, rxi, 4).reorder(rxi, r.y, rxo) \
+            .fuse(rxi, r.y, hl.RVar("rf"))
     else:  # computed per row of a consumer, the update swapped
         out = hl.Func("at_row_out")
         out[y] = am[y][0] * 100 + am[y][1] * 10 + am[y][2]

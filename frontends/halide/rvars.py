@@ -76,7 +76,7 @@ def commute_reordered(f: HFunc, k: int, comps: list[Any], reads_siblings: bool,
     let its instances commute (``comps``: one per Tuple element), unless it is a constant
     assignment. A Tuple update whose elements read each other (argmax) needs nothing when
     ``ordered`` (Layer I already runs it in the scheduled order: :func:`scheduled_order`);
-    else (a fuse of its RDom loops) it is refused: the middle-end proves one element's
+    else (a fused loop split again) it is refused: the middle-end proves one element's
     update commutative, not a pair's."""
     d = definitions(f)[k]
     if not any(n.kind == "Call" and n.call_type == "Halide" and n.name == f.name
@@ -86,10 +86,11 @@ def commute_reordered(f: HFunc, k: int, comps: list[Any], reads_siblings: bool,
         if ordered:
             return
         raise UnsupportedHalideFeature(
-            f.name, k, "fuse() of the reordered RVars of a Tuple update whose elements "
-            "read each other (Halide proves the Tuple associative; the middle-end proves "
-            "one element's update b[i] = b[i] op e commutative): reorder them without a "
-            "fuse, or split the Tuple into Funcs whose updates read only themselves")
+            f.name, k, "split() of a fused loop of a Tuple update whose elements read each "
+            "other, its RVars reordered (Halide proves the Tuple associative; the "
+            "middle-end proves one element's update b[i] = b[i] op e commutative): split "
+            "before fusing, or split the Tuple into Funcs whose updates read only "
+            "themselves")
     for c in comps:
         c.commute()
 
@@ -99,7 +100,7 @@ def scheduled_order(f: HFunc, k: int, names: list[str], mins: list[int],
     """Update ``k`` of ``f`` (iterators ``names``, Halide's, outermost first, from
     ``mins``) as its loops run once scheduled, outermost first: quasi-affine expressions
     with ``{i}`` standing for iterator ``i``; None when its impure RDom loops keep their
-    relative order, or are fused (the middle-end's ``fuse`` is not followed here).
+    relative order, or when a fused loop is split again (not followed here).
 
     Halide accepts a reorder of a Tuple update's impure RVars only where it proves the
     Tuple associative and commutative (``Stage::reorder``: ``(max(v, e), select(e < v,
@@ -110,37 +111,47 @@ def scheduled_order(f: HFunc, k: int, names: list[str], mins: list[int],
     and the one Halide runs, ties included (the argmax of equal values is the one
     visited last). The loops are split as the middle-end splits (``o = floor(d / f)``);
     Halide splits from the loop's min, so an RDom loop split from a min that is not a
-    multiple of the factor (another grouping of the instances) is refused."""
+    multiple of the factor (another grouping of the instances) is refused. A fused loop
+    runs its pieces in their order (outer, then inner): its key is theirs."""
     d = definitions(f)[k]
     impure = impure_loops(d)
-    expr = {n: f"{{{i}}}" for i, n in enumerate(names)}
+    expr = {n: [f"{{{i}}}"] for i, n in enumerate(names)}  # a fused loop: its pieces'
+    leaves = {n: [n] for n in names}  # the unfused loops a loop stands for
     lo = dict(zip(names, mins, strict=True))
     rdom = rdom_loops(d)
-    order = list(names)
+    order = list(names)  # the unfused loops, split but not reordered
     for sp in d.schedule.splits:
         if sp.split_type == "FuseVars":
-            return None
+            expr[sp.old_var] = expr[sp.outer] + expr[sp.inner]
+            leaves[sp.old_var] = leaves[sp.outer] + leaves[sp.inner]
+            continue
         if sp.split_type == "RenameVar":
-            expr[sp.outer], lo[sp.outer] = expr[sp.old_var], lo[sp.old_var]
-            order[order.index(sp.old_var)] = sp.outer
+            expr[sp.outer], leaves[sp.outer] = expr[sp.old_var], leaves[sp.old_var]
+            lo[sp.outer] = lo.get(sp.old_var, 0)
+            if sp.old_var in order:
+                order[order.index(sp.old_var)] = sp.outer
+                leaves[sp.outer] = [sp.outer]
             continue
         assert sp.factor is not None  # schedule_stage refuses a split without one
-        fac, old = const(sp.factor), expr[sp.old_var]
+        if len(expr[sp.old_var]) > 1 or sp.old_var not in order:
+            return None  # a fused loop split again
+        fac, old = const(sp.factor), expr[sp.old_var][0]
         if sp.old_var in rdom and lo[sp.old_var] % fac:
             raise UnsupportedHalideFeature(
                 f.name, k, f"reorder() of the RVars of a Tuple update whose elements read "
                 f"each other, with {sp.old_var} (from {lo[sp.old_var]}) split by {fac}: "
                 "Halide's tiles start at the RDom's min (make it a multiple of the factor)")
-        expr[sp.outer] = f"floor(({old})/{fac})"
-        expr[sp.inner] = f"({old}) - {fac}*floor(({old})/{fac})"
+        expr[sp.outer] = [f"floor(({old})/{fac})"]
+        expr[sp.inner] = [f"({old}) - {fac}*floor(({old})/{fac})"]
+        leaves[sp.outer], leaves[sp.inner] = [sp.outer], [sp.inner]
         lo[sp.outer], lo[sp.inner] = lo[sp.old_var] // fac, 0
         p = order.index(sp.old_var)
         order[p:p + 1] = [sp.outer, sp.inner]
     target = [dm.var for dm in reversed(d.schedule.dims) if dm.var != "__outermost"]
-    if impure_order(order, impure) == impure_order(target, impure) or \
-            sorted(target) != sorted(order):
+    runs = [leaf for n in target for leaf in leaves.get(n, [n])]
+    if impure_order(order, impure) == impure_order(runs, impure) or sorted(runs) != sorted(order):
         return None
-    return [expr[n] for n in target]
+    return [e for n in target for e in expr[n]]
 
 
 def stage_order(tr: Translator, fi: FuncInfo, k: int) -> list[str] | None:
