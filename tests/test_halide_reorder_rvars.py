@@ -146,7 +146,7 @@ def _argext(op: str, lo: int = 0) -> tuple[hl.Func, hl.RDom, hl.Var, hl.ImagePar
 
 
 @pytest.mark.parametrize("schedule", ["swap", "split", "split_parallel_y", "at_row", "fuse",
-                                      "split_fuse"])
+                                      "split_fuse", "fuse_split"])
 @pytest.mark.parametrize("op", ["max", "min"])
 def test_reordered_argmax(op: str, schedule: str, rng: np.random.Generator) -> None:
     """A reordered argmax / argmin Tuple (Halide accepts it): Layer I runs it in the
@@ -166,6 +166,9 @@ def test_reordered_argmax(op: str, schedule: str, rng: np.random.Generator) -> N
     elif schedule == "split_fuse":  # r.x's outer piece, then (r.y, r.x's inner) fused
         am.update(0).split(r.x, rxo, rxi, 4).reorder(rxi, r.y, rxo) \
             .fuse(rxi, r.y, hl.RVar("rf"))
+    elif schedule == "fuse_split":  # the fused loop split again, its pieces in order
+        rf = hl.RVar("rf")
+        am.update(0).reorder(r.y, r.x).fuse(r.y, r.x, rf).split(rf, rxo, rxi, 8)
     else:  # computed per row of a consumer, the update swapped
         out = hl.Func("at_row_out")
         out[y] = am[y][0] * 100 + am[y][1] * 10 + am[y][2]
@@ -188,3 +191,17 @@ def test_reordered_argmax_split_off_its_min_is_refused(rng: np.random.Generator)
         compile_pipeline(am).realize([6], a=data)
     assert e.value.func == am.name() and e.value.stage == 1
     assert "\n" not in str(e.value) and "multiple of the factor" in str(e.value)
+
+
+def test_reordered_argmax_fused_pieces_apart_are_refused(rng: np.random.Generator) -> None:
+    """The two loops of a split fused loop swapped (Halide runs it): the order is not
+    followed, refused in one line."""
+    am, r, _, a = _argext("max")
+    rf, rfo, rfi = hl.RVar("rf"), hl.RVar("rfo"), hl.RVar("rfi")
+    am.update(0).reorder(r.y, r.x).fuse(r.y, r.x, rf).split(rf, rfo, rfi, 4).reorder(rfo, rfi)
+    data = rng.integers(0, 3, (6, 32)).astype(np.int32)
+    a.set(hl.Buffer(data))
+    am.realize([6])  # Halide runs it
+    with pytest.raises(UnsupportedHalideFeature) as e:
+        compile_pipeline(am).realize([6], a=data)
+    assert "\n" not in str(e.value) and "pieces reordered apart" in str(e.value)

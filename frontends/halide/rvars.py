@@ -76,7 +76,7 @@ def commute_reordered(f: HFunc, k: int, comps: list[Any], reads_siblings: bool,
     let its instances commute (``comps``: one per Tuple element), unless it is a constant
     assignment. A Tuple update whose elements read each other (argmax) needs nothing when
     ``ordered`` (Layer I already runs it in the scheduled order: :func:`scheduled_order`);
-    else (a fused loop split again) it is refused: the middle-end proves one element's
+    else (a fused loop split, its pieces apart) it is refused: the middle-end proves one element's
     update commutative, not a pair's."""
     d = definitions(f)[k]
     if not any(n.kind == "Call" and n.call_type == "Halide" and n.name == f.name
@@ -86,8 +86,8 @@ def commute_reordered(f: HFunc, k: int, comps: list[Any], reads_siblings: bool,
         if ordered:
             return
         raise UnsupportedHalideFeature(
-            f.name, k, "split() of a fused loop of a Tuple update whose elements read each "
-            "other, its RVars reordered (Halide proves the Tuple associative; the "
+            f.name, k, "a fused loop split and its pieces reordered apart, in a Tuple update "
+            "whose elements read each other (Halide proves the Tuple associative; the "
             "middle-end proves one element's update b[i] = b[i] op e commutative): split "
             "before fusing, or split the Tuple into Funcs whose updates read only "
             "themselves")
@@ -100,7 +100,8 @@ def scheduled_order(f: HFunc, k: int, names: list[str], mins: list[int],
     """Update ``k`` of ``f`` (iterators ``names``, Halide's, outermost first, from
     ``mins``) as its loops run once scheduled, outermost first: quasi-affine expressions
     with ``{i}`` standing for iterator ``i``; None when its impure RDom loops keep their
-    relative order, or when a fused loop is split again (not followed here).
+    relative order, or when the pieces of a fused loop split again are moved apart (not
+    followed here).
 
     Halide accepts a reorder of a Tuple update's impure RVars only where it proves the
     Tuple associative and commutative (``Stage::reorder``: ``(max(v, e), select(e < v,
@@ -112,7 +113,8 @@ def scheduled_order(f: HFunc, k: int, names: list[str], mins: list[int],
     visited last). The loops are split as the middle-end splits (``o = floor(d / f)``);
     Halide splits from the loop's min, so an RDom loop split from a min that is not a
     multiple of the factor (another grouping of the instances) is refused. A fused loop
-    runs its pieces in their order (outer, then inner): its key is theirs."""
+    runs its pieces in their order (outer, then inner): its key is theirs, and so is that
+    of the two loops of its split where they stay together."""
     d = definitions(f)[k]
     impure = impure_loops(d)
     expr = {n: [f"{{{i}}}"] for i, n in enumerate(names)}  # a fused loop: its pieces'
@@ -120,6 +122,7 @@ def scheduled_order(f: HFunc, k: int, names: list[str], mins: list[int],
     lo = dict(zip(names, mins, strict=True))
     rdom = rdom_loops(d)
     order = list(names)  # the unfused loops, split but not reordered
+    glued: dict[str, str] = {}  # a fused loop's split: outer -> inner, kept adjacent
     for sp in d.schedule.splits:
         if sp.split_type == "FuseVars":
             expr[sp.old_var] = expr[sp.outer] + expr[sp.inner]
@@ -133,8 +136,11 @@ def scheduled_order(f: HFunc, k: int, names: list[str], mins: list[int],
                 leaves[sp.outer] = [sp.outer]
             continue
         assert sp.factor is not None  # schedule_stage refuses a split without one
-        if len(expr[sp.old_var]) > 1 or sp.old_var not in order:
-            return None  # a fused loop split again
+        if sp.old_var not in order:  # a fused loop split: its order while kept together
+            glued[sp.outer] = sp.inner
+            expr[sp.outer], expr[sp.inner] = expr[sp.old_var], []
+            leaves[sp.outer], leaves[sp.inner] = leaves[sp.old_var], []
+            continue
         fac, old = const(sp.factor), expr[sp.old_var][0]
         if sp.old_var in rdom and lo[sp.old_var] % fac:
             raise UnsupportedHalideFeature(
@@ -148,6 +154,9 @@ def scheduled_order(f: HFunc, k: int, names: list[str], mins: list[int],
         p = order.index(sp.old_var)
         order[p:p + 1] = [sp.outer, sp.inner]
     target = [dm.var for dm in reversed(d.schedule.dims) if dm.var != "__outermost"]
+    if any(o not in target or target.index(i) != target.index(o) + 1
+           for o, i in glued.items()):
+        return None  # a fused loop's pieces apart: its order is not followed here
     runs = [leaf for n in target for leaf in leaves.get(n, [n])]
     if impure_order(order, impure) == impure_order(runs, impure) or sorted(runs) != sorted(order):
         return None
