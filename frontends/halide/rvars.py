@@ -76,8 +76,8 @@ def commute_reordered(f: HFunc, k: int, comps: list[Any], reads_siblings: bool,
     let its instances commute (``comps``: one per Tuple element), unless it is a constant
     assignment. A Tuple update whose elements read each other (argmax) needs nothing when
     ``ordered`` (Layer I already runs it in the scheduled order: :func:`scheduled_order`);
-    else (a fused loop split, its pieces apart) it is refused: the middle-end proves one element's
-    update commutative, not a pair's."""
+    else (a fused loop split, its pieces apart) it is refused: the middle-end proves one
+    element's update commutative, not a pair's."""
     d = definitions(f)[k]
     if not any(n.kind == "Call" and n.call_type == "Halide" and n.name == f.name
                for v in d.values for n in walk(v)):
@@ -86,8 +86,9 @@ def commute_reordered(f: HFunc, k: int, comps: list[Any], reads_siblings: bool,
         if ordered:
             return
         raise UnsupportedHalideFeature(
-            f.name, k, "a fused loop split and its pieces reordered apart, in a Tuple update "
-            "whose elements read each other (Halide proves the Tuple associative; the "
+            f.name, k, "a reorder of the RVars of a Tuple update whose elements read each "
+            "other that the front-end does not follow (a fused loop split and its pieces "
+            "reordered apart; Halide proves the Tuple associative, the "
             "middle-end proves one element's update b[i] = b[i] op e commutative): split "
             "before fusing, or split the Tuple into Funcs whose updates read only "
             "themselves")
