@@ -37,10 +37,14 @@ def test_kernel_other_sizes(name: str) -> None:
     _run(name, True, sizes)
 
 
-def test_bicg_three_row_blocks() -> None:
-    """bicg sums s per block of 1000 rows (sp's columns) and adds the blocks' sums: 2003
-    rows make three blocks, the last one of 3 rows."""
-    _run("bicg!", True, {"n": 2003, "m": 7})
+@pytest.mark.parametrize("name,sizes", [("bicg!", {"n": 2003, "m": 7}),
+                                         ("gesummv!", {"n": 1003}),
+                                         ("atax!", {"m": 7, "n": 2101})])
+def test_partial_sums_of_several_blocks(name: str, sizes: dict[str, int]) -> None:
+    """bicg sums s per block of 1000 rows, gesummv and atax sum A x per block of 1000 /
+    1050 columns (a local array's columns), then add the blocks' sums: these sizes make
+    two or three blocks, the last one partial."""
+    _run(name, True, sizes)
 
 
 def _with_schedule(name: str, directives: str) -> str:
@@ -52,15 +56,43 @@ def _with_schedule(name: str, directives: str) -> str:
     return SRC[:a] + f"@schedule begin\n{directives}\n    end\n" + SRC[b:]
 
 
+ATAX_FUSED = """
+@acc function atax_fused!(y::Vector{Float64}, t::Vector{Float64}, A::Matrix{Float64},
+                          x::Vector{Float64})
+    m, n = size(A)
+    @schedule begin
+        split(T, i, 4)
+        split(Y, i, 4)
+        after(Y, T, i0)
+    end
+    for j in 1:n
+        y[j] = 0.0
+    end
+    for i in 1:m
+        t[i] = 0.0
+    end
+    for i in 1:m, j in 1:n
+        @name T t[i] += A[i, j] * x[j]
+    end
+    for i in 1:m, j in 1:n
+        @name Y y[j] += A[i, j] * t[i]
+    end
+end
+"""
+
+
 def test_after_directive_holds_when_its_reference_moves_later() -> None:
-    """``after(Y, T, i0)`` is written before the source order moves T after tmp's
+    """``after(Y, T, i0)`` is written before the source order moves T after t's
     initialization; Y must still share T's loop over the row blocks (one pass over A),
     where it used to be left behind in a nest of its own."""
-    text = _with_schedule("atax!", "split(T, i, 4)\nsplit(Y, i, 4)\nafter(Y, T, i0)")
-    _run("atax!", True, text=text)
-    kd = KERNELS["atax!"]
-    k = compile_source(text, "atax!")
-    src = k.compiled(k.spec_of(kd.make(kd.small, np.random.default_rng(7)))).kernel.source
+    rng = np.random.default_rng(3)
+    A, x = np.asfortranarray(rng.random((15, 11))), rng.random(11)
+    y, t = np.zeros(11), np.zeros(15)
+    k = compile_source(ATAX_FUSED, "atax_fused!")
+    k(y, t, A, x)
+    np.testing.assert_allclose(t, A @ x, rtol=1e-12)
+    np.testing.assert_allclose(y, A.T @ (A @ x), rtol=1e-12)
+    src = k.compiled(k.spec_of((y, t, A, x))).kernel.source
     assert src.count("/* loop i0") == 1, "T and Y are not in one loop over the row blocks"
 
 
