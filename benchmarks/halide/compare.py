@@ -31,7 +31,7 @@ The three programs Halide cannot express (ticket #2373, heat3D, edgeDetector) ru
 numpy, from ``beyond.py``.
 
     python benchmarks/halide/compare.py [--reps N] [--rows R --cols C] [--only NAME ...]
-        [--busy]"""
+        [--busy] [--fma]"""
 
 from __future__ import annotations
 
@@ -106,12 +106,15 @@ def halide_runner(b: Bench) -> Runner:
     return Runner(pre, alloc, outs)
 
 
-def ours_runner(b: Bench, extra: Callable[[Built], None] | None = None) -> Runner:
-    """The same Funcs through the front-end; ``pre`` is ``realize(sizes, out=...)``."""
+def ours_runner(b: Bench, extra: Callable[[Built], None] | None = None,
+                fp_contract: bool = False) -> Runner:
+    """The same Funcs through the front-end; ``pre`` is ``realize(sizes, out=...)``
+    (``fp_contract``: built with fused multiply-adds allowed, as Halide builds by
+    default)."""
     ks = []
     outs: list[np.ndarray] = []
     for funcs, sizes in b.groups:
-        k = compile_pipeline(funcs, extra_schedule=extra)
+        k = compile_pipeline(funcs, extra_schedule=extra, fp_contract=fp_contract)
         arrays = [np.empty_like(a) for a in _as_list(k.realize(sizes, **b.inputs))]
         ks.append((k, sizes, arrays[0] if len(arrays) == 1 else arrays))
         outs += arrays
@@ -144,10 +147,13 @@ def check(name: str, ref: list[np.ndarray], runner: Runner, exact: bool = False)
 
 
 def timed_row(name: str, schedule: str, halide: dict[str, Runner], ours: Runner,
-              reps: int) -> list[object]:
+              reps: int, fma: Runner | None = None) -> list[object]:
     """Time all the candidates interleaved in one run (preallocated and allocating, ours
-    and each Halide schedule); the Halide figure is the best of its schedules."""
+    and each Halide schedule, and ``fma``, ours built with fused multiply-adds, if given);
+    the Halide figure is the best of its schedules."""
     fns: dict[str, Callable[[], object]] = {}
+    if fma is not None:
+        fns["ours fma"] = fma.pre
     for s, r in halide.items():
         fns[f"halide {s}"] = r.pre
         fns[f"halide {s} alloc"] = r.alloc
@@ -160,7 +166,8 @@ def timed_row(name: str, schedule: str, halide: dict[str, Runner], ours: Runner,
     return [name, schedule, f"{h * 1e3:.2f}", f"{spread(t[hs]) * 100:.0f}%",
             f"{o * 1e3:.2f}", f"{spread(t['ours']) * 100:.0f}%", f"{o / h:.2f}",
             f"{median_ratio(t['ours'], t[hs]):.2f}",
-            f"{h_a * 1e3:.2f}", f"{o_a * 1e3:.2f}", f"{o_a / h_a:.2f}"]
+            f"{h_a * 1e3:.2f}", f"{o_a * 1e3:.2f}", f"{o_a / h_a:.2f}",
+            f"{min(t['ours fma']) / h:.2f}" if fma is not None else "-"]
 
 
 def fuse_nb(b: Bench) -> Callable[[Built], None]:
@@ -213,6 +220,9 @@ def main() -> None:
     ap.add_argument("--cols", type=int, default=COLS)
     ap.add_argument("--only", nargs="*", default=None)
     ap.add_argument("--busy", action="store_true", help=BUSY_HELP)
+    ap.add_argument("--fma", action="store_true",
+                    help="also time ours built with fused multiply-adds (fp_contract), as "
+                    "Halide builds by default: the fma ratio column")
     a = ap.parse_args()
     with busy_neighbour(a.busy):
         run(a)
@@ -229,7 +239,10 @@ def run(a: argparse.Namespace) -> None:
         h, o = halide_runner(b), ours_runner(b)
         check(name, ref, h, exact=True)
         check(name, ref, o)
-        rows.append(timed_row(name, "expert (same)", {"expert": h}, o, a.reps))
+        of = ours_runner(b, fp_contract=True) if a.fma else None
+        if of is not None:
+            check(name + " fma", ref, of)
+        rows.append(timed_row(name, "expert (same)", {"expert": h}, o, a.reps, of))
     if not a.only or "nb" in a.only:
         b = ALL["nb"](a.rows, a.cols, "expert")
         ref = b.halide_realize()
@@ -271,11 +284,14 @@ def run(a: argparse.Namespace) -> None:
     print_table(f"Halide vs middle-end, {a.rows}x{a.cols} float32 images, best of "
                 f"{max(a.reps, MIN_REPS)} interleaved (ratio = ours / Halide)",
                 ["benchmark", "schedule", "Halide ms", "spread", "ours ms", "spread", "ratio",
-                 "median ratio", "alloc Halide ms", "alloc ours ms", "alloc ratio"], rows)
+                 "median ratio", "alloc Halide ms", "alloc ours ms", "alloc ratio",
+                 "fma ratio"], rows)
     print("ms, ratio: both sides write into outputs preallocated once (Halide "
           "realize(buffers), ours realize(out=)); spread: (median - best) / best of that side;"
           "\nmedian ratio: ours' median over Halide's (the figure to read with --busy"
           + (", as in this run" if a.busy else "") + ");"
+          "\nfma ratio (--fma): ours built with fused multiply-adds, as Halide builds by "
+          "default (x86 with FMA: its code has vfmadd), over Halide's time;"
           "\nalloc: both sides allocate their outputs per call (realize(sizes)), timed in the "
           "same interleaved run.", flush=True)
     try:
