@@ -15,7 +15,7 @@ import pytest
 
 import middleend as me
 from middleend.driver.lowering import DEFAULT_MAX_OPS, lower
-from middleend.ir.islutil import exact_hull
+from middleend.ir.islutil import bounded_convex_hull, exact_hull
 from middleend.passes import flow
 
 CROSS = [(1, 0), (0, 1), (1, 1), (2, 1), (1, 2)]
@@ -260,3 +260,24 @@ def test_exact_hull_keeps_the_set() -> None:
         m = m.union(m)  # several pieces where ISL keeps them
         kept = exact_hull(m)
         assert kept.is_equal(m), text
+
+
+def test_exact_hull_bounded_on_pieces_of_many_dimensions() -> None:
+    """nl_means's per-row footprint: {c = 3} beside {c = i0} in 11 dimensions, whose
+    convex hull ISL could not find within 2e8 operations. exact_hull keeps the two pieces
+    within a small bound of the caller's context, and a convex hull past its own budget
+    gives up the rewrite instead of failing the caller's context."""
+    ctx = isl.Context()
+    ctx.set_max_operations(200_000)
+    box = ("0 <= i0 <= 2 and 0 <= i1 <= 2 and 0 <= i2 <= 3 and x >= 4o and 0 <= x <= 15 "
+           "and x <= 3 + 4o and -2 <= ry <= 2 and -2 <= rx <= 2")
+    two = isl.Map.read_from_str(ctx, (
+        f"{{ [i0, i1, i2, 3, 4i1 + i2, o] -> s[3, 4i1 + i2, x, ry, rx] : {box}; "
+        f"[i0, i1, i2, i0, 4i1 + i2, o] -> s[i0, 4i1 + i2, x, ry, rx] : {box} }}"))
+    kept = exact_hull(two)
+    assert kept.n_basic_map() == 2 and kept.is_equal(two)
+    # the octagon of the test above needs some 10^4 operations: a budget of 100 gives up
+    plus = isl.Map.read_from_str(ctx, "{ [t] -> [x, y] : (4t - 1 <= x <= 4t + 4 and "
+                                 "0 <= y <= 3) or (4t <= x <= 4t + 3 and -1 <= y <= 4) }")
+    assert bounded_convex_hull(plus, 100).n_basic_map() == 2
+    assert bounded_convex_hull(plus).n_basic_map() == 1

@@ -2,8 +2,9 @@
 pipelines, defined once for the tests (``tests/test_halide_apps.py``) and the lowering-time
 benchmark (``benchmarks/lowering_time.py``): the bilateral grid (Chen, Paris and Durand),
 interpolate (a premultiplied-alpha pyramid that fills holes) and the local Laplacian filter
-(Paris, Hasinoff and Kautz); and a chain of stencils scheduled per tile
-(:func:`stencil_chain`). They live here, beside :mod:`.paper`, so that tests and
+(Paris, Hasinoff and Kautz); a chain of stencils scheduled per tile
+(:func:`stencil_chain`); non-local means and a lens blur's gather, computed per output row
+(:func:`nl_means`, :func:`lens_blur`). They live here, beside :mod:`.paper`, so that tests and
 benchmarks build the very same pipelines without importing each other.
 
 Each builder takes ``schedule``: ``"inline"`` (no schedule at all: Halide's default, every
@@ -315,6 +316,87 @@ def stencil_chain(rows: int = 100, cols: int = 100, stages: int = 8,
                 f.vectorize(x, 8)
     img = np.random.default_rng(seed).integers(0, 60000, (rows, cols), dtype=np.uint16)
     return App("stencil_chain", out, [cols, rows], [(inp, img)], stages)
+
+
+# nl_means and lens_blur: the output's rows split by 4 (parallel outer, vectorized x) and
+# the stages computed at the split's loops, as Halide's own schedules of these apps do
+EXPERT = "expert"
+
+
+def nl_means(rows: int = 12, cols: int = 16, patch: int = 3, search: int = 5,
+             sigma: float = 0.3, schedule: str = EXPERT, seed: int = 0) -> App:
+    """Non-local means (Buades, Coll and Morel) on a 3-channel float image: each pixel the
+    mean of the pixels in a ``search`` x ``search`` window, weighted by exp(-d / sigma^2)
+    where d is the squared distance of their ``patch`` x ``patch`` neighbourhoods (summed
+    over the channels, box-blurred along x then y). Channel 3 of the weighted sum holds the
+    weights' total (a select on c), by which channels 0-2 are divided. :data:`EXPERT`
+    computes the weighted sum per output row and the patch blurs per strip of 4 rows."""
+    _check_schedule(schedule, (EXPERT,))
+    x, y, c, dx, dy, yo, yi = _vars("x y c dx dy yo yi")
+    inp = hl.ImageParam(hl.Float(32), 3, "inp")
+    cl = hl.BoundaryConditions.repeat_edge(inp)
+    diff = hl.Func("diff")
+    diff[x, y, dx, dy, c] = (cl[x, y, c] - cl[x + dx, y + dy, c]) ** 2
+    dist = hl.Func("dist")
+    dist[x, y, dx, dy] = hl.sum(diff[x, y, dx, dy, hl.RDom([(0, 3)])])
+    rp = hl.RDom([(-(patch // 2), patch)])
+    blur_x = hl.Func("blur_d_x")
+    blur_x[x, y, dx, dy] = hl.sum(dist[x + rp, y, dx, dy])
+    blur = hl.Func("blur_d")
+    blur[x, y, dx, dy] = hl.sum(blur_x[x, y + rp, dx, dy])
+    w = hl.Func("w")
+    w[x, y, dx, dy] = hl.exp(-blur[x, y, dx, dy] / (sigma * sigma))
+    rs = hl.RDom([(-(search // 2), search), (-(search // 2), search)])
+    wsum = hl.Func("weighted_sum")
+    wsum[x, y, c] = hl.sum(hl.select(
+        c < 3, w[x, y, rs.x, rs.y] * cl[x + rs.x, y + rs.y, hl.min(c, 2)], w[x, y, rs.x, rs.y]))
+    out = hl.Func("nl_means")
+    out[x, y, c] = wsum[x, y, c] / wsum[x, y, 3]
+    _root([diff, dist, blur_x, blur, w, wsum], schedule)
+    if schedule == EXPERT:
+        out.split(y, yo, yi, 4).parallel(yo).vectorize(x, 4)
+        wsum.compute_at(out, yi).vectorize(x, 4)
+        blur.compute_at(out, yo).vectorize(x, 4)
+        blur_x.compute_at(out, yo).vectorize(x, 4)
+    img = np.random.default_rng(seed).random((3, rows, cols), dtype=np.float32)
+    return App("nl_means", out, [cols, rows, 3], [(inp, img)], 7)
+
+
+def lens_blur(rows: int = 16, cols: int = 20, schedule: str = EXPERT, seed: int = 0) -> App:
+    """A depth-of-field blur after Halide's lens_blur app, reduced to its gather: each pixel
+    sums the colours of the pixels within a disc of radius 3 whose own circle of confusion
+    (their depth / 64, 0-3) reaches it, and channel 3 counts them (a select on c); the
+    output is the pixel plus that sum over the count plus one. :data:`EXPERT` computes
+    the radii at root and the sums per output row, vectorized."""
+    _check_schedule(schedule, (EXPERT,))
+    x, y, c, yo, yi = _vars("x y c yo yi")
+    inp = hl.ImageParam(hl.Float(32), 3, "inp")
+    depth = hl.ImageParam(hl.UInt(8), 2, "depth")
+    cl = hl.BoundaryConditions.repeat_edge(inp)
+    cd = hl.BoundaryConditions.repeat_edge(depth)
+    rad = hl.Func("radius")
+    rad[x, y] = hl.i32(cd[x, y]) / 64
+    r = hl.RDom([(-3, 7), (-3, 7)])
+    r.where(r.x * r.x + r.y * r.y <= 9)
+    d2 = r.x * r.x + r.y * r.y
+    reach = rad[x + r.x, y + r.y]
+    inside = d2 <= reach * reach
+    acc = hl.Func("gathered")
+    acc[x, y, c] = hl.f32(0)
+    acc[x, y, c] += hl.select(c < 3, hl.select(inside, cl[x + r.x, y + r.y, hl.min(c, 2)], 0.0),
+                              hl.select(inside, 1.0, 0.0))
+    out = hl.Func("lens_blur")
+    out[x, y, c] = (acc[x, y, c] + cl[x, y, c]) / (acc[x, y, 3] + 1)
+    _root([rad, acc], schedule)
+    if schedule == EXPERT:
+        out.split(y, yo, yi, 4).parallel(yo).vectorize(x, 4)
+        rad.compute_root()
+        acc.compute_at(out, yi).vectorize(x, 4)
+        acc.update().vectorize(x, 4)
+    rng = np.random.default_rng(seed)
+    img = rng.random((3, rows, cols), dtype=np.float32)
+    dep = rng.integers(0, 256, (rows, cols), dtype=np.uint8)
+    return App("lens_blur", out, [cols, rows, 3], [(inp, img), (depth, dep)], 3)
 
 
 APPS = {"bilateral_grid": bilateral_grid, "interpolate": interpolate,
