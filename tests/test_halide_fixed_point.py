@@ -16,6 +16,17 @@ _OPS = ["saturating_add", "saturating_sub", "halving_add", "halving_sub",
         "rounding_halving_add", "widening_add", "widening_sub", "widening_mul"]
 
 
+def _schedule(schedule: str, g: hl.Func, f: hl.Func, x: hl.Var, y: hl.Var) -> None:
+    """The producer ``g`` and consumer ``f`` of a test under one of its schedules (the
+    default leaves ``g`` inlined)."""
+    if schedule == "root_vectorized":
+        g.compute_root().vectorize(x, 8)
+        f.vectorize(x, 8)
+    elif schedule == "parallel":
+        g.compute_at(f, y)
+        f.parallel(y)
+
+
 def _full_range(rng: np.random.Generator, ntype: type, shape: tuple[int, ...]) -> np.ndarray:
     info = np.iinfo(ntype)
     a = rng.integers(info.min, info.max, size=shape, dtype=ntype, endpoint=True)
@@ -107,12 +118,7 @@ def test_rounding_shifts_by_a_computed_amount(htype: hl.Type, ntype: type, sched
     f[x, y] = (g[x, y], hl.rounding_shift_left(v, signed_amt),
                hl.rounding_shift_right(v, unsigned_amt), hl.rounding_shift_left(v, unsigned_amt),
                hl.rounding_shift_right(v, hl.cast(hl.Int(bits), -3)))
-    if schedule == "root_vectorized":
-        g.compute_root().vectorize(x, 8)
-        f.vectorize(x, 8)
-    elif schedule == "parallel":
-        g.compute_at(f, y)
-        f.parallel(y)
+    _schedule(schedule, g, f, x, y)
     info = np.iinfo(ntype)
     av = rng.integers(info.min, info.max, 48, dtype=ntype, endpoint=True)
     av[:6] = [info.min, info.max, 0, 1, 3, info.max - 1]
@@ -153,12 +159,7 @@ def test_widening_shifts_and_mul_shift_right(htype: hl.Type, ntype: type, schedu
               for c in (0, 1, bits - 1, bits, 2 * bits - 1)
               for op in (hl.mul_shift_right, hl.rounding_mul_shift_right)]
     f[x, y] = hl.mux(y, [hl.cast(hl.Int(64), p) for p in parts])
-    if schedule == "root_vectorized":
-        g.compute_root().vectorize(x, 8)
-        f.vectorize(x, 8)
-    elif schedule == "parallel":
-        g.compute_at(f, y)
-        f.parallel(y)
+    _schedule(schedule, g, f, x, y)
     av, bv = _full_range(rng, ntype, (32,)), _full_range(rng, ntype, (32,))[::-1].copy()
     sv = rng.integers(-(bits - 1), bits, 32, dtype=np.int8)
     sv[:6] = [0, 1, -1, bits - 1, -(bits - 1), 2]
