@@ -44,11 +44,13 @@ def test_ring_buffer(schedule: str, rng: np.random.Generator) -> None:
         level = "y"
     k = check(c, [19, 11], inputs)
     built, _ = k.build([19, 11], a=inputs[0][1])
-    allocs = [ln for ln in built.fn.layers().splitlines() if ln.startswith(f"allocate {p.name()}")]
-    # one realization's storage per iteration of the store level (a ring's copy)
-    # c's name as Halide made it unique in the process (name$1) is name_1 in ours
-    stem = re.escape(c.name().split("$")[0])
-    assert len(allocs) == 1 and re.search(rf" at loop {level} of {stem}\w*", allocs[0]), allocs
+    # one realization's storage per iteration of the store level (a ring's copy); a name
+    # Halide made unique in the process (name$1) is name_1 in ours, for p as for c
+    pstem, stem = (re.escape(f.name().split("$")[0]) for f in (p, c))
+    layers = built.fn.layers()
+    allocs = [ln for ln in layers.splitlines() if re.match(rf"allocate {pstem}(_\d+)?\[", ln)]
+    assert len(allocs) == 1 and re.search(rf" at loop {level} of {stem}\w*", allocs[0]), \
+        (p.name(), c.name(), [ln for ln in layers.splitlines() if ln.startswith("allocate")])
 
 
 def _refused(schedule: str, rng: np.random.Generator) -> tuple[hl.Func, list]:
