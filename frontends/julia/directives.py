@@ -263,14 +263,15 @@ class Scheduler:
             rels.pop(later.name, None)
             rels[later.name] = (later, earlier, level, d)
         pending = list(rels.values())
-        while pending:
-            ready = [r for r in pending if all(q[0] is not r[1] for q in pending)]
-            for r in ready or pending:  # a cycle: in the order written
-                later, earlier, level, d = r
+        while pending:  # by identity: a Computation's == builds an expression
+            waiting = {id(q[0]) for q in pending}
+            ready = [r for r in pending if id(r[1]) not in waiting] or pending  # a cycle
+            for later, earlier, level, d in ready:
                 try:
                     later.after(earlier, level)
                 except me.DefinitionError as e:
                     if d is None:
                         raise
                     raise self.fail(d, str(e)) from None
-            pending = [r for r in pending if r not in (ready or pending)]
+            done = {id(r) for r in ready}
+            pending = [r for r in pending if id(r) not in done]
