@@ -101,6 +101,7 @@ exp, log, sqrt, pow = _intrinsic("exp"), _intrinsic("log"), _intrinsic("sqrt"), 
 floor, ceil, round, trunc = (_intrinsic("floor"), _intrinsic("ceil"), _intrinsic("round"),
                              _intrinsic("trunc"))
 abs, erf = _intrinsic("abs"), _intrinsic("erf")
+fma = _intrinsic("fma")  # a * b + c rounded once
 # integer bit operations (``&``, ``|``, ``~`` of expressions are the logical ones)
 shl, shr = _intrinsic("shl"), _intrinsic("shr")
 bitand, bitor, bitxor, bitnot = (_intrinsic("bitand"), _intrinsic("bitor"),
@@ -115,7 +116,7 @@ __all__ = [
     "Param", "Var", "Expr", "DType", "select", "cast", "clamp", "min", "max",
     "bool_", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16",
     "uint32", "uint64", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh",
-    "tanh", "exp", "log", "sqrt", "pow", "floor", "ceil", "round", "trunc", "abs", "erf",
+    "tanh", "exp", "log", "sqrt", "pow", "floor", "ceil", "round", "trunc", "abs", "erf", "fma",
     "shl", "shr", "bitand", "bitor", "bitxor", "bitnot", "popcount", "clz", "ctz", "asinh",
     "acosh", "atanh", "reinterpret",
     "MiddleEndError", "DefinitionError", "UnproducedReadError", "ScheduleError",

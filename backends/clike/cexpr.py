@@ -42,7 +42,7 @@ _CMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 _ARITH = {"add": "+", "sub": "-", "mul": "*"}
 _BITS = {"bitand": "&", "bitor": "|", "bitxor": "^"}
 _FLOAT_FNS = frozenset("sin cos tan asin acos atan atan2 sinh cosh tanh exp log sqrt floor "
-                       "ceil trunc pow erf asinh acosh atanh".split())
+                       "ceil trunc pow erf asinh acosh atanh fma".split())
 
 
 def ident(name: str, what: str = "identifier") -> str:
@@ -520,6 +520,10 @@ class ExprPrinter:
             raise TargetError(f"unknown intrinsic {fn!r}")
         if not dt.is_float:
             raise TargetError(f"intrinsic {fn!r} needs a float type, got {dt.name}")
+        if fn == "fma" and dt.bits == 16:
+            # computed in float and rounded to half, it would round twice
+            raise TargetError("fma of float16 values (no target rounds it once): cast the "
+                              "operands to float32")
         name = "nearbyint" if fn == "round" else fn
         return f"{name}{'f' if dt.bits <= 32 else ''}({args})"
 

@@ -311,8 +311,13 @@ class Exprs:
                 a = _cast(me.float64, a)
             return getattr(me, fn)(a)
         if fn in ("muladd", "fma") and len(args) == 3:
+            # Julia's fma rounds once; muladd lets the compiler fuse, and Julia does on
+            # machines with FMA instructions: both are the fused operation here (an
+            # integer one is exact either way)
             x, y, z = (self.value(a) for a in args)
             t = promote(promote(x.dtype, y.dtype), z.dtype)
+            if t.is_float:
+                return me.fma(_cast(t, x), _cast(t, y), _cast(t, z))
             return _cast(t, x) * _cast(t, y) + _cast(t, z)
         if fn in ("zero", "one") and len(args) == 1:
             t = self._type_arg(args[0])

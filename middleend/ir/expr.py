@@ -197,7 +197,10 @@ LOGIC = ("and", "or")
 # complement bits, in the operand's type (``clz(0) == ctz(0) ==`` the width, where C's
 # builtins are undefined), as Halide defines them. ``reinterpret`` ('bits': built by
 # :func:`reinterpret`, not :func:`call`) is the same bits read as another type of the same
-# width (a float's IEEE bits as an integer and back).
+# width (a float's IEEE bits as an integer and back). ``fma(a, b, c)`` is ``a * b + c``
+# rounded once (C99's ``fma``, IEEE 754's fusedMultiplyAdd): what a user asks for where the
+# single rounding is the point (compensated sums, Julia's ``fma``) or to have the fused
+# instruction in one expression while ``fp_contract`` stays off everywhere else.
 INTRINSICS: dict[str, tuple[int, str]] = {
     "sin": (1, "float"), "cos": (1, "float"), "tan": (1, "float"), "asin": (1, "float"),
     "acos": (1, "float"), "atan": (1, "float"), "atan2": (2, "float"), "sinh": (1, "float"),
@@ -207,7 +210,7 @@ INTRINSICS: dict[str, tuple[int, str]] = {
     "bitand": (2, "int"), "bitor": (2, "int"), "bitxor": (2, "int"), "bitnot": (1, "int"),
     "shl": (2, "int"), "shr": (2, "int"), "asinh": (1, "float"), "acosh": (1, "float"),
     "atanh": (1, "float"), "popcount": (1, "int"), "clz": (1, "int"), "ctz": (1, "int"),
-    "reinterpret": (1, "bits"),
+    "reinterpret": (1, "bits"), "fma": (3, "float"),
 }
 
 
