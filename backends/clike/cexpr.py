@@ -176,9 +176,11 @@ class ExprPrinter:
         self.buffers = buffers
         self.in_scope = in_scope
         self.err = err
-        # whether the target prints an atomic update (StmtInfo.atomic) with gcc's
-        # __atomic builtins (host code); a target that cannot is refused by name
+        # whether the target prints an atomic update (StmtInfo.atomic); a target that
+        # cannot is refused by name. ``atomic_rmw`` prints it (computation, op, element,
+        # operand, element type, buffer -> C); None: gcc's __atomic builtins (host code)
         self.atomics = False
+        self.atomic_rmw: Callable[[str, str, str, str, DType, str], str] | None = None
         # whether the target's C has _Float16 (gcc on the host); float16 values are
         # refused by name elsewhere
         self.float16 = False

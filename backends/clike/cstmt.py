@@ -76,8 +76,13 @@ def statement_lines(exprs: ExprPrinter, buffers: dict[str, BufferDecl], s: Stmt,
         exprs.bindings = {}
         exprs.loops = {}
         exprs.temps = {}
-    update = f"{target} = {text};" if info.atomic is None else \
-        atomic_update(info.atomic[0], target, text, store.type_)
+    if info.atomic is None:
+        update = f"{target} = {text};"
+    elif exprs.atomic_rmw is not None:  # the target's own atomic operations (a GPU's)
+        update = exprs.atomic_rmw(s.comp, info.atomic[0], target, text, store.type_,
+                                  store.buffer)
+    else:
+        update = atomic_update(info.atomic[0], target, text, store.type_)
     body = [*temps, *lets, update if in_bounds is None else
             f"if ({in_bounds}) {{ {update} }} else me_flag({exprs.err});"]
     inner = 1

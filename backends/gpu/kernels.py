@@ -5,6 +5,7 @@ C-family printing the cpu target uses too)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from backends.clike.cexpr import ExprPrinter, ident, iexpr_c
@@ -25,10 +26,14 @@ from middleend.ir.loopast import (
     Stmt,
     ieval,
 )
+from middleend.ir.types import DType
 
 from .plan import KernelPlan, flatten
 
 AXES = "xyz"
+# comp.atomic()'s update as the dialect's atomic instruction: (computation, op, element,
+# operand, element type, buffer) -> C
+AtomicPrinter = Callable[[str, str, str, str, DType, str], str]
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,9 @@ class Spelling:
     flag: str  # the error flag's parameter type
     bool_storage: str  # the element type of a bool buffer ("bool" or "uchar")
     unroll: str
+    # the printer of atomic updates, from the kernel's local-memory (shared) and
+    # per-thread buffers (backends/gpu/atomics.py)
+    atomics: Callable[[frozenset[str], frozenset[str]], AtomicPrinter]
 
 
 def _residue(e: IExpr, m: int) -> int | None:
@@ -122,6 +130,9 @@ class _KernelPrinter:
         self.lines: list[str] = []
         self.in_scope = set(k.buffers)
         self.exprs = ExprPrinter(decls, self.in_scope, err="me_err")
+        self.exprs.atomics = True
+        private = frozenset(b for b in _allocated(k.body) if b not in k.shared)
+        self.exprs.atomic_rmw = sp.atomics(frozenset(k.shared), private)
         self.npred = 0
 
     def emit(self, depth: int, text: str) -> None:
@@ -267,6 +278,12 @@ class _KernelPrinter:
         if info.op not in (None, "copy"):
             raise TargetError(f"operation {s.comp!r} ({info.op}) cannot run inside a kernel",
                               computations=(s.comp,))
+        if info.critical is not None:
+            raise TargetError(
+                f"computation {s.comp!r} is in an atomic group (atomic(group=...)), a "
+                "critical section under a lock, which the gpu target does not print (GPU "
+                "threads spinning on one lock can deadlock); use the cpu target, or one "
+                "atomic() update per computation", computations=(s.comp,))
         alone = [a for a in range(3) if a not in threads and self.k.block[a] > 1]
         if alone:  # outside the thread loops of these axes: their first thread only
             cond = " && ".join(f"{self.sp.thread_index[a]} == 0" for a in alone)
@@ -276,6 +293,19 @@ class _KernelPrinter:
             self.emit(depth + rel, line)
         if alone:
             self.emit(depth - 1, "}")
+
+
+def _allocated(n: Node) -> set[str]:
+    """The buffers allocated inside a kernel's body."""
+    if isinstance(n, Alloc):
+        return {n.buffer} | _allocated(n.body)
+    if isinstance(n, For):
+        return _allocated(n.body)
+    if isinstance(n, Block):
+        return set().union(*(_allocated(c) for c in n.body))
+    if isinstance(n, If):
+        return _allocated(n.then) | (set() if n.orelse is None else _allocated(n.orelse))
+    return set()
 
 
 def _constant_size(b: BufferDecl) -> int:

@@ -32,6 +32,7 @@ from middleend.ir.loopast import iexpr_from_json as _unix
 from middleend.ir.loopast import iexpr_json as _ix
 from middleend.target import Kernel
 
+from .atomics import OpenCLAtomics, opencl_extensions
 from .kernels import Spelling, device_source
 from .plan import GpuPlan, Launch
 
@@ -60,11 +61,14 @@ OPENCL = Spelling(
     shared="__local", block_index=("get_group_id(0)", "get_group_id(1)", "get_group_id(2)"),
     thread_index=("get_local_id(0)", "get_local_id(1)", "get_local_id(2)"),
     barrier="barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);",
-    flag="volatile __global int*", bool_storage="uchar", unroll="#pragma unroll")
+    flag="volatile __global int*", bool_storage="uchar", unroll="#pragma unroll",
+    atomics=OpenCLAtomics)
 
 
 def opencl_source(program: Program, gp: GpuPlan, fp_contract: bool) -> str:
     prelude = PRELUDE.format(contract="ON" if fp_contract else "OFF")
+    prelude += "".join(f"#pragma OPENCL EXTENSION {e} : enable\n"
+                       for e in opencl_extensions(program))
     return device_source(program, gp.kernels, OPENCL, prelude)
 
 
@@ -104,6 +108,7 @@ def host_plan(program: Program, gp: GpuPlan) -> str:
                     "itemsize": max(1, b.dtype.bits // 8)} for b in gp.device],
         "uploads": [_copy_json(s, program) for s in gp.uploads],
         "host": _host_json(gp.host, program),
+        "extensions": opencl_extensions(program),
     }, separators=(",", ":"))
 
 
@@ -125,6 +130,7 @@ class OpenCLKernel(Kernel):
         self.device = _pick_device(cl)
         self._ctx = cl.Context(devices=[self.device])
         self._queue = cl.CommandQueue(self._ctx)
+        _check_extensions(signature.name, self.device, self._plan.get("extensions", {}))
         try:
             self._prog = cl.Program(self._ctx, cl_source).build(options=list(build_options))
         except cl.Error as e:
@@ -150,6 +156,19 @@ class OpenCLKernel(Kernel):
         except cl.Error as e:
             raise KernelRuntimeError(f"kernel {sig.name}: the OpenCL runtime failed: {e}"
                                      ) from None
+
+
+def _check_extensions(name: str, device: Any, needed: Mapping[str, list[str]]) -> None:
+    """Refuse, by name, kernels whose atomic updates need an extension the device does
+    not report (64-bit atomics), before its compiler fails on them."""
+    have = set(str(device.extensions).split())
+    for ext, comps in needed.items():
+        if ext not in have:
+            raise TargetError(
+                f"kernel {name}: the atomic updates of {', '.join(comps)} on 64-bit "
+                f"elements need the OpenCL extension {ext}, which the device "
+                f"{device.name!r} does not report: use 32-bit elements, or dialect='cuda'",
+                computations=tuple(comps))
 
 
 def _pick_device(cl: Any) -> Any:

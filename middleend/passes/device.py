@@ -90,7 +90,7 @@ def plan_device(fn: Function, l1: Layer1, l3: Layer3, l4: Layer4,
             if b.role == "input" and b.space == "gpu_constant":
                 plan.copies.add(b.name)
                 _default(l4, l1, l3, scheds, plan, transfers, taken, b.name, readers & dev,
-                         writers & dev, b.role)
+                         writers & dev, b.role, set())
             continue
         if not dev:
             plan.memory[b.name] = "host"
@@ -98,7 +98,7 @@ def plan_device(fn: Function, l1: Layer1, l3: Layer3, l4: Layer4,
             plan.memory[b.name] = "both"
             plan.copies.add(b.name)
             _default(l4, l1, l3, scheds, plan, transfers, taken, b.name, readers & dev,
-                     writers & dev, b.role)
+                     writers & dev, b.role, writers - dev)
         elif host:
             raise ScheduleError(
                 f"buffer {b.name!r} is used on the host (by {', '.join(sorted(host))}) and on "
@@ -134,14 +134,22 @@ def _has_copies(transfers: set[tuple[str, str | None]], buf: str) -> bool:
 
 def _default(l4: Layer4, l1: Layer1, l3: Layer3, scheds: dict[str, CompSchedule],
              plan: DevicePlan, transfers: set[tuple[str, str | None]], taken: set[str],
-             buf: str, dev_readers: set[str], dev_writers: set[str], role: str) -> None:
+             buf: str, dev_readers: set[str], dev_writers: set[str], role: str,
+             host_writers: set[str]) -> None:
     """The copies the user did not schedule: what the device reads of the caller's data
     (an input's, an in/out argument's) goes there first; what it writes of an argument
-    comes back last. An output's elements are the device's own: none goes up."""
+    comes back last. An output's elements are the device's own, unless the host writes
+    some that the device then reads (a pure definition on the host, an update on the
+    device, as Halide copies a buffer to wherever it is used next): those go to the device
+    just before the first device statement that reads them, after the host's writes
+    (the legality check proves that order covers every read, or names the reads it does
+    not)."""
     wanted = []
-    if role in ("input", "inout") and (dev_readers or role == "inout"):
-        wanted.append(("host_to_device", "to_device", dev_readers or None,
+    if dev_readers and (role in ("input", "inout") or host_writers):
+        wanted.append(("host_to_device", "to_device", dev_readers,
                        "inserted: the device reads it"))
+    elif role == "inout":
+        wanted.append(("host_to_device", "to_device", None, "inserted: the device reads it"))
     if dev_writers and role in ("output", "inout"):
         wanted.append(("device_to_host", "to_host", dev_writers,
                        "inserted: the device writes it"))
@@ -153,6 +161,8 @@ def _default(l4: Layer4, l1: Layer1, l3: Layer3, scheds: dict[str, CompSchedule]
             name += "_"
         taken.add(name)
         o = transfer(l4, l1, l3, kind, buf, name, f"{kind} of {buf} ({why})", -1, users)
+        if kind == "host_to_device" and host_writers and users:
+            o.placement, o.anchors = "before", tuple(sorted(users))
         scheds[name] = _schedule_of(o)
 
 

@@ -54,7 +54,7 @@ class Op:
     domain: isl.Set
     dims: list[str]
     placement: str  # "at" (before the consumer at its level), "after" (after it), "first",
-    # "last"
+    # "last", "before" (before the first of ``anchors`` in the order, outside its loops)
     consumer: str | None = None
     level: str | None = None
     src: str | None = None
@@ -67,6 +67,7 @@ class Op:
     properties: tuple[str, ...] = ()
     iterators: list[str] = field(default_factory=list)  # send/receive: its own iterators
     cache: str | None = None  # a cache_shared_at / cache_local_at copy: "shared" / "local"
+    anchors: tuple[str, ...] = ()  # placement "before": the statements it precedes
 
     @property
     def transparent(self) -> bool:

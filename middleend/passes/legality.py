@@ -295,32 +295,34 @@ def _accesses(l1: Layer1, ph: Physical) -> tuple[isl.UnionMap, isl.UnionMap]:
     return acc_w.coalesce(), acc_r.coalesce()
 
 
+# the loop tags whose iterations may run one atomic update's instances at once
+_ATOMIC_TAGS = ("parallel", "vector", "gpu_block", "gpu_thread")
+
+
 def check_parallel(l1: Layer1, l3: Layer3, ts: TimeSpace, ph: Physical) -> None:
     """Every loop tagged parallel/vector (or a GPU/distributed dim) carries no dependence,
-    except that a parallel or vector loop may carry those between instances of one atomic
-    update (passes/atomic.py), which commute (a vector loop then runs the atomic update one
-    lane at a time: C compilers do not vectorize atomic operations)."""
+    except that a parallel, vector or GPU block/thread loop may carry those between
+    instances of one atomic update (passes/atomic.py), which commute (a vector loop then
+    runs the atomic update one lane at a time: C compilers do not vectorize atomic
+    operations; a GPU prints it as one of its atomic instructions, or refuses it)."""
     names = {n: c.vars for n, c in l1.comps.items()}
     pairs = None
-    atomic = isl.UnionMap.empty(l1.param_space)
     for n, command in atomic_comps(ts).items():
         atomic_update(n, l1, l3, command)  # its form, refused here if it has another
-        pts = ts.comps[n].full.range()
-        atomic = atomic.union(isl.UnionMap.from_map(isl.Map.from_domain_and_range(pts, pts)))
-    atomic = atomic.union(group_pairs(l1, ts))  # critical sections (passes/critical.py)
+    atomic = _atomic_pairs(l1, ts).union(group_pairs(l1, ts))  # + critical sections
     for n, name, tag, loop in tagged_loops(l1, ts):
         if pairs is None:
             kinds = memory_dependences(l1, ph)
             pairs = kinds["output"].union(kinds["flow"]).union(kinds["anti"])
         carried = pairs.intersect(loop)
-        if tag in ("parallel", "vector") and not atomic.is_empty():
+        if tag in _ATOMIC_TAGS and not atomic.is_empty():
             carried = carried.subtract(atomic)
         elif not atomic.is_empty() and carried.is_subset(atomic) and not carried.is_empty():
             dep = carried.apply_domain(ph.tinv).apply_range(ph.tinv)
             raise ScheduleError(
                 f"illegal schedule: loop {name!r} of {n!r} is tagged {tag} and carries the "
-                "dependences of an atomic update, which only a parallel or vector loop of "
-                "the cpu target may carry (each instance is one atomic operation)",
+                "dependences of an atomic update, which only a parallel, vector or GPU "
+                "block/thread loop may carry (each instance is one atomic operation)",
                 computations=(n,), dependence=_fmt(names, dep), level=name)
         if not carried.is_empty():
             dep = carried.apply_domain(ph.tinv).apply_range(ph.tinv)
@@ -331,6 +333,15 @@ def check_parallel(l1: Layer1, l3: Layer3, ts: TimeSpace, ph: Physical) -> None:
                 f"illegal schedule: loop {name!r} of {n!r} is tagged {tag} but carries a "
                 "dependence between its iterations",
                 computations=tuple(comps), dependence=_fmt(names, dep), level=name)
+
+
+def _atomic_pairs(l1: Layer1, ts: TimeSpace) -> isl.UnionMap:
+    """Any two time-space points of one atomic update: they commute (passes/atomic.py)."""
+    atomic = isl.UnionMap.empty(l1.param_space)
+    for n in atomic_comps(ts):
+        pts = ts.comps[n].full.range()
+        atomic = atomic.union(isl.UnionMap.from_map(isl.Map.from_domain_and_range(pts, pts)))
+    return atomic
 
 
 def memory_dependences(l1: Layer1, ph: Physical) -> dict[str, isl.UnionMap]:
@@ -427,7 +438,8 @@ def check_barriers(l1: Layer1, ts: TimeSpace, ph: Physical, l4: Layer4,
     ``t mod blockDim`` of its axis (the last thread loop of a statement is x, then y, z),
     so two instances whose thread loops have equal values, axis by axis, are one
     thread's, in program order; statements without thread loops run on the block's first
-    thread only. Everything else may be two threads."""
+    thread only. Everything else may be two threads. Two instances of one atomic update
+    need no barrier: each is one atomic instruction, and they commute."""
     stmts = [n for n in ts.order if n in on_device]
     blocks = {n: ts.gpu_dims(n, "gpu_block") for n in stmts}
     threads = {n: ts.gpu_dims(n, "gpu_thread") for n in stmts}
@@ -439,7 +451,7 @@ def check_barriers(l1: Layer1, ts: TimeSpace, ph: Physical, l4: Layer4,
     pairs = (acc_w.apply_range(acc_w.reverse()).union(acc_w.apply_range(acc_r.reverse()))
              .union(acc_r.apply_range(acc_w.reverse())))
     before = isl.UnionMap.from_map(isl.Map.lex_lt(tsp))
-    pairs = pairs.intersect(before)
+    pairs = pairs.intersect(before).subtract(_atomic_pairs(l1, ts))
     bars = [o.name for o in l4.ops.values() if o.kind == "barrier" and o.name in on_device]
     names = {n: c.vars for n, c in l1.comps.items()}
     names.update({n: list(ts.comps[n].ext_dims) for n in stmts if n not in names})

@@ -446,6 +446,9 @@ def finalize(comps: dict[str, CompSchedule], declared: list[str], events: list[c
         elif o.placement == "after":
             assert o.consumer is not None
             order.insert_after(o.name, o.consumer, comps[o.name].n_outer)
+        elif o.placement == "before":  # before the first of its anchors (and their nest)
+            first_anchor = min(order.items.index(a) for a in o.anchors)
+            order.insert_before(o.name, order.items[first_anchor], 0)
         elif o.placement == "first":  # in the order written, before every computation
             order.insert_at(o.name, first)
             first += 1
