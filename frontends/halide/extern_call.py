@@ -211,12 +211,14 @@ class ExternCall:
               region: Sequence[tuple[int, int]], scalars: Sequence[object]
               ) -> tuple[list[list[tuple[int, int]]], list[tuple[int, int]]]:
         """Halide's bounds queries of a stage at root: one with the output ``region``
-        (``(min, extent)`` per dimension), which the extern may round up, then one with
-        the output region it left, which gives the inputs' regions. ``inputs``: per
-        input buffer argument, ``(array, mins)`` of an ImageParam or Buffer (passed as a
-        copy, its host kept, as Halide does), None for a Func. Returns the inputs'
-        regions and the output region."""
+        (``(min, extent)`` per dimension) in every output buffer, which the extern may
+        round up, then one with the region it left in its first output (Halide's
+        ``.o0``), which gives the inputs' regions. ``inputs``: per input buffer argument,
+        ``(array, mins)`` of an ImageParam or Buffer (passed as a copy, its host kept, as
+        Halide does), None for a Func's. Returns the inputs' regions and the output
+        region."""
         nin = len(inputs)
+        nout = len(self._buffers()) - nin
         out_region = list(region)
         got: list[list[tuple[int, int]]] = []
         for _ in range(2):
@@ -231,16 +233,16 @@ class ExternCall:
                     regions.append([(int(m), int(n)) for m, n in
                                     zip(mins, reversed(arr.shape), strict=True)])
                     hosts.append(arr)
-            regions.append(out_region)
-            hosts.append(None)
-            dims = self._dims(regions, [inp is not None for inp in inputs] + [False])
+            regions += [list(out_region) for _ in range(nout)]
+            hosts += [None] * nout
+            dims = self._dims(regions, [inp is not None for inp in inputs] + [False] * nout)
             self._call(True, hosts, dims, scalars)
             got, off = [], 0
             for a in self._buffers():
                 got.append([(int(dims[off + 3 * k]), int(dims[off + 3 * k + 1]))
                             for k in range(a.dims)])
                 off += 3 * a.dims
-            out_region = got[-1]
+            out_region = got[nin]
         return got[:nin], out_region
 
     def run(self, arrays: Sequence[np.ndarray], mins: Sequence[Sequence[int]],
