@@ -9,7 +9,9 @@ gpu target cannot print is refused in one line, naming the computation."""
 
 from __future__ import annotations
 
+import re
 import shutil
+from types import SimpleNamespace
 
 import halide as hl
 import numpy as np
@@ -163,6 +165,22 @@ def test_what_the_gpu_target_cannot_print_is_refused_by_name() -> None:
         g.compile(target="gpu", dialect="opencl", outputs=[s, c])
 
 
+def test_64_bit_atomics_on_a_device_without_the_extension_are_refused(monkeypatch) -> None:
+    """The device is asked for the cl_khr_int64 atomics the kernels need before their
+    source is built (a device that lacks them: PoCL's, with its extension list cut)."""
+    import backends.gpu.opencl as ocl
+
+    small = SimpleNamespace(name="a device without 64-bit atomics",
+                            extensions="cl_khr_fp64 cl_khr_int64_base_atomics")
+    monkeypatch.setattr(ocl, "_pick_device", lambda cl: small)
+    g, h = _scatter("min", me.int64, "blocks")  # the extended set: missing
+    with pytest.raises(me.TargetError, match="the atomic updates of u on 64-bit elements "
+                                             "need the OpenCL extension "
+                                             "cl_khr_int64_extended_atomics, which the "
+                                             "device 'a device without 64-bit atomics'"):
+        g.compile(target="gpu", dialect="opencl", outputs=[h])
+
+
 def test_without_atomic_a_gpu_loop_carrying_the_updates_is_refused() -> None:
     with me.Function("racy") as f:
         i, b = me.Var("i", 0, 30), me.Var("b", 0, 4)
@@ -236,3 +254,50 @@ def test_halide_pure_definition_on_the_host_is_refused_in_one_line() -> None:
     with pytest.raises(me.TargetError, match=r"^computation 'counts\w*' runs on the host: the gpu "
                                              "target runs every computation on the device"):
         k.realize([10], inp=np.zeros(100, np.int32))
+
+
+def _block_histograms(where: str) -> tuple[hl.Func, hl.ImageParam]:
+    """A histogram per block of 32 inputs (``partial``), each then added atomically into
+    the global one by the threads of a GPU block; ``partial`` is computed in each GPU
+    block, in its shared memory, updated atomically by the block's threads (``shared``),
+    or in each thread, in its own memory, whose atomic update needs no atomic instruction
+    (``private``); "" : Halide's default schedule, the reference."""
+    x, blk = hl.Var("x"), hl.Var("blk")
+    inp = hl.ImageParam(hl.Int(32), 1, "inp")
+    rr, rb = hl.RDom([(0, 32)], "rr"), hl.RDom([(0, 8)], "rb")
+    partial = hl.Func("partial")
+    partial[x, blk] = 0
+    partial[inp[blk * 32 + rr] % 10, blk] += 1
+    h = hl.Func("h")
+    h[x] = 0
+    h[x] += partial[x, rb]
+    if where:
+        h.gpu_blocks(x)
+        h.update().atomic().reorder(x, rb.x).gpu_blocks(rb.x).gpu_threads(x)
+    if where == "shared":
+        partial.compute_at(h, rb.x).gpu_threads(x)
+        partial.update().atomic().gpu_threads(rr)
+    elif where == "private":
+        partial.compute_at(h, x)
+        partial.update().atomic()
+    return h, inp
+
+
+@pytest.mark.parametrize("where", ["shared", "private"])
+def test_halide_histograms_per_block_equal_halide(where: str,
+                                                  rng: np.random.Generator) -> None:
+    data = rng.integers(0, 1000, 256).astype(np.int32)
+    data[:40] = 3
+    h, inp = _block_histograms(where)
+    k = compile_pipeline(h, target="gpu", dialect="opencl")
+    ref_h, ref_inp = _block_histograms("")
+    assert_same(k.realize([10], inp=data), halide_realize([ref_h], [10], [(ref_inp, data)]))
+    source = k.build([10], inp=data)[1].source  # Halide may have renamed the Funcs
+    assert re.search(r"atomic_add\(\(volatile __global int \*\)&b_h\w*\[", source)
+    assert bool(re.search(r"atomic_add\(\(volatile __local int \*\)&b_partial\w*\[",
+                          source)) == (where == "shared")
+    assert not re.search(r"atomic_add\(\(volatile __global int \*\)&b_partial", source)
+    if shutil.which("nvcc") is not None:
+        cuda = compile_pipeline(h, target="gpu", dialect="cuda").build([10], inp=data)[1]
+        assert bool(re.search(r"atomicAdd\(&b_partial\w*\[", cuda.source)) == \
+            (where == "shared")

@@ -128,9 +128,9 @@ class OpenCLKernel(Kernel):
         self._cl = cl
         self._plan = json.loads(plan)
         self.device = _pick_device(cl)
+        _check_extensions(signature.name, self.device, self._plan.get("extensions", {}))
         self._ctx = cl.Context(devices=[self.device])
         self._queue = cl.CommandQueue(self._ctx)
-        _check_extensions(signature.name, self.device, self._plan.get("extensions", {}))
         try:
             self._prog = cl.Program(self._ctx, cl_source).build(options=list(build_options))
         except cl.Error as e:

@@ -308,7 +308,10 @@ def _place_at(tr: Translator, fi: FuncInfo) -> None:
             c.allocate_at(consumer, at)
         if level in plan.gpu_blocks:
             # computed per GPU block into its shared memory, by the block's threads: Halide
-            # synchronizes them before the consumer reads it; so do we
+            # synchronizes them before the consumer reads it, and before each update
+            # stage reads what the stage before wrote (other threads' elements); so do we
+            for k in range(1, len(fi.comps)):
+                barrier_at(fi.realization(r, k)[0], level)
             barrier_at(consumer, level)
 
 
