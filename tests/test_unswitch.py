@@ -90,6 +90,7 @@ def test_sgemm_partial_tile_unswitched(rng: np.random.Generator,
     budget for the separation is made too small, so it falls back to one loop nest), the
     guard it leaves in the k loop is unswitched."""
     monkeypatch.setattr(astgen, "SEPARATION_OPS", 1)
+    monkeypatch.setattr(astgen, "CONSTANT_SEPARATION_OPS", 1)  # n is a constant here
     n = 16  # 3-row register tiles: 16 = 3 * 5 + 1, a partial last tile
     fn = sgemm_packed(n, tj=8, mr=3, nr=8)
     low = fn.lower()

@@ -149,7 +149,8 @@ def generate(ts: TimeSpace, ph: Physical, params: list[str], context: isl.Set,
         tails = any(maps.get_at(k).get_tuple_name(isl.dim_type.in_).startswith(TAIL)
                     for k in range(maps.n_map()))
         try:
-            root = _node(build, sched, failed, bounded=tails)
+            root = _node(build, sched, failed, tails,
+                         SEPARATION_OPS if params else CONSTANT_SEPARATION_OPS)
         except SeparationTooCostly:
             keep = set(ts.order)  # generate every statement without the separation
             continue
@@ -176,6 +177,13 @@ def generate(ts: TimeSpace, ph: Physical, params: list[str], context: isl.Set,
 # statements, and ISL's generation grows fast with them: a GotoBLAS-blocked sgemm took 30 s
 # and passed the lowering's whole bound; unseparated it takes 3 s.
 SEPARATION_OPS = 3_000_000
+# The same where every size is a constant (the Julia front-end's specialized kernels, the
+# benchmarks' N): the partial tiles are then concrete sets, and ISL spends its operations
+# faster and more often succeeds. Covariance's register tile at 1400 x 1000 needed 3-5
+# million (without its separation the kernel ran 3.7x slower), the packed sgemm at
+# N = 1024 6-10 million, and lowered faster separated (4.7 s) than failing at 3 million
+# and falling back (5.1 s); a GotoBLAS-blocked sgemm still falls back (8 -> 12 s).
+CONSTANT_SEPARATION_OPS = 10_000_000
 
 
 class SeparationTooCostly(Exception):
@@ -183,16 +191,16 @@ class SeparationTooCostly(Exception):
 
 
 def _node(build: isl.AstBuild, sched: isl.UnionMap, failed: list[BaseException],
-          bounded: bool) -> isl.AstNode:
+          bounded: bool, budget: int) -> isl.AstNode:
     """ISL's AST of ``sched``; with ``bounded`` (a schedule with separated tiles), within
-    :data:`SEPARATION_OPS` operations, else :class:`SeparationTooCostly`. ISL counts
+    ``budget`` operations, else :class:`SeparationTooCostly`. ISL counts
     operations per context: the counter restarts here, so the lowering's own bound then
     counts from this point (at most twice the bound in all)."""
     ctx = sched.get_ctx()
     cap = ctx.get_max_operations()
     if bounded:
         ctx.reset_operations()
-        ctx.set_max_operations(min(cap, SEPARATION_OPS) if cap else SEPARATION_OPS)
+        ctx.set_max_operations(min(cap, budget) if cap else budget)
     try:
         try:
             root = build.node_from_schedule_map(sched)
