@@ -175,19 +175,27 @@ class Schedulable:
         return self._log(cmd.SetSchedule(self.name, isl_map))
 
     # -- ordering ----------------------------------------------------------------------
+    # The ordering commands form a graph, resolved at lowering: the order they are written
+    # in does not matter (``y.after(t, i)`` holds even if ``t.after(init, ROOT)`` comes
+    # later and moves t), and orderings that cannot all hold (a cycle, two commands asking
+    # for different shared loops) are refused naming both commands.
     def after(self, other: Any, level: Any) -> Any:
         """Run after ``other``, sharing the loops down to and including ``level`` (a loop
-        of this statement) or none at ``me.ROOT``."""
+        of this statement) or none at ``me.ROOT``. Every ordering command holds in the
+        end, whatever order they are written in; a statement after several others runs
+        after the last of them."""
         return self._log(cmd.After(self.name, _scheduled_name(other, f"{self.name}.after"),
                                    level_name(level)))
 
     def before(self, other: Any, level: Any) -> Any:
-        """``a.before(b, i)`` is ``b.after(a, i)`` (``i`` a loop of ``b``)."""
+        """``a.before(b, i)`` is ``b.after(a, i)`` (``i`` a loop of ``b``); like every
+        ordering command, it holds whatever order the commands are written in."""
         return self._log(cmd.Before(self.name, _scheduled_name(other, f"{self.name}.before"),
                                     level_name(level)))
 
     def then(self, other: Any, level: Any) -> Any:
-        """``a.then(b, i)`` is ``b.after(a, i)`` and returns ``b`` for chaining."""
+        """``a.then(b, i)`` is ``b.after(a, i)`` and returns ``b`` for chaining (a chain
+        may be written in any order: ``b.then(c, j)`` before ``a.then(b, i)`` is the same)."""
         self._log(cmd.Then(self.name, _scheduled_name(other, f"{self.name}.then"),
                            level_name(level)))
         return other

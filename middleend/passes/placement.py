@@ -6,8 +6,9 @@ loop dimensions and restricted, per outer iteration, to the exact footprint the 
 reads there (ISL computes it; overlapping tiles recompute values redundantly), together
 with what the computations sharing those loops with the consumer (``after``/``before`` at
 that level or deeper: a Tuple's elements) and those computed at it read. The ordering
-is a total order of computations plus, between neighbours, the number of loops they share;
-it becomes the beta (constant) dimensions of the time-space.
+is a total order of computations plus, between neighbours, the number of loops they share
+(resolved from the ordering commands as a graph, in :mod:`.ordering`); it becomes the beta
+(constant) dimensions of the time-space.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from .data import Layer3
 from .dataflow import logical_access, read_buffer
 from .layer1 import Layer1
 from .layer4 import Op
+from .ordering import Order, Placer
 from .schedule import CompSchedule, _range_map
 
 ReadsOf = Callable[[str, str], "isl.Map | None"]
@@ -307,70 +309,6 @@ def _named(s: isl.Set, names: list[str]) -> isl.Set:
     return s
 
 
-class _Order:
-    """A total order of computations with the number of loops each shares with the next."""
-
-    def __init__(self, names: list[str]) -> None:
-        self.items = list(names)
-        self.share = [0] * max(0, len(names) - 1)  # share[k]: between items k and k+1
-
-    def remove(self, x: str) -> None:
-        if x not in self.items:
-            return  # an operation being placed for the first time
-        k = self.items.index(x)
-        if 0 < k < len(self.items) - 1:
-            self.share[k - 1] = min(self.share[k - 1], self.share[k])
-            del self.share[k]
-        elif k == 0 and self.share:
-            del self.share[0]
-        elif self.share:
-            del self.share[k - 1]
-        del self.items[k]
-
-    def insert_after(self, x: str, anchor: str, depth: int) -> None:
-        self.remove(x)
-        k = self.items.index(anchor)
-        while k < len(self.share) and self.share[k] > depth:
-            k += 1
-        nxt = self.share[k] if k < len(self.share) else None
-        self.items.insert(k + 1, x)
-        self.share.insert(k, depth)
-        if nxt is not None:
-            self.share[k + 1] = nxt
-
-    def insert_at(self, x: str, k: int) -> None:
-        """Put ``x`` at position ``k``, sharing no loop with its neighbours."""
-        self.remove(x)
-        self.items.insert(k, x)
-        n = len(self.items)
-        if n == 1:
-            return
-        if k == 0:
-            self.share.insert(0, 0)
-        elif k == n - 1:
-            self.share.append(0)
-        else:
-            self.share[k - 1] = 0
-            self.share.insert(k, 0)
-
-    def append(self, x: str) -> None:
-        self.remove(x)
-        self.items.append(x)
-        if len(self.items) > 1:
-            self.share.append(0)
-
-    def insert_before(self, x: str, anchor: str, depth: int) -> None:
-        self.remove(x)
-        k = self.items.index(anchor)
-        while k > 0 and self.share[k - 1] > depth:
-            k -= 1
-        prev = self.share[k - 1] if k > 0 else None
-        self.items.insert(k, x)
-        self.share.insert(k, depth)
-        if prev is not None:
-            self.share[k - 1] = prev
-
-
 def memory_reads(l1: Layer1, l3: Layer3) -> ReadsOf:
     """``reads(consumer, producer)``: the instances of ``producer`` that write the buffer
     elements ``consumer`` reads through memory (an update chain's buffer), per instance of
@@ -411,10 +349,10 @@ def finalize(comps: dict[str, CompSchedule], declared: list[str], events: list[c
     """Resolve compute_at, place the Layer IV operations (``ops``, whose schedules are in
     ``comps`` too) and resolve the ordering; build each statement's full time-space map.
 
-    Orderings among computations are applied first (in the order written), then each
-    operation's default place, then the orderings that involve an operation: so a copy
-    lands after a producer computed at the same loop, and an explicit ``op.after(...)``
-    always has the last word."""
+    Orderings among computations are applied first (as a graph, see :mod:`.ordering`:
+    whatever order they were written in), then each operation's default place, then the
+    orderings that involve an operation: so a copy lands after a producer computed at the
+    same loop, and an explicit ``op.after(...)`` always has the last word."""
     ops = ops or {}
     also = _resolve_compute_at(comps, events, reads_of, memory_reads_of)
     for o in ops.values():
@@ -429,15 +367,14 @@ def finalize(comps: dict[str, CompSchedule], declared: list[str], events: list[c
                                     computations=(o.name, o.consumer), command=o.command,
                                     command_index=o.command_index)
             extend_at(comps[o.name], c, c.ext_dims.index(o.level) + 1, o.acc)
-    order = _Order([n for n in declared if n in comps])
+    order = Order([n for n in declared if n in comps])
+    placer = Placer(order, comps, also)
 
     def involves_op(e: cmd.Command) -> bool:
         return e.comp in ops or (isinstance(e, cmd.After) and e.other in ops)
 
     events = _readers_first(events, also)
-    for e in events:
-        if not involves_op(e):
-            _apply_event(order, comps, e, also)
+    placer.apply_all([e for e in events if not involves_op(e)])
     first = 0
     for o in ops.values():
         if o.placement == "at":
@@ -454,9 +391,8 @@ def finalize(comps: dict[str, CompSchedule], declared: list[str], events: list[c
             first += 1
         else:
             order.append(o.name)
-    for e in events:
-        if involves_op(e):
-            _apply_event(order, comps, e, also)
+        placer.check(None, f"operation {o.name!r} placed by default for {o.command}")
+    placer.apply_all([e for e in events if involves_op(e)])
     ctx = next(iter(comps.values())).domain.get_ctx() if comps else isl.DEFAULT_CONTEXT
     depth = max([len(comps[n].ext_dims) for n in order.items] or [0])
     prev: list[int] | None = None
@@ -497,36 +433,3 @@ def _readers_first(events: list[cmd.Command], also: dict[str, list[str]]
         else:
             return out
     return out
-
-
-def _apply_event(order: _Order, comps: dict[str, CompSchedule], e: cmd.Command,
-                 also: dict[str, list[str]]) -> None:
-    if isinstance(e, cmd.After):
-        for who in (e.comp, e.other):
-            if who not in comps:
-                raise ScheduleError(f"{e.describe()}: unknown or inlined computation "
-                                    f"{who!r}", command=e.describe())
-        if e.comp == e.other:
-            raise ScheduleError(f"{e.describe()}: a computation cannot follow itself",
-                                command=e.describe())
-        depth = 0 if e.level == cmd.ROOT else _level_depth(comps, e)
-        order.insert_after(e.later, e.earlier, depth)
-    elif isinstance(e, cmd.ComputeAt):
-        # before the consumer and every computation placed in its loops that reads it
-        first = min([e.consumer, *also.get(e.comp, [])], key=order.items.index)
-        order.insert_before(e.comp, first, comps[e.comp].n_outer)
-
-
-def _level_depth(comps: dict[str, CompSchedule], e: cmd.After) -> int:
-    a, b = comps[e.later], comps[e.earlier]
-    adims: list[str] = a.ext_dims
-    bdims: list[str] = b.ext_dims
-    if e.level not in adims:
-        raise ScheduleError(f"{e.describe()}: {e.later!r} has no loop {e.level!r}; its loops "
-                            f"are {adims}", computations=(e.later, e.earlier),
-                            command=e.describe())
-    k = adims.index(e.level)
-    if k >= len(bdims):
-        raise ScheduleError(f"{e.describe()}: {e.earlier!r} has only {len(bdims)} loops",
-                            computations=(e.later, e.earlier), command=e.describe())
-    return k + 1
