@@ -86,3 +86,19 @@ def _func(p: HPipeline, name: str) -> HFunc:
     except KeyError:
         raise UnsupportedHalideFeature(name, None, "a call to a Func missing from the "
                                        "serialized pipeline") from None
+
+
+def reads_a_sibling(f: HFunc, d: HDefinition, k: int) -> bool:
+    """Whether a Tuple update's element reads another element of the Func: then every
+    element must see the values from before the update (Halide's semantics), which the
+    elements computed one after the other would not give."""
+    if len(d.values) > 1 and any(n.kind == "Call" and n.name == f.name for a in (
+            *d.args, *([d.predicate] if d.predicate is not None else [])) for n in walk(a)):
+        raise UnsupportedHalideFeature(f.name, k, "a Tuple update whose store index or "
+                                       "predicate reads the Func itself")
+    for vi, v in enumerate(d.values):
+        for n in walk(v):
+            if n.kind == "Call" and n.call_type == "Halide" and n.name == f.name and \
+                    n.value_index != vi:
+                return True
+    return False

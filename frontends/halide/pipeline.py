@@ -27,9 +27,11 @@ from frontends.halide.exprs import dtype_of
 from frontends.halide.externs import ExternPipeline, extern_funcs
 from frontends.halide.graph import producer_order
 from frontends.halide.hir import HPipeline
+from frontends.halide.host_stages import device_mapped
 from frontends.halide.innermost import innermost_reductions
 from frontends.halide.intrinsics import uses_strict_float
 from frontends.halide.noops import warn_ignored
+from frontends.halide.outputs import realized_elsewhere
 from frontends.halide.reader import read_pipeline
 from frontends.halide.specialize import Specializations, without_output_buffers
 from frontends.halide.translate import Built, Spec, Translator, index_params
@@ -98,13 +100,21 @@ class HalideKernel:
         return self._build(sizes, *self._arguments(inputs))
 
     def _build(self, sizes: Sequence[int], images: Mapping[str, np.ndarray],
-               scalars: Mapping[str, np.generic]) -> tuple[Built, Any]:
+               scalars: Mapping[str, np.generic],
+               check: Callable[[Built], None] | None = None) -> tuple[Built, Any]:
+        """The build of this specialization; ``check(built)`` runs on the translation
+        before anything is compiled (``out=`` arrays are checked against the regions the
+        translation infers)."""
         spec = self._spec(sizes, images, scalars)
         with self._lock:
             got = self._builds.get(spec)
+            if got is not None and check is not None:
+                check(got[0])
             if got is None:
                 built = Translator(self.pipeline, self.outputs, spec).build(
                     "halide_" + self.outputs[0])
+                if check is not None:
+                    check(built)
                 if self.extra_schedule is not None:
                     with built.fn:
                         self.extra_schedule(built)
@@ -127,26 +137,30 @@ class HalideKernel:
             labels += [n] if k == 1 else [f"{n}[{j}]" for j in range(k)]
         return labels
 
-    def _check_out(self, sizes: Sequence[int], out: Any) -> list[np.ndarray]:
+    def _check_out(self, built: Built, sizes: Sequence[int], out: Any
+                   ) -> list[np.ndarray]:
         """``out`` as a list of arrays, one per output, each checked (count, type, dtype,
-        shape, layout) against what ``realize(sizes)`` returns; errors name the output."""
+        shape, layout) against what ``realize(sizes)`` returns (each output over its own
+        region, :mod:`.outputs`); errors name the output."""
         if self._out_types is None:
             self._out_types = [dtype_of(t, n, 0).numpy for n in self.outputs
                                for t in self.pipeline.func(n).output_types]
         types = self._out_types
+        assert built.regions is not None
+        regions = built.regions.arrays
         arrays = list(out) if isinstance(out, list | tuple) else [out]
-        shape = tuple(int(s) for s in reversed(sizes))
         if len(arrays) == len(types) and all(
-                type(a) is np.ndarray and a.dtype == want and a.shape == shape
+                type(a) is np.ndarray and a.dtype == want and a.shape == r.shape
                 and (fl := a.flags).c_contiguous and fl.aligned and fl.writeable
-                for a, want in zip(arrays, types, strict=True)):
+                for a, want, r in zip(arrays, types, regions, strict=True)):
             return arrays  # the common case, checked without building any message
         labels = self.output_labels()
         if len(arrays) != len(labels):
             raise KernelArgumentError(
                 f"Halide pipeline {self.outputs}: out= gives {len(arrays)} array(s), the "
                 f"pipeline has {len(labels)} output(s) {labels} (one array each, in order)")
-        for k, (a, label, want) in enumerate(zip(arrays, labels, types, strict=True)):
+        for k, (a, r, want) in enumerate(zip(arrays, regions, types, strict=True)):
+            label, shape = r.label, r.shape
             where = f"realize out= for output {label!r}" + (f" (out[{k}])" if
                                                           len(labels) > 1 else "")
             if not isinstance(a, np.ndarray):
@@ -155,15 +169,27 @@ class HalideKernel:
                 raise KernelArgumentError(f"{where}: expected a numpy array of {want} with "
                                           f"shape {shape}, got {type(a).__name__}{hint}")
             if a.dtype != want or a.shape != shape:
-                raise KernelArgumentError(f"{where}: expected {want} with shape {shape} "
-                                          f"(sizes {list(sizes)} reversed), got {a.dtype} "
-                                          f"with shape {a.shape}")
+                why = realized_elsewhere(r, tuple(sizes)) or \
+                    f" (sizes {list(sizes)} reversed)"
+                raise KernelArgumentError(f"{where}: expected {want} with shape {shape}"
+                                          f"{why}, got {a.dtype} with shape {a.shape}")
             if not a.flags.c_contiguous or not a.flags.aligned:
                 raise KernelArgumentError(f"{where}: expected a C-contiguous, aligned array "
                                           f"(got strides {a.strides})")
             if not a.flags.writeable:
                 raise KernelArgumentError(f"{where}: the array is read-only")
         return arrays
+
+    def output_regions(self, sizes: Sequence[int] | int, **inputs: Any
+                       ) -> list[list[tuple[int, int]]]:
+        """Per array ``realize(sizes, **inputs)`` returns, its region as (min, extent) per
+        Halide dimension (dimension 0 first): the realized region, or larger where other
+        outputs read more of it (Halide's bounds query, :mod:`.outputs`); element 0 of the
+        array is at the mins (what Halide's ``Buffer.dim(d).min()`` says of its output
+        buffers). An ``out=`` array covers the region computed, which may be larger."""
+        built, _ = self.build([sizes] if isinstance(sizes, int) else sizes, **inputs)
+        assert built.regions is not None
+        return [list(a.returned) for a in built.regions.arrays]
 
     def realize(self, sizes: Sequence[int] | int, *, out: Any = None, **inputs: Any) -> Any:
         """Like ``Pipeline.realize(sizes)`` with the inputs set: numpy arrays (axes as in
@@ -192,19 +218,28 @@ class HalideKernel:
             sizes = [sizes]
         images, scalars = realize_arguments(self.params, self._kinds, self.checks, inputs,
                                             self.outputs, self._label)
-        outs_given = None if out is None else self._check_out(sizes, out)
-        built, kernel = self._build(sizes, images, scalars)
+        given: list[list[np.ndarray]] = []
+
+        def check(b: Built) -> None:
+            given.append(self._check_out(b, sizes, out))
+
+        built, kernel = self._build(sizes, images, scalars,
+                                    None if out is None else check)
+        outs_given = given[0] if given else None
         args: dict[str, Any] = dict(built.constants)
         for name, ours in built.inputs.items():
             args[ours] = np.asarray(images[name], order="C")  # keeps 0-d arrays 0-d
         for name, (ours, kind, dt) in built.scalars.items():
             v = scalars[name]
             args[ours] = int(v) if kind == "param" else np.array(v, dtype=dt.numpy)
+        assert built.regions is not None
+        keys = [a.key for a in built.regions.arrays]
         if outs_given is not None:
-            for c, a in zip(built.outputs, outs_given, strict=True):
-                args[c.name] = a
+            for key, a in zip(keys, outs_given, strict=True):
+                args[key] = a
         res = kernel(**args)
-        outs = [res[c.name] for c in built.outputs]
+        outs = [res[a.key] if outs_given is not None else a.returned_part(res[a.key])
+                for a in built.regions.arrays]
         return outs[0] if len(outs) == 1 else outs
 
 
@@ -264,5 +299,7 @@ def compile_pipeline(outputs: Any, target: str = "cpu", service: Any = None,
         return _with_externs(hp, names, checks, target, service, check_legality,
                              extra_schedule, fp_contract, target_options)
     warn_ignored(hp, producer_order(hp, names))
+    if target == "gpu":  # it runs every computation on the device: host stages get a mapping
+        hp = device_mapped(hp, names)
     return HalideKernel(hp, names, target, service, check_legality, extra_schedule,
                         fp_contract, target_options, checks)

@@ -34,6 +34,9 @@ if TYPE_CHECKING:
     from frontends.halide.translate import FuncInfo, Translator
 
 
+OUTERMOST = "__outermost"  # Halide's loop of one iteration outside every stage's loops
+
+
 @dataclass
 class StagePlan:
     """Halide loop names of one stage to the computation's loop names."""
@@ -136,7 +139,7 @@ def schedule_stage(tr: Translator, fi: FuncInfo, k: int) -> None:
             run("unroll", old, factor, outer, inner)
         else:
             run("split", old, factor, outer, inner)
-    target = [dm.var for dm in reversed(st.dims) if dm.var != "__outermost"]
+    target = [dm.var for dm in reversed(st.dims) if dm.var != OUTERMOST]
     if sorted(target) != sorted(order):
         raise UnsupportedHalideFeature(f.name, k, f"loops {target} that do not match the "
                                        f"splits' result {order}")
@@ -150,7 +153,7 @@ def schedule_stage(tr: Translator, fi: FuncInfo, k: int) -> None:
         commute_reordered(f, k, comps, k in fi.temps, stage_order(tr, fi, k) is not None)
     blocks, threads = [], []
     for dm in reversed(st.dims):
-        if dm.var == "__outermost":
+        if dm.var == OUTERMOST:
             continue
         loop = plan.loops[dm.var]
         if dm.for_type == "Parallel":

@@ -24,11 +24,18 @@ from frontends.halide.copies import define_copy, storage_order
 from frontends.halide.errors import UnsupportedHalideFeature
 from frontends.halide.exprs import Scope, const, dtype_of, translate
 from frontends.halide.fusewith import fuse_with
-from frontends.halide.graph import definitions, exprs_of, producer_order, walk
+from frontends.halide.graph import (
+    definitions,
+    exprs_of,
+    producer_order,
+    reads_a_sibling,
+    walk,
+)
 from frontends.halide.hir import HBound, HBuffer, HDefinition, HExpr, HFunc, HPipeline
+from frontends.halide.outputs import OutputRegions, output_regions
 from frontends.halide.placement import Placement, place
 from frontends.halide.rvars import stage_order
-from frontends.halide.schedule import StagePlan, plan_func_schedule, schedule_stage
+from frontends.halide.schedule import OUTERMOST, StagePlan, plan_func_schedule, schedule_stage
 from frontends.halide.specialize import Choice, schedules, with_choices
 from frontends.halide.values import value_range
 from frontends.names import Namer
@@ -59,6 +66,7 @@ class Built:
     loops: dict[str, list[dict[str, str]]] = field(default_factory=dict)
     """Per Halide Func: computations ``[stage][tuple element]`` and, per stage, Halide loop
     names to the computations' loop names, outermost loop first (for ``extra_schedule``)."""
+    regions: OutputRegions | None = None  # where each output array lies, its result key
 
 
 @dataclass
@@ -203,14 +211,17 @@ class Translator:
                 self._apply_bound(fi, b)
             if fi.box is None:
                 raise UnsupportedHalideFeature(name, None, "a Func no stage reads")
+            # an output's region: the realized one and what the other outputs read of it
+            # (Halide's bounds query sizes each output buffer so: outputs.py)
+            read = list(fi.box)
             for k in range(1, len(definitions(fi.f))):
                 self._grow_by_update(fi, k)
             for k in range(len(definitions(fi.f))):
                 self._record_calls(fi, k)
-            if name in self.outputs and fi.box != [(0, s - 1) for s in self.spec.sizes]:
+            if name in self.outputs and fi.box != read:
                 raise UnsupportedHalideFeature(
-                    name, None, f"an output whose definitions write {fi.box}, outside the "
-                    f"realized region {[(0, s - 1) for s in self.spec.sizes]}")
+                    name, None, f"an output whose updates write {fi.box}, outside its "
+                    f"region {read} (the realized region and what other outputs read)")
 
     def _apply_bound(self, fi: FuncInfo, b: HBound) -> None:
         """``Func.bound``: the realized region of that dimension is exactly the bound."""
@@ -250,6 +261,9 @@ class Translator:
             if k == 0 or (a.kind == "Variable" and a.name == f.args[pos] and not a.param_name):
                 names.append(f.args[pos])
                 ranges.append(fi.box[pos])
+        if any(sp.old_var == OUTERMOST for sp in d.schedule.splits):
+            names.insert(0, OUTERMOST)  # gpu_single_thread(): Halide's loop of one iteration
+            ranges.insert(0, (0, 0))
         if k > 0:
             for rv in reversed(d.schedule.rvars):
                 lo = self._const(rv.min, f.name)
@@ -380,8 +394,8 @@ class Translator:
         r = self.copy_ctx if name == func else self.placement.copy_for(name, func, stage)
         target = (ci.comps[0] if r == 0 else ci.copies[r - 1])[vi]
         idx = tuple(reversed(args))
-        if len(definitions(ci.f)) == 1:
-            return target[idx]
+        if len(definitions(ci.f)) == 1:  # by value (at the one point of a gpu_single_thread)
+            return target[(0, *idx) if OUTERMOST in ci.stage_vars[0] else idx]
         if ci.storage:
             bufs = ci.storage if r == 0 else ci.copy_storage[r - 1]
             return bufs[vi][tuple(self._storage_index(ci, list(idx)))]
@@ -477,7 +491,8 @@ class Translator:
         comps = {n: fi.comps for n, fi in self.info.items()}
         loops = {n: [{h: p.loops[h] for h in p.order} for p in fi.plans]
                  for n, fi in self.info.items()}
-        return Built(fn, outs, inputs, self.scalars, constants, comps, loops)
+        return Built(fn, outs, inputs, self.scalars, constants, comps, loops,
+                     output_regions(self.hp, self.info, self.outputs, self.spec.sizes))
 
     def _check_inputs(self) -> None:
         for img, box in self.input_req.items():
@@ -510,7 +525,7 @@ class Translator:
                       for vi in range(len(d.values))]
             cnames = [self.names(n if k == 0 else f"{n}_s{k}") for n in cnames]
             exprs = [translate(v, scope) for v in d.values]
-            if k > 0 and _reads_a_sibling(f, d, k):
+            if k > 0 and reads_a_sibling(f, d, k):
                 fi.temps[k] = [me.Computation(
                     self.names(f"{n}_new"), its, e, predicate=pred,
                     dtype=dtype_of(f.output_types[vi], f.name, k))
@@ -527,14 +542,14 @@ class Translator:
                             v - m if m < 0 else v for v, m in zip(its, mins, strict=True)])
             for vi, (cname, expr) in enumerate(zip(cnames, exprs, strict=True)):
                 dt = dtype_of(f.output_types[vi], f.name, k)
-                if k == 0 and self._needs_buffer(fi):
+                if k == 0 and (self._needs_buffer(fi) or OUTERMOST in names):
                     assert fi.box is not None
                     fi.storage.append(me.Buffer(self.names(f"{cname}_buf"), [
                         fi.box[p][1] - fi.box[p][0] + 1 for p in storage_order(fi)], dt))
                 c = me.Computation(cname, its, expr, predicate=pred, dtype=dt)
                 if k == 0 and fi.storage:
                     c.store_in(fi.storage[vi], self._storage_index(fi, [
-                        vars_[n] for n in names]))
+                        vars_[n] for n in names if n != OUTERMOST]))
                 elif k > 0:
                     idx = [translate(a, scope) for a in reversed(d.args)]
                     if fi.storage:
@@ -569,22 +584,6 @@ class Translator:
         for c, _ in self.seq:
             o = outs[c.name] + ["0"] * (width - len(outs[c.name]))
             c.order = f"{{ {c.name}[{', '.join(v.name for v in c.vars)}] -> [{', '.join(o)}] }}"
-
-
-def _reads_a_sibling(f: HFunc, d: HDefinition, k: int) -> bool:
-    """Whether a Tuple update's element reads another element of the Func: then every
-    element must see the values from before the update (Halide's semantics), which the
-    elements computed one after the other would not give."""
-    if len(d.values) > 1 and any(n.kind == "Call" and n.name == f.name for a in (
-            *d.args, *([d.predicate] if d.predicate is not None else [])) for n in walk(a)):
-        raise UnsupportedHalideFeature(f.name, k, "a Tuple update whose store index or "
-                                       "predicate reads the Func itself")
-    for vi, v in enumerate(d.values):
-        for n in walk(v):
-            if n.kind == "Call" and n.call_type == "Halide" and n.name == f.name and \
-                    n.value_index != vi:
-                return True
-    return False
 
 
 def _buffer_array(b: HBuffer) -> np.ndarray:
