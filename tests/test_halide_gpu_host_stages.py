@@ -210,3 +210,22 @@ def test_gpu_schedule_on_the_cpu_target_is_refused_in_one_line() -> None:
     k = compile_pipeline(s)
     with pytest.raises(me.TargetError, match=r"^target 'cpu' cannot honour tag 'gpu_"):
         k.realize([])
+
+
+def test_gpu_single_thread_of_2d_funcs(rng: np.random.Generator) -> None:
+    """gpu_single_thread() of a 2-D output and of its compute_root producer (read at an
+    offset, so the producer's region does not start where the output's does)."""
+    data = rng.integers(-50, 50, (4, 9), dtype=np.int32)
+
+    def build(scheduled: bool):
+        x, y = hl.Var("x"), hl.Var("y")
+        a = hl.ImageParam(hl.Int(32), 2, "a")
+        f, g = hl.Func("f"), hl.Func("g")
+        f[x, y] = a[x, y] + 10 * y
+        g[x, y] = f[x + 1, y] * 2 - f[x, y + 1]
+        if scheduled:
+            f.compute_root().gpu_single_thread()
+            g.gpu_single_thread()
+        return [g], [(a, data)]
+
+    _gpu_vs_halide(build, [8, 3])
