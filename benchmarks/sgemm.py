@@ -26,17 +26,19 @@ The formulations of ours, each checked against numpy before timing:
   columns (B's panel 512 KB); at N=1024 the ratio depends on the process (0.69-0.96x for
   NR, 0.65-0.94x for 64 columns; A is re-read per panel, and its TLB cost varies, huge
   pages or not).
-* ``packed+fma`` (the chosen one): the same kernel built with ``fp_contract=True``, so
-  that gcc emits fused multiply-adds, as OpenBLAS does; the anchor it is compared with
-  uses them, and without them the ceiling is half the FMA peak.
-* ``packed+fma A packed``: the chosen kernel with A packed too (``Ap``, the 6 rows of A
+* ``packed+fma``: the same kernel built with ``fp_contract=True``, so that gcc emits
+  fused multiply-adds, as OpenBLAS does; the anchor it is compared with uses them, and
+  without them the ceiling is half the FMA peak.
+* ``packed+fma A packed``: that kernel with A packed too (``Ap``, the 6 rows of A
   a micro-tile row reads, copied k-major at ``i_uo``: ``store_in(ApB, [k, i])``). Packed
   again for every panel, it has cost more than it saved in our runs.
-* ``packed+fma A once``: the chosen kernel with A packed once before the panels
-  (:func:`middleend.api.examples.sgemm_packed_a`): ``Ap`` copies A into 6-row
+* ``packed+fma A once`` (the chosen one): ``packed+fma`` with A packed once before the
+  panels (:func:`middleend.api.examples.sgemm_packed_a`): ``Ap`` copies A into 6-row
   micro-panels (``store_in(ApP, [i // 6, k, i % 6])``, parallel), so the micro-kernel
   reads one contiguous stream of A instead of 6 rows ``4N`` bytes apart; one pass over A
-  more.
+  more. In the quiet runs of 2026-11-24: 0.996 / 0.993x numpy at N = 1024 / 2048 against
+  0.977 / 0.988 for ``packed+fma`` (and 0.984 against 0.973 in another run); panels of
+  32 or 64 columns instead of 16: no better (0.973, 0.982).
 * ``blocked+fma``: blocked as GotoBLAS/BLIS block it
   (:func:`middleend.api.examples.sgemm_blocked`): per 256-long block of k, B's rows packed
   in parallel into contiguous 256 x NR micro-panels (``store_in`` with ``j // NR``,
@@ -90,7 +92,7 @@ from middleend.api.examples import (
 )
 
 N = 1024
-CHOSEN = "packed+fma"
+CHOSEN = "packed+fma A once"
 
 
 def define_direct(n: int = N, tiles: tuple[int, int, int] = (64, 256, 64), mr: int = 4,
