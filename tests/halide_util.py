@@ -10,6 +10,18 @@ import numpy as np
 
 from frontends.halide import HalideKernel, compile_pipeline
 
+# The C declarations of Halide's buffer ABI (HalideRuntime.h's halide_buffer_t and
+# halide_dimension_t, under short names) that the tests' extern stages are written against
+BUFFER_T_C = r"""
+#include <stdint.h>
+#include <stddef.h>
+typedef struct { int32_t min, extent, stride; uint32_t flags; } dim_t;
+typedef struct { uint8_t code, bits; uint16_t lanes; } type_t;
+typedef struct { uint64_t device; const void *device_interface; uint8_t *host;
+                 uint64_t flags; type_t type; int32_t dimensions; dim_t *dim;
+                 void *padding; } buf_t;
+"""
+
 # (hl.ImageParam or hl.Param, numpy array or Python number) pairs (Params are unhashable)
 Inputs = list[tuple[Any, Any]]
 

@@ -240,22 +240,6 @@ def test_halide_atomic_histogram_on_the_gpu_equals_halide(kind: hl.Type, op: str
     assert_same(k.realize([10], inp=data), halide_realize([ref_h], [10], [(ref_inp, data)]))
 
 
-def test_halide_pure_definition_on_the_host_is_refused_in_one_line() -> None:
-    """The gpu target runs every computation on the device: an unscheduled pure definition
-    is refused by name (before, the missing copy to the device was reported instead)."""
-    x, r = hl.Var("x"), hl.RDom([(0, 100)])
-    inp = hl.ImageParam(hl.Int(32), 1, "inp")
-    h = hl.Func("counts")
-    h[x] = 0
-    h[inp[r] % 10] += 1
-    ro, ri = hl.RVar("ro"), hl.RVar("ri")
-    h.update().atomic().split(r, ro, ri, 16).gpu_blocks(ro).gpu_threads(ri)
-    k = compile_pipeline(h, target="gpu", dialect="opencl")
-    with pytest.raises(me.TargetError, match=r"^computation 'counts\w*' runs on the host: the gpu "
-                                             "target runs every computation on the device"):
-        k.realize([10], inp=np.zeros(100, np.int32))
-
-
 def _block_histograms(where: str) -> tuple[hl.Func, hl.ImageParam]:
     """A histogram per block of 32 inputs (``partial``), each then added atomically into
     the global one by the threads of a GPU block; ``partial`` is computed in each GPU

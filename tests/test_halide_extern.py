@@ -19,7 +19,7 @@ from pathlib import Path
 import halide as hl
 import numpy as np
 import pytest
-from halide_util import assert_same, halide_realize
+from halide_util import BUFFER_T_C, assert_same, halide_realize
 
 from frontends.halide import UnsupportedHalideFeature, compile_pipeline
 from frontends.halide.extern_call import ExternStageError
@@ -27,14 +27,7 @@ from frontends.halide.extern_call import ExternStageError
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None,
                                 reason="needs a C compiler")
 
-_SOURCE = r"""
-#include <stdint.h>
-#include <stddef.h>
-typedef struct { int32_t min, extent, stride; uint32_t flags; } dim_t;
-typedef struct { uint8_t code, bits; uint16_t lanes; } type_t;
-typedef struct { uint64_t device; const void *device_interface; uint8_t *host;
-                 uint64_t flags; type_t type; int32_t dimensions; dim_t *dim;
-                 void *padding; } buf_t;
+_SOURCE = BUFFER_T_C + r"""
 
 /* A bounds query: the output's host is NULL (a Func input's too; an ImageParam input is a
    copy of the real buffer, its host kept, as Halide passes it). */

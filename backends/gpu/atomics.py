@@ -42,13 +42,19 @@ BASE64 = "cl_khr_int64_base_atomics"
 EXTENDED64 = "cl_khr_int64_extended_atomics"
 
 
-def _refuse_narrow(comp: str, dt: DType) -> None:
+def _checked(comp: str, op: str, target: str, operand: str, dt: DType, private: bool
+             ) -> str | None:
+    """Refuse an element type no GPU atomic works on; the plain update of a per-thread
+    (private) element, which no other thread touches; else None (print it atomically)."""
     if dt.bits not in (32, 64) or dt.is_bool:
         raise TargetError(
             f"computation {comp!r} is an atomic update of {dt.name} elements, which the gpu "
             "target cannot print: GPU atomic operations work on 32- and 64-bit elements "
             "(store it in an int32/uint32/float32 buffer, or use the cpu target)",
             computations=(comp,))
+    if private:
+        return f"{target} = {_combine(op, dt, target, f'({dt.c_name})({operand})')};"
+    return None
 
 
 def _combine(op: str, dt: DType, old: str, v: str) -> str:
@@ -74,10 +80,9 @@ class CudaAtomics:
 
     def __call__(self, comp: str, op: str, target: str, operand: str, dt: DType,
                  buffer: str) -> str:
-        _refuse_narrow(comp, dt)
+        if (plain := _checked(comp, op, target, operand, dt, buffer in self.private)):
+            return plain
         c = dt.c_name
-        if buffer in self.private:
-            return f"{target} = {_combine(op, dt, target, f'({c})({operand})')};"
         if dt.is_float and op in ("add", "sub"):  # float and double atomicAdd (sm_60+)
             sign = "-" if op == "sub" else ""
             return f"atomicAdd(&{target}, {sign}({c})({operand}));"
@@ -120,10 +125,9 @@ class OpenCLAtomics:
 
     def __call__(self, comp: str, op: str, target: str, operand: str, dt: DType,
                  buffer: str) -> str:
-        _refuse_narrow(comp, dt)
+        if (plain := _checked(comp, op, target, operand, dt, buffer in self.private)):
+            return plain
         c = dt.c_name
-        if buffer in self.private:
-            return f"{target} = {_combine(op, dt, target, f'({c})({operand})')};"
         space = "__local" if buffer in self.local else "__global"
         if dt.kind in ("int", "uint") and op in _OPENCL:
             t = {("int", 32): "int", ("uint", 32): "uint", ("int", 64): "long",
