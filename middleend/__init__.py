@@ -64,6 +64,7 @@ from .ir.types import (
     uint32,
     uint64,
 )
+from .target.base import TargetTraits
 from .version import __version__
 
 
@@ -82,6 +83,16 @@ def targets() -> list[tuple[str, bool, str]]:
     from .driver.targets import TargetRegistry
 
     return [(s.name, s.available, s.detail) for s in TargetRegistry.discover().statuses()]
+
+
+def target_traits(name: str) -> TargetTraits:
+    """What the registered target ``name`` honours (its loop tags, Layer IV operations,
+    whether it runs statements on the host), whether or not it can build here; an unknown
+    name is a TargetError listing the registered ones."""
+    from .driver.targets import TargetRegistry
+    from .target.base import traits
+
+    return traits(TargetRegistry.discover().lookup(name))
 
 
 def _intrinsic(name: str):  # type: ignore[no-untyped-def]
@@ -110,7 +121,8 @@ popcount, clz, ctz = _intrinsic("popcount"), _intrinsic("clz"), _intrinsic("ctz"
 asinh, acosh, atanh = _intrinsic("asinh"), _intrinsic("acosh"), _intrinsic("atanh")
 
 __all__ = [
-    "__version__", "connect", "targets", "ROOT", "INPUT", "OUTPUT", "TEMPORARY", "INOUT",
+    "__version__", "connect", "targets", "target_traits", "TargetTraits", "ROOT", "INPUT",
+    "OUTPUT", "TEMPORARY", "INOUT",
     "Buffer", "Computation", "Function", "Input", "Operation", "copy_at", "barrier_at", "send",
     "receive", "exchange", "scatter", "gather",
     "Param", "Var", "Expr", "DType", "select", "cast", "clamp", "min", "max",

@@ -175,3 +175,14 @@ def test_cli_lists_targets_and_refuses_in_one_line(tmp_path: Path) -> None:
     ok = _cli("compile", str(req), "-o", str(tmp_path / "out"), "-O", "fp_contract=true")
     assert ok.returncode == 0, ok.stderr
     assert (tmp_path / "out" / "libblur.so").exists()
+
+
+def test_target_traits_say_what_a_front_end_may_rely_on() -> None:
+    """Front-ends ask the registry what a target honours instead of naming targets: the
+    gpu target runs every computation on the device (the Halide front-end then maps the
+    stages Halide runs on the host), the cpu target runs host statements."""
+    gpu, cpu = me.target_traits("gpu"), me.target_traits("cpu")
+    assert not gpu.host_statements and {"gpu_block", "gpu_thread"} <= gpu.tags
+    assert cpu.host_statements and "parallel" in cpu.tags
+    with pytest.raises(me.TargetError, match="unknown target 'tpu' \\(registered targets: "):
+        me.target_traits("tpu")

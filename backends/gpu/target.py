@@ -46,6 +46,7 @@ class GpuTarget(Target):
     summary = "CUDA (nvcc) and OpenCL (pyopencl; PoCL on the CPU without a GPU) kernels"
     tags = frozenset({"gpu_block", "gpu_thread", "unroll"})
     operations = frozenset({"copy", "barrier", "host_to_device", "device_to_host"})
+    host_statements = False  # every computation runs on the device (plan.py)
     options = (
         TargetOption("dialect", str, "auto", "cuda or opencl (auto: cuda where an NVIDIA "
                      "GPU is, else opencl)", ("auto", "cuda", "opencl")),

@@ -36,6 +36,7 @@ from frontends.halide.reader import read_pipeline
 from frontends.halide.specialize import Specializations, without_output_buffers
 from frontends.halide.translate import Built, Spec, Translator, index_params
 from frontends.halide.wrappers import apply_wrappers
+from middleend import target_traits
 from middleend.ir.errors import KernelArgumentError
 
 
@@ -299,7 +300,7 @@ def compile_pipeline(outputs: Any, target: str = "cpu", service: Any = None,
         return _with_externs(hp, names, checks, target, service, check_legality,
                              extra_schedule, fp_contract, target_options)
     warn_ignored(hp, producer_order(hp, names))
-    if target == "gpu":  # it runs every computation on the device: host stages get a mapping
-        hp = device_mapped(hp, names)
+    if not target_traits(target).host_statements:
+        hp = device_mapped(hp, names)  # stages Halide runs on the host get a device mapping
     return HalideKernel(hp, names, target, service, check_legality, extra_schedule,
                         fp_contract, target_options, checks)

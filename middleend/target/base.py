@@ -64,6 +64,10 @@ class Target(abc.ABC):
     tags: ClassVar[frozenset[str]] = frozenset()
     operations: ClassVar[frozenset[str]] = frozenset()
     options: ClassVar[tuple[TargetOption, ...]] = ()
+    # whether a statement outside every device loop runs (on the host); a target that
+    # runs every computation on a device refuses such a statement, so a front-end whose
+    # language runs it on the host gives it a device mapping first (:func:`traits`)
+    host_statements: ClassVar[bool] = True
 
     # ------------------------------------------------------------------ toolchain
     @abc.abstractmethod
@@ -202,3 +206,18 @@ def walk(node: Node, loops: tuple[str, ...] = ()) -> Iterator[tuple[Node, tuple[
 def computations_in(node: Node) -> set[str]:
     """The statements (computations and operations) inside ``node``."""
     return {s.comp for s in statements(node)}
+
+
+@dataclass(frozen=True)
+class TargetTraits:
+    """What a target honours, for a front-end shaping what it sends, without naming a
+    target in its own code (``middleend.target_traits(name)``)."""
+
+    name: str
+    tags: frozenset[str]
+    operations: frozenset[str]
+    host_statements: bool
+
+
+def traits(target: Target) -> TargetTraits:
+    return TargetTraits(target.name, target.tags, target.operations, target.host_statements)
