@@ -62,11 +62,15 @@ def all_fastmath(body: tuple[J.Stmt, ...]) -> bool:
     return seen
 
 
+# numpy dtype -> the element type (looked up per argument of every call)
+_BY_NUMPY: dict[np.dtype, me.DType] = {np.dtype(t.numpy): t for t in ELEMENT.values()}
+
+
 def _numpy_elem(dt: np.dtype, what: str) -> me.DType:
-    for t in ELEMENT.values():
-        if t.numpy == dt:
-            return t
-    raise KernelArgumentError(f"{what}: unsupported element type {dt}")
+    t = _BY_NUMPY.get(dt)
+    if t is None:
+        raise KernelArgumentError(f"{what}: unsupported element type {dt}")
+    return t
 
 
 @dataclass(frozen=True)
@@ -91,43 +95,71 @@ class JuliaKernel:
         self.fp_contract = fp_contract or all_fastmath(fn.body)
         self._cache: dict[Spec, _Compiled] = {}
         self.compiles = 0  # how many specializations were built
+        # each declared argument type, parsed once (a call is checked against it)
+        self._declared: list[ArgType | None] = [
+            None if a.type is None else arg_type(a.type, a.line, f"argument {a.name!r}")
+            for a in fn.args]
+        self._array_types: dict[tuple[me.DType, int], ArgType] = {}
 
     def spec_of(self, args: tuple[Any, ...]) -> Spec:
+        """The specialization ``args`` call for (types, array sizes, Int values), checked
+        against the declared types; every call goes through here, so the array case is
+        kept short (an error message is only built when it is raised)."""
         fn = self.function
         if len(args) != len(fn.args):
             raise KernelArgumentError(f"{fn.name}: {len(args)} arguments given, "
                                       f"{len(fn.args)} expected")
         types, sizes, ints = [], [], []
-        for a, x in zip(fn.args, args, strict=True):
-            what = f"{fn.name}: argument {a.name!r}"
-            if isinstance(x, np.ndarray):
-                got = ArgType(_numpy_elem(x.dtype, what), x.ndim)
-            elif isinstance(x, (bool, np.bool_)):
-                got = ArgType(me.bool_, 0)
-            elif isinstance(x, (int, np.integer)):
-                got = ArgType(_numpy_elem(np.asarray(x).dtype, what) if
-                              isinstance(x, np.integer) else me.int64, 0)
-            elif isinstance(x, (float, np.floating)):
-                got = ArgType(_numpy_elem(np.asarray(x).dtype, what) if
-                              isinstance(x, np.floating) else me.float64, 0)
+        for a, want, x in zip(fn.args, self._declared, args, strict=True):
+            if isinstance(x, np.ndarray) and x.ndim:
+                elem = _BY_NUMPY.get(x.dtype)
+                got = self._array_types.get((elem, x.ndim)) if elem is not None else None
+                if got is None:
+                    got = self._array_type(x, a)
+                fl = x.flags
+                if not fl.f_contiguous and (x.ndim > 1 or not fl.c_contiguous):
+                    self._refuse_layout(x, a)
+                size: tuple[int, ...] | None = x.shape
+                value = None
             else:
-                raise KernelArgumentError(f"{what}: expected a numpy array or a number, "
-                                          f"got {type(x).__name__}")
-            if a.type is not None:
-                want = arg_type(a.type, a.line, f"argument {a.name!r}")
-                if want != got:
-                    raise KernelArgumentError(f"{what}: expected {want.julia}, got "
-                                              f"{got.julia}")
-            if got.ndim:
-                if x.ndim > 1 and not x.flags.f_contiguous:
-                    raise KernelArgumentError(f"{what}: expected a Fortran-order (column-"
-                                              "major, like Julia) array; use np.asfortranarray")
-                if not (x.flags.f_contiguous or x.flags.c_contiguous):
-                    raise KernelArgumentError(f"{what}: the array is not contiguous")
+                got = self._scalar_type(x, a)
+                size = None
+                value = int(x) if got.elem.is_int else None
+            if want is not None and want != got:
+                raise KernelArgumentError(f"{fn.name}: argument {a.name!r}: expected "
+                                          f"{want.julia}, got {got.julia}")
             types.append(got)
-            sizes.append(tuple(int(s) for s in x.shape) if got.ndim else None)
-            ints.append(int(x) if got.ndim == 0 and got.elem.is_int else None)
+            sizes.append(size)
+            ints.append(value)
         return Spec(tuple(types), tuple(sizes), tuple(ints))
+
+    def _array_type(self, x: np.ndarray, a: J.Arg) -> ArgType:
+        got = ArgType(_numpy_elem(x.dtype, f"{self.function.name}: argument {a.name!r}"),
+                      x.ndim)
+        self._array_types[got.elem, got.ndim] = got
+        return got
+
+    def _refuse_layout(self, x: np.ndarray, a: J.Arg) -> None:
+        what = f"{self.function.name}: argument {a.name!r}"
+        if x.ndim > 1 and not x.flags.f_contiguous:
+            raise KernelArgumentError(f"{what}: expected a Fortran-order (column-major, "
+                                      "like Julia) array; use np.asfortranarray")
+        raise KernelArgumentError(f"{what}: the array is not contiguous")
+
+    def _scalar_type(self, x: Any, a: J.Arg) -> ArgType:
+        what = f"{self.function.name}: argument {a.name!r}"
+        if isinstance(x, np.ndarray):  # 0-d: a scalar
+            return ArgType(_numpy_elem(x.dtype, what), 0)
+        if isinstance(x, (bool, np.bool_)):
+            return ArgType(me.bool_, 0)
+        if isinstance(x, (int, np.integer)):
+            return ArgType(_numpy_elem(np.asarray(x).dtype, what) if
+                           isinstance(x, np.integer) else me.int64, 0)
+        if isinstance(x, (float, np.floating)):
+            return ArgType(_numpy_elem(np.asarray(x).dtype, what) if
+                           isinstance(x, np.floating) else me.float64, 0)
+        raise KernelArgumentError(f"{what}: expected a numpy array or a number, "
+                                  f"got {type(x).__name__}")
 
     def compiled(self, spec: Spec) -> _Compiled:
         got = self._cache.get(spec)
