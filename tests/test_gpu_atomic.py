@@ -123,20 +123,35 @@ def test_opencl_prints_atomic_instructions_and_cas_loops() -> None:
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 def test_cuda_atomics_build_with_nvcc() -> None:
-    """Every case's CUDA compiles (nvcc, no GPU here to run it), with CUDA's own atomic
-    instruction where it has one and a compare-and-swap loop where it does not."""
-    expected = {("add", "int32"): "atomicAdd(&b_h[", ("min", "int64"): "atomicMin((long long *)",
-                ("max", "uint64"): "atomicMax((unsigned long long *)",
-                ("add", "float32"): "atomicAdd(&b_h[", ("add", "float64"): "atomicAdd(&b_h[",
+    """Every case's CUDA compiles (nvcc, no GPU here to run it; all the cases in one
+    program, one nvcc run), with CUDA's own atomic instruction where it has one and a
+    compare-and-swap loop where it does not."""
+    expected = {("add", "int32"): "atomicAdd(&b_h{k}[",
+                ("min", "int64"): "atomicMin((long long *)&b_h{k}[",
+                ("max", "uint64"): "atomicMax((unsigned long long *)&b_h{k}[",
+                ("add", "float32"): "atomicAdd(&b_h{k}[", ("add", "float64"): "atomicAdd(&b_h{k}[",
                 ("min", "float32"): "atomicCAS(me_p, me_seen, __float_as_uint(me_min_f32(",
                 ("max", "float64"): "__longlong_as_double((long long)me_seen)",
-                ("sub", "int32"): "atomicSub(&b_h[", ("bitor", "int64"): "atomicOr(("}
-    for op, dt in CASES:
-        f, h = _scatter(op, dt, "blocks_threads")
-        k = f.compile(target="gpu", dialect="cuda", outputs=[h])
-        assert k.library_path.exists()
+                ("sub", "int32"): "atomicSub(&b_h{k}[", ("bitor", "int64"): "atomicOr(("}
+    with me.Function("gpu_atomics_all") as f:
+        i, b = me.Var("i", 0, N), me.Var("b", 0, BINS)
+        outs = []
+        for k, (op, dt) in enumerate(CASES):
+            im = me.Input(f"im{k}", [N], dt)
+            h = me.Computation(f"h{k}", [b], _start(op, dt), dtype=dt)
+            where = me.cast(me.int32, im[i]) % BINS
+            u = me.Computation(f"u{k}", [i], _combine(op, h.memory[where], im[i]), dtype=dt)
+            u.store_in(h, [where])
+            u.atomic()
+            h.gpu_threads(b)
+            u.split(i, 32, "io", "ii")
+            u.gpu("io", "ii")
+            outs.append(h)
+    kernel = f.compile(target="gpu", dialect="cuda", outputs=outs)
+    assert kernel.library_path.exists()
+    for k, (op, dt) in enumerate(CASES):
         if (op, dt.name) in expected:
-            assert expected[op, dt.name] in k.source, (op, dt.name)
+            assert expected[op, dt.name].format(k=k) in kernel.source, (op, dt.name)
 
 
 def test_what_the_gpu_target_cannot_print_is_refused_by_name() -> None:
