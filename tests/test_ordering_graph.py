@@ -184,6 +184,14 @@ def test_a_producer_computed_at_a_consumer_moved_later() -> None:
     assert results[0] == results[1]
 
 
+def _three(i: me.Var, j: me.Var) -> tuple[me.Computation, me.Computation, me.Computation]:
+    """a, b, c over one 6 x 5 domain, independent of each other (any order is legal)."""
+    x = me.Input("x", [6, 5], me.float32)
+    return (me.Computation("a", [i, j], x[i, j] + 1.0),
+            me.Computation("b", [i, j], x[i, j] * 2.0),
+            me.Computation("c", [i, j], x[i, j] * 3.0))
+
+
 def _refused(build: Callable[[], me.Function]) -> str:
     with pytest.raises(me.ScheduleError) as err:
         build().lower()
@@ -193,11 +201,8 @@ def _refused(build: Callable[[], me.Function]) -> str:
 def test_a_cycle_is_refused_naming_both_commands() -> None:
     def build() -> me.Function:
         with me.Function("cyc") as fn:
-            x = me.Input("x", [6, 5], me.float32)
             i, j = me.Var("i", 0, 6), me.Var("j", 0, 5)
-            a = me.Computation("a", [i, j], x[i, j] + 1.0)
-            b = me.Computation("b", [i, j], x[i, j] * 2.0)
-            c = me.Computation("c", [i, j], x[i, j] * 3.0)
+            a, b, c = _three(i, j)
             b.after(a, i)
             c.after(b, j)
             a.after(c, me.ROOT)
@@ -216,11 +221,8 @@ def test_two_depths_that_disagree_are_refused_naming_both_commands() -> None:
     for flip in (False, True):
         def build(flip: bool = flip) -> me.Function:
             with me.Function("depths") as fn:
-                x = me.Input("x", [6, 5], me.float32)
                 i, j = me.Var("i", 0, 6), me.Var("j", 0, 5)
-                a = me.Computation("a", [i, j], x[i, j] + 1.0)
-                b = me.Computation("b", [i, j], x[i, j] * 2.0)
-                c = me.Computation("c", [i, j], x[i, j] * 3.0)
+                a, b, c = _three(i, j)
                 b.after(a, i)
                 cmds = [lambda: c.after(a, me.ROOT), lambda: c.after(b, i)]
                 for f in reversed(cmds) if flip else cmds:
