@@ -272,9 +272,6 @@ def test_refusals(externs: Path) -> None:
         compile_pipeline(h)
     g.compute_root()
     e.compute_root()
-    with pytest.raises(UnsupportedHalideFeature, match="only the cpu target") as ex:
-        compile_pipeline(h, target="gpu")
-    _one_line(ex.value)
     e2 = hl.Func("e2")
     e2.define_extern("xt_fails", [g], hl.Float(32), 1, hl.NameMangling.CPlusPlus)
     with pytest.raises(UnsupportedHalideFeature, match="C\\+\\+ name mangling") as ex:

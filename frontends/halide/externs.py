@@ -1,4 +1,4 @@
-"""``Func.define_extern`` on the cpu target: a pipeline split at its extern stages.
+"""``Func.define_extern``: a pipeline split at its extern stages, on any target.
 
 An extern stage is a C function the middle-end cannot look into, so it is not a Layer I
 computation: the pipeline is cut there, and each part is an ordinary pipeline whose Layer I
@@ -37,8 +37,11 @@ is asked for, which Halide assumes too, since it asks for overlapping regions).
 warning (:mod:`.extern_checks`). Refused in one line as Halide refuses them: an inlined
 Func or extern read by an extern (in Halide's words), ``compute_at`` of an extern at a Func
 that does not use it. Refused in one line as not run here: C++ name mangling, a non-host
-device API, Expr arguments other than constants and Params, a non-cpu target and
-``extra_schedule=`` (:func:`.pipeline._with_externs`).
+device API, Expr arguments other than constants and Params, and ``extra_schedule=``
+(:func:`.pipeline._with_externs`). The externs are called here, on the host, between the
+parts' kernels; every target's kernel takes and returns host arrays, so every target runs
+such a pipeline (the parts' stages that Halide runs on the host are mapped to the device
+where the target runs none there, as for a whole pipeline).
 """
 
 from __future__ import annotations

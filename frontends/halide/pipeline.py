@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import halide as hl
@@ -31,7 +32,7 @@ from frontends.halide.host_stages import device_mapped
 from frontends.halide.innermost import innermost_reductions
 from frontends.halide.intrinsics import uses_strict_float
 from frontends.halide.noops import warn_ignored
-from frontends.halide.outputs import realized_elsewhere
+from frontends.halide.outputs import OutputArray, realized_elsewhere
 from frontends.halide.reader import read_pipeline
 from frontends.halide.specialize import Specializations, without_output_buffers
 from frontends.halide.translate import Built, Spec, Translator, index_params
@@ -66,6 +67,10 @@ class HalideKernel:
         self._label = str(outputs)
         self.specializations = Specializations(hp, order, outputs, self.params, self._label)
         self._builds: dict[Spec, tuple[Built, Any]] = {}
+        self._translations: dict[Spec, Built] = {}  # translated, not compiled
+        # why out= arrays larger than realize(sizes)'s are refused (None: they are computed
+        # over whole); set by the pipelines that realize this one as a part
+        self.larger_out_refused: str | None = None
         self._lock = threading.Lock()
         self.compiles = 0  # how many specializations were built (tests check reuse)
         self._out_types: list[np.dtype] | None = None  # numpy dtype per realized array
@@ -98,24 +103,28 @@ class HalideKernel:
 
     def build(self, sizes: Sequence[int], **inputs: Any) -> tuple[Built, Any]:
         """The translated Function and its kernel for this specialization."""
-        return self._build(sizes, *self._arguments(inputs))
+        return self._build(sizes, *self._arguments(inputs))[0]
 
     def _build(self, sizes: Sequence[int], images: Mapping[str, np.ndarray],
-               scalars: Mapping[str, np.generic],
-               check: Callable[[Built], None] | None = None) -> tuple[Built, Any]:
-        """The build of this specialization; ``check(built)`` runs on the translation
-        before anything is compiled (``out=`` arrays are checked against the regions the
-        translation infers)."""
+               scalars: Mapping[str, np.generic], out: Any = None
+               ) -> tuple[tuple[Built, Any], list[np.ndarray] | None]:
+        """The build of this specialization and the ``out=`` arrays, checked against the
+        regions the translation infers before anything is compiled. ``out=`` arrays larger
+        than ``realize(sizes)``'s are computed over whole, as Halide's ``realize(buffer)``
+        does: the build is then specialized on their regions (:attr:`Spec.out_regions`)."""
         spec = self._spec(sizes, images, scalars)
         with self._lock:
+            built = self._translation(spec)
+            arrays = None
+            if out is not None:
+                arrays, regions = self._check_out(built, sizes, out)
+                if regions is not None:
+                    spec = replace(spec, out_regions=regions)
+                    built = self._translation(spec)
+                    self._check_covered(built, arrays)
             got = self._builds.get(spec)
-            if got is not None and check is not None:
-                check(got[0])
             if got is None:
-                built = Translator(self.pipeline, self.outputs, spec).build(
-                    "halide_" + self.outputs[0])
-                if check is not None:
-                    check(built)
+                self._translations.pop(spec, None)
                 if self.extra_schedule is not None:
                     with built.fn:
                         self.extra_schedule(built)
@@ -127,7 +136,20 @@ class HalideKernel:
                 got = (built, kernel)
                 self._builds[spec] = got
                 self.compiles += 1
-        return got
+        return got, arrays
+
+    def _translation(self, spec: Spec) -> Built:
+        """The translation of ``spec``: its build's, or one kept uncompiled (the regions of
+        ``realize(sizes)``, which place larger ``out=`` arrays, or one being compiled)."""
+        got = self._builds.get(spec)
+        if got is not None:
+            return got[0]
+        built = self._translations.get(spec)
+        if built is None:
+            built = Translator(self.pipeline, self.outputs, spec).build(
+                "halide_" + self.outputs[0])
+            self._translations[spec] = built
+        return built
 
     def output_labels(self) -> list[str]:
         """One label per array ``realize`` returns: the output Func's name, ``name[k]`` for
@@ -139,10 +161,13 @@ class HalideKernel:
         return labels
 
     def _check_out(self, built: Built, sizes: Sequence[int], out: Any
-                   ) -> list[np.ndarray]:
+                   ) -> tuple[list[np.ndarray], tuple[tuple[tuple[int, int], ...], ...] | None]:
         """``out`` as a list of arrays, one per output, each checked (count, type, dtype,
         shape, layout) against what ``realize(sizes)`` returns (each output over its own
-        region, :mod:`.outputs`); errors name the output."""
+        region, :mod:`.outputs`); errors name the output. An array may be larger in every
+        dimension: Halide's ``realize(buffer)`` computes over the whole buffer, so the
+        second result is then every output Func's region (element 0 at the region's min,
+        the extents the arrays'), else None."""
         if self._out_types is None:
             self._out_types = [dtype_of(t, n, 0).numpy for n in self.outputs
                                for t in self.pipeline.func(n).output_types]
@@ -154,7 +179,7 @@ class HalideKernel:
                 type(a) is np.ndarray and a.dtype == want and a.shape == r.shape
                 and (fl := a.flags).c_contiguous and fl.aligned and fl.writeable
                 for a, want, r in zip(arrays, types, regions, strict=True)):
-            return arrays  # the common case, checked without building any message
+            return arrays, None  # the common case, checked without building any message
         labels = self.output_labels()
         if len(arrays) != len(labels):
             raise KernelArgumentError(
@@ -162,24 +187,71 @@ class HalideKernel:
                 f"pipeline has {len(labels)} output(s) {labels} (one array each, in order)")
         for k, (a, r, want) in enumerate(zip(arrays, regions, types, strict=True)):
             label, shape = r.label, r.shape
-            where = f"realize out= for output {label!r}" + (f" (out[{k}])" if
-                                                          len(labels) > 1 else "")
+            where = self._where(k, label)
             if not isinstance(a, np.ndarray):
                 hint = " (np.asarray(buffer) is a writable view of it)" if isinstance(
                     a, hl.Buffer) else ""
                 raise KernelArgumentError(f"{where}: expected a numpy array of {want} with "
                                           f"shape {shape}, got {type(a).__name__}{hint}")
-            if a.dtype != want or a.shape != shape:
+            if a.dtype != want or not _covers(a.shape, shape):
                 why = realized_elsewhere(r, tuple(sizes)) or \
                     f" (sizes {list(sizes)} reversed)"
-                raise KernelArgumentError(f"{where}: expected {want} with shape {shape}"
-                                          f"{why}, got {a.dtype} with shape {a.shape}")
+                larger = "" if _covers(a.shape, shape) else (
+                    " (an array larger in every dimension is computed over whole, as by "
+                    "Halide's realize(buffer))")
+                raise KernelArgumentError(
+                    f"{where}: expected {want} with shape {shape}{why}, got {a.dtype} with "
+                    f"shape {a.shape}{larger}")
             if not a.flags.c_contiguous or not a.flags.aligned:
                 raise KernelArgumentError(f"{where}: expected a C-contiguous, aligned array "
                                           f"(got strides {a.strides})")
             if not a.flags.writeable:
                 raise KernelArgumentError(f"{where}: the array is read-only")
-        return arrays
+        if all(a.shape == r.shape for a, r in zip(arrays, regions, strict=True)):
+            return arrays, None
+        if self.larger_out_refused is not None:
+            k, r = next((k, r) for k, (a, r) in enumerate(zip(arrays, regions, strict=True))
+                        if a.shape != r.shape)
+            raise KernelArgumentError(f"{self._where(k, r.label)}: expected shape {r.shape}, "
+                                      f"got {arrays[k].shape} ({self.larger_out_refused})")
+        return arrays, self._regions_of(arrays, regions)
+
+    def _regions_of(self, arrays: list[np.ndarray], regions: Sequence[OutputArray]
+                    ) -> tuple[tuple[tuple[int, int], ...], ...]:
+        """Per output Func, the region of its ``out=`` arrays (one region for the elements
+        of a Tuple, as Halide requires of the buffers of one Func)."""
+        per_func: dict[str, tuple[tuple[int, int], ...]] = {}
+        for k, (a, r) in enumerate(zip(arrays, regions, strict=True)):
+            region = tuple((m, e) for (m, _), e in zip(r.region, reversed(a.shape),
+                                                          strict=True))
+            first = per_func.setdefault(r.func, region)
+            if first != region:
+                raise KernelArgumentError(
+                    f"{self._where(k, r.label)}: shape {a.shape}, but the other elements of "
+                    f"Tuple output {r.func!r} have shape "
+                    f"{tuple(e for _, e in reversed(first))} (Halide requires one region "
+                    "for the buffers of a Tuple's elements)")
+        return tuple(per_func[n] for n in self.outputs)
+
+    def _check_covered(self, built: Built, arrays: list[np.ndarray]) -> None:
+        """Larger ``out=`` arrays: each must still hold what the other outputs, computed
+        over their whole arrays, read of it (Halide refuses such a buffer too)."""
+        assert built.regions is not None
+        for k, (a, r) in enumerate(zip(arrays, built.regions.arrays, strict=True)):
+            if a.shape != r.shape:
+                got = [(m, m + e - 1) for (m, _), e in zip(r.region, reversed(a.shape),
+                                                           strict=True)]
+                raise KernelArgumentError(
+                    f"{self._where(k, r.label)}: the array covers {got}, but the other "
+                    f"outputs, computed over their whole out= arrays, read {r.func!r} over "
+                    f"{[(m, m + e - 1) for m, e in r.region]}: expected shape {r.shape} or "
+                    f"larger, got {a.shape}")
+
+    def _where(self, k: int, label: str) -> str:
+        """Which out= array an error is about: the output's label, and its index when
+        there are several."""
+        several = len(self._out_types or ()) > 1
+        return f"realize out= for output {label!r}" + (f" (out[{k}])" if several else "")
 
     def output_regions(self, sizes: Sequence[int] | int, **inputs: Any
                        ) -> list[list[tuple[int, int]]]:
@@ -199,9 +271,12 @@ class HalideKernel:
 
         ``out``: preallocated outputs, like Halide's ``Pipeline.realize(buffer)``: an array
         (one output) or a list of arrays (one per output Func / Tuple element, in the order
-        ``realize`` returns them), each C-contiguous, of the shape and dtype ``realize``
-        would return (numpy axes: ``sizes`` reversed). The kernel writes into them and
-        returns them (the very objects given), so a repeated call allocates nothing.
+        ``realize`` returns them), each C-contiguous, of the dtype ``realize`` would return
+        and its shape (numpy axes: ``sizes`` reversed) or larger in every dimension: as
+        Halide's ``realize(buffer)``, every output is then computed over its whole array,
+        whose element 0 stays at the region's min (:meth:`output_regions`). The kernel
+        writes into them and returns them (the very objects given), so a repeated call
+        allocates nothing.
         A pipeline with an input named ``out`` cannot use this keyword form: call
         :meth:`realize_with` (inputs as a dict)."""
         if "out" in self.params:
@@ -219,14 +294,7 @@ class HalideKernel:
             sizes = [sizes]
         images, scalars = realize_arguments(self.params, self._kinds, self.checks, inputs,
                                             self.outputs, self._label)
-        given: list[list[np.ndarray]] = []
-
-        def check(b: Built) -> None:
-            given.append(self._check_out(b, sizes, out))
-
-        built, kernel = self._build(sizes, images, scalars,
-                                    None if out is None else check)
-        outs_given = given[0] if given else None
+        (built, kernel), outs_given = self._build(sizes, images, scalars, out)
         args: dict[str, Any] = dict(built.constants)
         for name, ours in built.inputs.items():
             args[ours] = np.asarray(images[name], order="C")  # keeps 0-d arrays 0-d
@@ -244,22 +312,36 @@ class HalideKernel:
         return outs[0] if len(outs) == 1 else outs
 
 
+def _covers(shape: tuple[int, ...], region: tuple[int, ...]) -> bool:
+    """Whether an array of ``shape`` holds a region of shape ``region``: the same number
+    of dimensions, each at least as large."""
+    return len(shape) == len(region) and all(s >= r for s, r in zip(shape, region,
+                                                                     strict=True))
+
+
 def _with_externs(hp: HPipeline, names: list[str], checks: Checks, target: str,
                   service: Any, check_legality: bool,
                   extra_schedule: Callable[[Built], None] | None, fp_contract: bool,
                   target_options: dict[str, Any]) -> ExternPipeline:
-    """A pipeline with ``define_extern`` stages, split around them (:mod:`.externs`)."""
+    """A pipeline with ``define_extern`` stages, split around them (:mod:`.externs`).
+    Any target runs it: the extern stages are called here, on the host, between the
+    parts' kernels, which every target calls with host arrays and returns host arrays
+    (as Halide copies a buffer to the host before an extern stage of the host). A part
+    is shaped for the target like a whole pipeline (:func:`device_mapped`)."""
     first = extern_funcs(hp, names)[0]
-    if target != "cpu":
-        raise UnsupportedHalideFeature(first, None, f"define_extern on the {target} target "
-                                       "(only the cpu target calls extern stages)")
     if extra_schedule is not None:
         raise UnsupportedHalideFeature(first, None, "extra_schedule= with define_extern "
                                        "(the pipeline is split around its extern stages)")
 
     def make(part: HPipeline, outs: list[str]) -> HalideKernel:
-        return HalideKernel(part, outs, target, service, check_legality, None, fp_contract,
-                            target_options)
+        if not target_traits(target).host_statements:
+            part = device_mapped(part, outs)
+        k = HalideKernel(part, outs, target, service, check_legality, None, fp_contract,
+                         target_options)
+        k.larger_out_refused = ("an out= array larger than realize(sizes)'s, with "
+                                "define_extern stages, is not run here: their bounds "
+                                "queries are asked for the realized region")
+        return k
 
     return ExternPipeline(hp, names, checks, make)
 

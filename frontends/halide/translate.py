@@ -51,6 +51,9 @@ class Spec:
     inputs: tuple[tuple[str, tuple[int, ...]], ...]
     index_values: tuple[tuple[str, int | float | bool], ...]  # the Params of index_params
     choices: tuple[Choice, ...] = ()  # the branch of each specialize()d stage
+    # per output Func, the region of the out= arrays given when they are larger than
+    # realize(sizes)'s (min, extent per dimension): Halide computes over the whole buffer
+    out_regions: tuple[tuple[tuple[int, int], ...], ...] | None = None
 
 
 @dataclass
@@ -205,6 +208,9 @@ class Translator:
                     name, None, f"realizing a {len(fi.f.args)}-d output with "
                     f"{len(self.spec.sizes)} sizes")
             fi.box = [(0, s - 1) for s in self.spec.sizes]
+        if self.spec.out_regions is not None:
+            for name, region in zip(self.outputs, self.spec.out_regions, strict=True):
+                self.info[name].box = [(m, m + e - 1) for m, e in region]
         for name in reversed(self.order):
             fi = self.info[name]
             for b in fi.f.schedule.bounds:
