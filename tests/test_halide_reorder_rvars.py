@@ -3,7 +3,8 @@ realize: an update Halide proves associative and commutative (a sum, a max, a Tu
 such) under reorders of its RVars (2-D and 3-D, with a split RVar, a where clause, a
 parallel pure Var, an atomic parallel RVar); a pure RVar reordered in a non-associative
 update and a reordered constant assignment (Halide proves nothing there, and we mark
-nothing); and the refusals, Halide's and ours, each one line."""
+nothing); and Halide's refusal. Splits off an RDom's min and fused loops split apart:
+test_halide_rvar_splits.py."""
 
 from __future__ import annotations
 
@@ -13,8 +14,6 @@ import halide as hl
 import numpy as np
 import pytest
 from halide_util import check
-
-from frontends.halide import UnsupportedHalideFeature, compile_pipeline
 
 
 def _f32(rng: np.random.Generator, *shape: int) -> np.ndarray:
@@ -175,33 +174,3 @@ def test_reordered_argmax(op: str, schedule: str, rng: np.random.Generator) -> N
         am.compute_at(out, y)
         am.update(0).reorder(r.y, r.x)
     check(out, [6], [(a, rng.integers(0, 3, (6, 32)).astype(np.int32))])
-
-
-def test_reordered_argmax_split_off_its_min_is_refused(rng: np.random.Generator) -> None:
-    """An RDom from 1 split by 4: Halide's tiles start at 1, the middle-end's at 0, so
-    the instances would be visited in another order than Halide's (which runs it): refused
-    in one line, never another tie's index."""
-    am, r, _, a = _argext("max", lo=1)
-    rxo, rxi = hl.RVar("rxo"), hl.RVar("rxi")
-    am.update(0).split(r.x, rxo, rxi, 4).reorder(rxo, r.y, rxi)
-    data = rng.integers(0, 3, (6, 32)).astype(np.int32)
-    a.set(hl.Buffer(data))
-    am.realize([6])  # Halide runs it
-    with pytest.raises(UnsupportedHalideFeature) as e:
-        compile_pipeline(am).realize([6], a=data)
-    assert e.value.func == am.name() and e.value.stage == 1
-    assert "\n" not in str(e.value) and "multiple of the factor" in str(e.value)
-
-
-def test_reordered_argmax_fused_pieces_apart_are_refused(rng: np.random.Generator) -> None:
-    """The two loops of a split fused loop swapped (Halide runs it): the order is not
-    followed, refused in one line."""
-    am, r, _, a = _argext("max")
-    rf, rfo, rfi = hl.RVar("rf"), hl.RVar("rfo"), hl.RVar("rfi")
-    am.update(0).reorder(r.y, r.x).fuse(r.y, r.x, rf).split(rf, rfo, rfi, 4).reorder(rfo, rfi)
-    data = rng.integers(0, 3, (6, 32)).astype(np.int32)
-    a.set(hl.Buffer(data))
-    am.realize([6])  # Halide runs it
-    with pytest.raises(UnsupportedHalideFeature) as e:
-        compile_pipeline(am).realize([6], a=data)
-    assert "\n" not in str(e.value) and "pieces reordered apart" in str(e.value)

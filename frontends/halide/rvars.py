@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from frontends.halide.errors import UnsupportedHalideFeature
 from frontends.halide.graph import definitions, walk
 from frontends.halide.hir import HDefinition, HExpr, HFunc
+from frontends.halide.rloops import LoopModel
 
 if TYPE_CHECKING:
     from frontends.halide.translate import FuncInfo, Translator
@@ -75,9 +76,9 @@ def commute_reordered(f: HFunc, k: int, comps: list[Any], reads_siblings: bool,
     """Update ``k`` of ``f`` has its impure RDom loops reordered, which Halide accepted:
     let its instances commute (``comps``: one per Tuple element), unless it is a constant
     assignment. A Tuple update whose elements read each other (argmax) needs nothing when
-    ``ordered`` (Layer I already runs it in the scheduled order: :func:`scheduled_order`);
-    else (a fused loop split, its pieces apart) it is refused: the middle-end proves one
-    element's update commutative, not a pair's."""
+    ``ordered`` (Layer I already runs it in the scheduled order: :func:`scheduled_order`,
+    which refuses what it cannot follow, in one line); it is never otherwise (a guard:
+    the middle-end proves one element's update commutative, not a pair's)."""
     d = definitions(f)[k]
     if not any(n.kind == "Call" and n.call_type == "Halide" and n.name == f.name
                for v in d.values for n in walk(v)):
@@ -87,22 +88,19 @@ def commute_reordered(f: HFunc, k: int, comps: list[Any], reads_siblings: bool,
             return
         raise UnsupportedHalideFeature(
             f.name, k, "a reorder of the RVars of a Tuple update whose elements read each "
-            "other that the front-end does not follow (a fused loop split and its pieces "
-            "reordered apart; Halide proves the Tuple associative, the "
-            "middle-end proves one element's update b[i] = b[i] op e commutative): split "
-            "before fusing, or split the Tuple into Funcs whose updates read only "
-            "themselves")
+            "other that the front-end does not follow (Halide proves the Tuple "
+            "associative, the middle-end proves one element's update b[i] = b[i] op e "
+            "commutative): split the Tuple into Funcs whose updates read only themselves")
     for c in comps:
         c.commute()
 
 
-def scheduled_order(f: HFunc, k: int, names: list[str], mins: list[int],
-                    const: Callable[[HExpr], int]) -> list[str] | None:
-    """Update ``k`` of ``f`` (iterators ``names``, Halide's, outermost first, from
-    ``mins``) as its loops run once scheduled, outermost first: quasi-affine expressions
-    with ``{i}`` standing for iterator ``i``; None when its impure RDom loops keep their
-    relative order, or when the pieces of a fused loop split again are moved apart (not
-    followed here).
+def scheduled_order(f: HFunc, k: int, model: LoopModel, const: Callable[[HExpr], int]
+                    ) -> list[str] | None:
+    """Update ``k`` of ``f`` as its loops run once scheduled, outermost first:
+    quasi-affine expressions with ``{i}`` standing for the stage's iterator ``i``
+    (``model``: its loops before any split); None when its impure RDom loops keep their
+    relative order.
 
     Halide accepts a reorder of a Tuple update's impure RVars only where it proves the
     Tuple associative and commutative (``Stage::reorder``: ``(max(v, e), select(e < v,
@@ -111,57 +109,78 @@ def scheduled_order(f: HFunc, k: int, names: list[str], mins: list[int],
     element's ``b[i] = b[i] op e`` commutative, so the front-end makes that order Layer
     I's (the translator's sequential order): one of the orders Halide proved equivalent,
     and the one Halide runs, ties included (the argmax of equal values is the one
-    visited last). The loops are split as the middle-end splits (``o = floor(d / f)``);
-    Halide splits from the loop's min, so an RDom loop split from a min that is not a
-    multiple of the factor (another grouping of the instances) is refused. A fused loop
-    runs its pieces in their order (outer, then inner): its key is theirs, and so is that
-    of the two loops of its split where they stay together."""
+    visited last). The keys are the middle-end's loop values (:class:`.rloops.LoopModel`:
+    an RDom loop is shifted to Halide's min before a split or fuse, so its tiles are
+    Halide's), hence an order the middle-end's schedule runs. A fused loop runs its pieces
+    in their order (outer, then inner): its key is theirs; split, its pieces' keys are
+    those of its value, or, where that is not Halide's (a fused pure Var, an RVar split
+    by more than its extent, a ``where`` clause), the fused key kept whole: refused if
+    the two pieces are moved apart."""
     d = definitions(f)[k]
     impure = impure_loops(d)
-    expr = {n: [f"{{{i}}}"] for i, n in enumerate(names)}  # a fused loop: its pieces'
-    leaves = {n: [n] for n in names}  # the unfused loops a loop stands for
-    lo = dict(zip(names, mins, strict=True))
+    keys = {n: [lp.val or ""] for n, lp in model.loops.items()}
+    leaves = {n: [n] for n in model.loops}  # the unfused loops a loop stands for
     rdom = rdom_loops(d)
-    order = list(names)  # the unfused loops, split but not reordered
-    glued: dict[str, str] = {}  # a fused loop's split: outer -> inner, kept adjacent
+    order = list(model.loops)  # the unfused loops, split but not reordered
+    glued: dict[str, tuple[str, bool]] = {}  # a fused loop split: outer -> (inner, exact)
     for sp in d.schedule.splits:
         if sp.split_type == "FuseVars":
-            expr[sp.old_var] = expr[sp.outer] + expr[sp.inner]
+            model.shift(sp.outer)  # as schedule_stage does
+            model.shift(sp.inner)
+            model.fuse(sp.outer, sp.inner, sp.old_var)
+            keys[sp.old_var] = keys[sp.outer] + keys[sp.inner]
             leaves[sp.old_var] = leaves[sp.outer] + leaves[sp.inner]
             continue
         if sp.split_type == "RenameVar":
-            expr[sp.outer], leaves[sp.outer] = expr[sp.old_var], leaves[sp.old_var]
-            lo[sp.outer] = lo.get(sp.old_var, 0)
+            model.rename(sp.old_var, sp.outer)
+            keys[sp.outer], leaves[sp.outer] = keys[sp.old_var], leaves[sp.old_var]
             if sp.old_var in order:
                 order[order.index(sp.old_var)] = sp.outer
                 leaves[sp.outer] = [sp.outer]
             continue
         assert sp.factor is not None  # schedule_stage refuses a split without one
-        if sp.old_var not in order:  # a fused loop split: its order while kept together
-            glued[sp.outer] = sp.inner
-            expr[sp.outer], expr[sp.inner] = expr[sp.old_var], []
+        model.shift(sp.old_var)
+        fused = sp.old_var not in order
+        model.split(sp.old_var, sp.outer, sp.inner, const(sp.factor))
+        keys[sp.outer] = [model.loops[sp.outer].val or ""]
+        keys[sp.inner] = [model.loops[sp.inner].val or ""]
+        if fused:  # while its pieces stay together, they run in the fused loop's order
+            exact = model.loops[sp.outer].val is not None and (
+                model.loops[sp.outer].off == 0 or not rdom & set(leaves[sp.old_var]))
+            glued[sp.outer] = (sp.inner, exact)
             leaves[sp.outer], leaves[sp.inner] = leaves[sp.old_var], []
+            if not exact:
+                keys[sp.outer], keys[sp.inner] = keys[sp.old_var], []
             continue
-        fac, old = const(sp.factor), expr[sp.old_var][0]
-        if sp.old_var in rdom and lo[sp.old_var] % fac:
-            raise UnsupportedHalideFeature(
-                f.name, k, f"reorder() of the RVars of a Tuple update whose elements read "
-                f"each other, with {sp.old_var} (from {lo[sp.old_var]}) split by {fac}: "
-                "Halide's tiles start at the RDom's min (make it a multiple of the factor)")
-        expr[sp.outer] = [f"floor(({old})/{fac})"]
-        expr[sp.inner] = [f"({old}) - {fac}*floor(({old})/{fac})"]
         leaves[sp.outer], leaves[sp.inner] = [sp.outer], [sp.inner]
-        lo[sp.outer], lo[sp.inner] = lo[sp.old_var] // fac, 0
         p = order.index(sp.old_var)
         order[p:p + 1] = [sp.outer, sp.inner]
     target = [dm.var for dm in reversed(d.schedule.dims) if dm.var != "__outermost"]
-    if any(o not in target or target.index(i) != target.index(o) + 1
-           for o, i in glued.items()):
-        return None  # a fused loop's pieces apart: its order is not followed here
+    apart = {o: exact for o, (i, exact) in glued.items()
+             if o not in target or i not in target or target.index(i) != target.index(o) + 1}
+    if not all(apart.values()):
+        raise UnsupportedHalideFeature(
+            f.name, k, "a fused loop of a Tuple update whose elements read each other, "
+            "split and its pieces reordered apart, where the middle-end's tiles of the "
+            "fused loop are not Halide's (a fused pure Var, an RVar split by more than "
+            "its extent, or an RDom with a where clause): fuse RVars only, or keep the "
+            "pieces together")
+    if apart:
+        return [e for n in target for e in keys[n]]
     runs = [leaf for n in target for leaf in leaves.get(n, [n])]
     if impure_order(order, impure) == impure_order(runs, impure) or sorted(runs) != sorted(order):
         return None
-    return [e for n in target for e in expr[n]]
+    return [e for n in target for e in keys[n]]
+
+
+def stage_model(tr: Translator, fi: FuncInfo, k: int) -> LoopModel:
+    """The loops of stage ``k`` of ``fi`` before its splits (:class:`.rloops.LoopModel`)."""
+    d = definitions(fi.f)[k]
+    st = tr.stage(fi, k)
+    p = d.predicate
+    bounded = p is None or (p.kind == "UIntImm" and p.value == 1)
+    rdom = {rv.var for rv in d.schedule.rvars} if k > 0 else set()
+    return LoopModel(st.names, [st.ranges[st.vars[n].name] for n in st.names], rdom, bounded)
 
 
 def stage_order(tr: Translator, fi: FuncInfo, k: int) -> list[str] | None:
@@ -169,7 +188,5 @@ def stage_order(tr: Translator, fi: FuncInfo, k: int) -> list[str] | None:
     elements read each other (None elsewhere: the middle-end's ``commute()`` applies)."""
     if k not in fi.temps:
         return None
-    st = tr.stage(fi, k)
-    return scheduled_order(fi.f, k, st.names, [st.ranges[st.vars[n].name][0]
-                                               for n in st.names],
+    return scheduled_order(fi.f, k, stage_model(tr, fi, k),
                            lambda e: tr._const(e, fi.f.name))

@@ -10,7 +10,9 @@ placed by :mod:`.placement`.
 
 Tail strategies: the middle-end iterates exactly the domain (partial tiles are guarded), so
 ShiftInwards, RoundUp, GuardWithIf and the predicated strategies all give Halide's values;
-none recomputes points outside the domain.
+none recomputes points outside the domain. A loop made from RVars is shifted to start at
+Halide's min before it is split or fused (:mod:`.rloops`), so that its tiles, and the
+order of an update reordered across them, are Halide's.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from frontends.halide.rvars import (
     impure_loops,
     impure_order,
     rdom_loops,
+    stage_model,
     stage_order,
 )
 from frontends.names import Namer
@@ -108,24 +111,36 @@ def schedule_stage(tr: Translator, fi: FuncInfo, k: int) -> None:
     extents: dict[str, int] = {}
     impure = impure_loops(d) if k > 0 else set()
     moved = False  # two impure RDom loops in another relative order (rvars.py)
+    model = stage_model(tr, fi, k)  # RDom loops start at Halide's min (rloops.py)
 
     def run(method: str, *args: Any) -> None:
         for c in comps:
             getattr(c, method)(*args)
 
+    def from_halides_min(loop: str) -> None:
+        amount = model.shift(loop)
+        if amount:
+            run("shift", plan.loops[loop], amount)
+
     for sp in st.splits:
         if sp.split_type == "RenameVar":
             plan.loops[sp.outer] = plan.loops[sp.old_var]
             order[order.index(sp.old_var)] = sp.outer
+            model.rename(sp.old_var, sp.outer)
             continue
         if sp.split_type == "FuseVars":
             before = impure_order(order, impure)
+            from_halides_min(sp.outer)
+            from_halides_min(sp.inner)
+            model.fuse(sp.outer, sp.inner, sp.old_var)
             _fuse(run, plan, order, sp.outer, sp.inner, sp.old_var, namer(sp.old_var))
             moved |= before != impure_order(order, impure, (sp.old_var, sp.outer, sp.inner))
             continue
         if sp.factor is None:
             raise UnsupportedHalideFeature(f.name, k, f"split of {sp.old_var} without factor")
         factor = tr._const(sp.factor, f.name)
+        from_halides_min(sp.old_var)
+        model.split(sp.old_var, sp.outer, sp.inner, factor)
         old = plan.loops[sp.old_var]
         outer, inner = namer(sp.outer), namer(sp.inner)
         plan.loops[sp.outer], plan.loops[sp.inner] = outer, inner
