@@ -31,7 +31,9 @@ import middleend as me
 from frontends.halide.errors import UnsupportedHalideFeature
 from frontends.halide.fixedpoint import FIXED_POINT, fixed_point
 from frontends.halide.hir import HExpr, HFunc, HType
-from frontends.halide.intrinsics import HYPERBOLIC, bit_intrinsic, fast_extern, integer_lerp
+from frontends.halide.intrinsics import HYPERBOLIC, bit_intrinsic, fast_extern
+from frontends.halide.lerp import lerp
+from frontends.halide.lerp import refusal as lerp_refusal
 from frontends.halide.minmax import float_min_max
 from frontends.halide.noops import is_print
 from middleend.ir import types as t
@@ -339,12 +341,10 @@ def _intrinsic(name: str, dt: DType, args: list[Expr], scope: Scope) -> Expr:
         return saturating_cast(dt, args[0])
     if name == "lerp":
         zero, one, w = args
-        if zero.dtype.is_float and w.dtype.is_float:
-            return zero + (one - zero) * w
-        if (got := integer_lerp(zero, one, w)) is not None:
+        if (got := lerp(zero, one, w)) is not None:
             return got
-        raise scope.unsupported(f"lerp of {zero.dtype.name} values by a {w.dtype.name} weight "
-                                "(64-bit and bool values are not translated)")
+        raise scope.unsupported(f"lerp of {zero.dtype.name} and {one.dtype.name} values by a "
+                                f"{w.dtype.name} weight ({lerp_refusal(zero, one, w)})")
     if name == "mux":
         idx, *vals = args
         out = vals[-1]

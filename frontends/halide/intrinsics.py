@@ -6,7 +6,8 @@
   bits set and no leading zero);
 * ``extract_bits`` / ``concat_bits``: a logical shift and a truncation, and the parts
   shifted into place and or-ed (the first the lowest), in unsigned types, reinterpreted;
-* integer ``lerp`` (:func:`integer_lerp`), with Halide's rounding and weight scaling;
+* integer ``lerp`` (:func:`integer_lerp`), with Halide's rounding and weight scaling
+  (the other pairings of types: :mod:`.lerp`);
 * ``reinterpret`` between types of one width: the middle-end's ``reinterpret`` (a union in
   C). Halide writes ``fast_exp``, ``fast_log``, ``fast_pow`` and ``random_float`` /
   ``random_int`` as ordinary expressions over it (a polynomial on the float's exponent and
