@@ -8,7 +8,8 @@ the two as needed. Our gpu target runs every computation on the device, by desig
 (``backends/gpu/plan.py``), and refuses a host computation. So, for the gpu target, this
 module gives each stage that Halide would run on the host a device mapping written into
 the pipeline as Halide's own directives: its outermost loop, when that is a pure Var,
-split by 64 into GPU blocks x threads (``gpu_tile``), else (a 0-d stage, or a stage whose
+split into GPU blocks x threads (``gpu_tile``; the block size from the loop's extent, per
+build: :mod:`.gpu_blocks`), else (a 0-d stage, or a stage whose
 outermost loop is over an RDom) one GPU thread running the whole stage
 (``gpu_single_thread()``, which splits Halide's ``__outermost`` loop). The values are the
 same; only where they are computed differs, and the legality check still proves the
@@ -27,12 +28,14 @@ stored keeps its loops as they are (a compute_at names them) and runs in one GPU
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
+from typing import Any
 
+from frontends.halide.gpu_blocks import block_split, bound
 from frontends.halide.graph import definitions, producer_order
 from frontends.halide.hir import HDefinition, HDim, HExpr, HFunc, HPipeline, HSplit, HType
 from frontends.halide.schedule import OUTERMOST
 
-_BLOCK = 64  # threads per block of a mapped pure loop (a partial block is guarded)
 _GPU = "Default_GPU"
 _DEVICE = ("GPUBlock", "GPUThread", "GPULane")
 _HOST_ONLY = ("Parallel", "Vectorized")
@@ -49,9 +52,9 @@ def _at_root(f: HFunc, outputs: list[str]) -> bool:
     return cl.is_inlined and (f.name in outputs or bool(f.updates))
 
 
-def _mapped(d: HDefinition, single: bool) -> HDefinition:
-    """``d`` with its outermost loop mapped to GPU blocks x threads, or (``single``, or
-    no pure loop outermost) with one GPU thread running it."""
+def _mapped(d: HDefinition, single: bool, most: int) -> HDefinition:
+    """``d`` with its outermost loop mapped to GPU blocks x threads (at most ``most`` per
+    block), or (``single``, or no pure loop outermost) with one GPU thread running it."""
     st = d.schedule
     # host parallelism and SIMD have no meaning inside one GPU thread: the loops run serially
     dims = [dataclasses.replace(dm, for_type="Serial", device_api="None")
@@ -59,8 +62,8 @@ def _mapped(d: HDefinition, single: bool) -> HDefinition:
     loops = [dm for dm in dims if dm.var != OUTERMOST]
     if loops and loops[-1].dim_type == "PureVar" and not single:
         v = loops[-1].var
-        b, t = f"{v}.__gpu_block", f"{v}.__gpu_thread"
-        split = HSplit(v, b, t, _int(_BLOCK), False, "GuardWithIf", "SplitVar")
+        split = block_split(v, most)
+        b, t = split.outer, split.inner
         i = dims.index(loops[-1])
         dims[i:i + 1] = [HDim(t, "GPUThread", _GPU, "PureVar"),
                          HDim(b, "GPUBlock", _GPU, "PureVar")]
@@ -82,17 +85,20 @@ def _on_host(d: HDefinition) -> bool:
     return not any(dm.for_type in _DEVICE for dm in d.schedule.dims)
 
 
-def _map_tree(d: HDefinition, single: bool) -> HDefinition:
+def _map_tree(d: HDefinition, single: bool, most: int) -> HDefinition:
     """``d`` and each of its specializations, each mapped if it runs on the host."""
-    specs = tuple(dataclasses.replace(s, definition=_map_tree(s.definition, single))
+    specs = tuple(dataclasses.replace(s, definition=_map_tree(s.definition, single, most))
                   for s in d.specializations)
-    out = _mapped(d, single) if _on_host(d) else d
+    out = _mapped(d, single, most) if _on_host(d) else d
     return dataclasses.replace(out, specializations=specs) if specs else out
 
 
-def device_mapped(hp: HPipeline, outputs: list[str]) -> HPipeline:
+def device_mapped(hp: HPipeline, outputs: list[str],
+                  target_options: Mapping[str, Any] | None = None) -> HPipeline:
     """``hp`` with each stage Halide would run on the host mapped to the device (see the
-    module docstring); ``hp`` itself when there is none."""
+    module docstring); ``hp`` itself when there is none. ``target_options``: the
+    compile's, whose limit on threads per block the mapping keeps (:func:`.gpu_blocks.bound`)."""
+    most = bound(target_options)
     order = producer_order(hp, outputs)
     hosts = {f.schedule.compute_level.func_name for f in hp.funcs} | {
         f.schedule.store_level.func_name for f in hp.funcs} | {
@@ -104,7 +110,7 @@ def device_mapped(hp: HPipeline, outputs: list[str]) -> HPipeline:
         if f.extern_function_name or not _at_root(f, outputs):
             continue
         defs = definitions(f)
-        new = [_map_tree(d, name in hosts) for d in defs]
+        new = [_map_tree(d, name in hosts, most) for d in defs]
         if all(a is b for a, b in zip(new, defs, strict=True)):
             continue
         funcs[name] = dataclasses.replace(f, init=new[0], updates=tuple(new[1:]))

@@ -335,7 +335,7 @@ def _with_externs(hp: HPipeline, names: list[str], checks: Checks, target: str,
 
     def make(part: HPipeline, outs: list[str]) -> HalideKernel:
         if not target_traits(target).host_statements:
-            part = device_mapped(part, outs)
+            part = device_mapped(part, outs, target_options)
         k = HalideKernel(part, outs, target, service, check_legality, None, fp_contract,
                          target_options)
         k.larger_out_refused = ("an out= array larger than realize(sizes)'s, with "
@@ -383,6 +383,6 @@ def compile_pipeline(outputs: Any, target: str = "cpu", service: Any = None,
                              extra_schedule, fp_contract, target_options)
     warn_ignored(hp, producer_order(hp, names))
     if not target_traits(target).host_statements:
-        hp = device_mapped(hp, names)  # stages Halide runs on the host get a device mapping
+        hp = device_mapped(hp, names, target_options)  # host stages: a device mapping
     return HalideKernel(hp, names, target, service, check_legality, extra_schedule,
                         fp_contract, target_options, checks)

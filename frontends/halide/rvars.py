@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from frontends.halide.errors import UnsupportedHalideFeature
+from frontends.halide.gpu_blocks import split_factor
 from frontends.halide.graph import definitions, walk
 from frontends.halide.hir import HDefinition, HExpr, HFunc
 from frontends.halide.rloops import LoopModel
@@ -141,7 +142,8 @@ def scheduled_order(f: HFunc, k: int, model: LoopModel, const: Callable[[HExpr],
         assert sp.factor is not None  # schedule_stage refuses a split without one
         model.shift(sp.old_var)
         fused = sp.old_var not in order
-        model.split(sp.old_var, sp.outer, sp.inner, const(sp.factor))
+        model.split(sp.old_var, sp.outer, sp.inner,
+                    split_factor(sp, model.loops[sp.old_var].ext, const(sp.factor)))
         keys[sp.outer] = [model.loops[sp.outer].val or ""]
         keys[sp.inner] = [model.loops[sp.inner].val or ""]
         if fused:  # while its pieces stay together, they run in the fused loop's order

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from frontends.halide.errors import UnsupportedHalideFeature
+from frontends.halide.gpu_blocks import split_factor
 from frontends.halide.graph import definitions
 from frontends.halide.rvars import (
     commute_reordered,
@@ -138,7 +139,7 @@ def schedule_stage(tr: Translator, fi: FuncInfo, k: int) -> None:
             continue
         if sp.factor is None:
             raise UnsupportedHalideFeature(f.name, k, f"split of {sp.old_var} without factor")
-        factor = tr._const(sp.factor, f.name)
+        factor = split_factor(sp, model.loops[sp.old_var].ext, tr._const(sp.factor, f.name))
         from_halides_min(sp.old_var)
         model.split(sp.old_var, sp.outer, sp.inner, factor)
         old = plan.loops[sp.old_var]
