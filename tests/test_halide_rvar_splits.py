@@ -180,3 +180,23 @@ def test_fused_split_apart_with_a_where_clause_is_refused(rng: np.random.Generat
         compile_pipeline(am).realize([5], a=data)
     assert e.value.func == am.name() and e.value.stage == 1
     assert "\n" not in str(e.value) and "pieces reordered apart" in str(e.value)
+
+
+@pytest.mark.parametrize("at", ["rxo", "rxi"])
+def test_argext_split_off_the_min_with_a_producer_at_its_loops(
+        at: str, rng: np.random.Generator) -> None:
+    """A producer computed at either piece of the shifted split (the placement follows
+    the middle-end's loops, shifted or not)."""
+    y, x = hl.Var("y"), hl.Var("x")
+    a = hl.ImageParam(hl.Int(32), 2, "a")
+    p = hl.Func("p")
+    p[x, y] = a[x, y] * 2 + 1
+    r = hl.RDom([(3, 21)], "r")
+    f = hl.Func("argmax_at")
+    f[y] = (-1, 0)
+    v = p[r.x, y]
+    f[y] = (hl.max(f[y][0], v), hl.select(v < f[y][0], f[y][1], r.x))
+    rxo, rxi = hl.RVar("rxo"), hl.RVar("rxi")
+    f.update(0).split(r.x, rxo, rxi, 4).reorder(rxo, rxi)
+    p.compute_at(f, rxo if at == "rxo" else rxi)
+    check(f, [5], [(a, _data(rng, 30))])
