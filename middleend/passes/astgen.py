@@ -18,6 +18,7 @@ from ..ir.errors import ScheduleError
 from ..ir.islutil import exhausted
 from ..ir.loopast import Alloc, Block, For, IExpr, If, IInt, IOp, IVar, Node, Stmt, statements
 from .gpu_ast import Leaf, annotate
+from .loopmerge import merge_split_loops
 from .physical import LocalAlloc, Physical
 from .placement import TimeSpace
 from .schedule import check_unrollable
@@ -166,7 +167,7 @@ def generate(ts: TimeSpace, ph: Physical, params: list[str], context: isl.Set,
             keep = local_users
             continue
         if gpu is None:
-            return placed
+            return merge_split_loops(placed)
         leaves = [Leaf(r.comp, r.domain) for r in recs]
         return annotate(placed, ts, leaves, context, lambda e: iexpr(e, pmap), gpu.kinds,
                         gpu.boxes)
