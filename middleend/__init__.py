@@ -64,7 +64,7 @@ from .ir.types import (
     uint32,
     uint64,
 )
-from .target.base import TargetTraits
+from .target.base import Machine, TargetTraits
 from .version import __version__
 
 
@@ -95,6 +95,16 @@ def target_traits(name: str) -> TargetTraits:
     return traits(TargetRegistry.discover().lookup(name))
 
 
+def target_machine(name: str) -> Machine | None:
+    """The machine the registered target ``name`` builds for (its compiler's predefined
+    macros), or None where the target does not say; a front-end answers its language's
+    target queries from it. Asks the target's toolchain (a TargetUnavailable if it is
+    missing), so call it only for a pipeline that queries its target."""
+    from .driver.targets import TargetRegistry
+
+    return TargetRegistry.discover().lookup(name).machine()
+
+
 def _intrinsic(name: str):  # type: ignore[no-untyped-def]
     def f(*args: object) -> Expr:
         return call(name, *args)
@@ -121,7 +131,8 @@ popcount, clz, ctz = _intrinsic("popcount"), _intrinsic("clz"), _intrinsic("ctz"
 asinh, acosh, atanh = _intrinsic("asinh"), _intrinsic("acosh"), _intrinsic("atanh")
 
 __all__ = [
-    "__version__", "connect", "targets", "target_traits", "TargetTraits", "ROOT", "INPUT",
+    "__version__", "connect", "targets", "target_traits", "TargetTraits", "target_machine",
+    "Machine", "ROOT", "INPUT",
     "OUTPUT", "TEMPORARY", "INOUT",
     "Buffer", "Computation", "Function", "Input", "Operation", "copy_at", "barrier_at", "send",
     "receive", "exchange", "scatter", "gather",

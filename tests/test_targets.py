@@ -4,6 +4,7 @@ user meets (each one clear line), a target registered from outside the middle-en
 
 from __future__ import annotations
 
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -186,3 +187,24 @@ def test_target_traits_say_what_a_front_end_may_rely_on() -> None:
     assert cpu.host_statements and "parallel" in cpu.tags
     with pytest.raises(me.TargetError, match="unknown target 'tpu' \\(registered targets: "):
         me.target_traits("tpu")
+
+
+def test_target_machine_is_the_compilers_description_of_this_host() -> None:
+    """``me.target_machine``: the cpu target builds for this host, so its machine is what
+    the compiler predefines with -march=native (a front-end answers target queries from
+    it: the arch, the pointer width, the ISA macros, the same as a plain compile's where
+    they do not depend on -march); the device and simulator targets do not say."""
+    m = me.target_machine("cpu")
+    assert m is not None
+    plain = subprocess.run([*compiler(), "-dM", "-E", "-x", "c", "/dev/null"],
+                           capture_output=True, text=True, check=True).stdout
+    base = me.Machine.from_defines(plain)
+    for name in ("__x86_64__", "__aarch64__", "__linux__", "__APPLE__", "__SSE2__"):
+        assert m.defines(name) == base.defines(name), name
+    assert m.value("__SIZEOF_SIZE_T__") == base.value("__SIZEOF_SIZE_T__") == \
+        str(struct.calcsize("P"))
+    assert len(m.macros) >= len(base.macros)  # -march=native only adds ISA macros
+    for name in ("gpu", "mpi", "fpga"):
+        assert me.target_machine(name) is None, name
+    with pytest.raises(me.TargetError, match="unknown target 'tpu'"):
+        me.target_machine("tpu")

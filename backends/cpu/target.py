@@ -3,11 +3,13 @@ shared object and called through ctypes."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from backends.clike.build import run_tool
 from backends.clike.entry import c_declaration, generate_header
 from middleend.ir.errors import BuildError
 from middleend.ir.loopast import Program, Signature
@@ -22,6 +24,7 @@ from middleend.target import (
     TargetOption,
     materialize,
 )
+from middleend.target.base import Machine
 
 from .build import (
     compile_shared,
@@ -51,6 +54,7 @@ class CpuTarget(Target):
 
     def __init__(self) -> None:
         self._probe: tuple[Availability, str] | None = None
+        self._machine: Machine | None = None
 
     def _probed(self) -> tuple[Availability, str]:
         """(availability, identity): the compiler answers --version, plus the CPU's
@@ -82,6 +86,19 @@ class CpuTarget(Target):
     def identity(self) -> str:
         self.require()
         return self._probed()[1]
+
+    def machine(self) -> Machine:
+        """This host as the compiler sees it with the build's ``-march=native`` (its
+        predefined macros), probed once per instance."""
+        self.require()
+        if self._machine is None:
+            cmd = [*compiler(), "-march=native", "-dM", "-E", "-x", "c", os.devnull]
+            proc = run_tool(cmd, timeout=60)
+            if proc.returncode != 0:
+                raise BuildError("the C compiler does not accept -march=native", cmd,
+                                 proc.stdout + proc.stderr)
+            self._machine = Machine.from_defines(proc.stdout)
+        return self._machine
 
     def declaration(self, program: Program) -> str:
         return c_declaration(program) + ";"

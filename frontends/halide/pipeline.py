@@ -35,6 +35,7 @@ from frontends.halide.noops import warn_ignored
 from frontends.halide.outputs import OutputArray, realized_elsewhere
 from frontends.halide.reader import read_pipeline
 from frontends.halide.specialize import Specializations, without_output_buffers
+from frontends.halide.target_queries import answer_target_queries
 from frontends.halide.translate import Built, Spec, Translator, index_params
 from frontends.halide.wrappers import apply_wrappers
 from middleend import target_traits
@@ -371,7 +372,7 @@ def compile_pipeline(outputs: Any, target: str = "cpu", service: Any = None,
     else:
         raise TypeError("compile_pipeline takes an hl.Pipeline, an hl.Func or a list of Funcs")
     data, live = hl.serialize_pipeline(pipe, get_params=True)
-    hp = apply_wrappers(read_pipeline(data))
+    hp = answer_target_queries(apply_wrappers(read_pipeline(data)), target)
     names = [f.name() for f in pipe.outputs()]
     for n in names:
         if n not in hp.funcs_by_name:

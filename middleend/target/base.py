@@ -69,6 +69,14 @@ class Target(abc.ABC):
     # language runs it on the host gives it a device mapping first (:func:`traits`)
     host_statements: ClassVar[bool] = True
 
+    def machine(self) -> Machine | None:
+        """The machine this target's code is built for, where the target knows it (a
+        native build for this host): what a front-end answers its language's target
+        queries from (Halide's ``target_arch_is``, ``target_has_feature``, ...) without
+        naming a target or an instruction set. None: the target does not say (a device,
+        a simulator), and such queries are refused."""
+        return None
+
     # ------------------------------------------------------------------ toolchain
     @abc.abstractmethod
     def availability(self) -> Availability:
@@ -206,6 +214,32 @@ def walk(node: Node, loops: tuple[str, ...] = ()) -> Iterator[tuple[Node, tuple[
 def computations_in(node: Node) -> set[str]:
     """The statements (computations and operations) inside ``node``."""
     return {s.comp for s in statements(node)}
+
+
+@dataclass(frozen=True)
+class Machine:
+    """A machine as its C compiler describes it: the predefined macros of a compile for
+    it (``cc -march=native -dM -E``: ``__x86_64__``, ``__AVX2__``, ``__linux__``,
+    ``__SIZEOF_SIZE_T__``...), name to value. Compiler-neutral facts a front-end maps its
+    own target queries onto (:meth:`Target.machine`)."""
+
+    macros: tuple[tuple[str, str], ...]
+
+    def defines(self, name: str) -> bool:
+        return any(n == name for n, _ in self.macros)
+
+    def value(self, name: str) -> str | None:
+        return next((v for n, v in self.macros if n == name), None)
+
+    @staticmethod
+    def from_defines(text: str) -> Machine:
+        """From the ``#define NAME VALUE`` lines a ``-dM -E`` compile prints."""
+        out = []
+        for line in text.splitlines():
+            parts = line.split(None, 2)
+            if len(parts) >= 2 and parts[0] == "#define" and "(" not in parts[1]:
+                out.append((parts[1], parts[2] if len(parts) > 2 else ""))
+        return Machine(tuple(sorted(out)))
 
 
 @dataclass(frozen=True)
