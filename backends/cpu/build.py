@@ -40,10 +40,10 @@ def compiler_identity(cc: list[str]) -> str:
     return tool_identity(cc, "C compiler")
 
 
-def host_isa(cc: list[str]) -> tuple[str, str]:
-    """What ``-march=native`` means on this machine, as the compiler sees it: a short
-    summary of the vector extensions (for people) and a digest of every predefined macro
-    (for cache keys: a library built for AVX-512 must never be served to an AVX2 host)."""
+def native_macros(cc: list[str]) -> str:
+    """The compiler's predefined macros under ``-march=native`` (``-E -dM``): what the
+    builds' ISA is, for the cache keys (:func:`host_isa`) and for the answers to a
+    front-end's questions about the machine (``CpuTarget.machine``)."""
     cmd = [*cc, "-march=native", "-E", "-dM", "-x", "c", os.devnull]
     try:
         proc = run_tool(cmd, timeout=60)
@@ -52,7 +52,15 @@ def host_isa(cc: list[str]) -> tuple[str, str]:
     if proc.returncode != 0:
         raise BuildError("the C compiler does not accept -march=native", cmd,
                          proc.stdout + proc.stderr)
-    macros = sorted(line for line in proc.stdout.splitlines() if line.startswith("#define"))
+    return proc.stdout
+
+
+def host_isa(cc: list[str]) -> tuple[str, str]:
+    """What ``-march=native`` means on this machine, as the compiler sees it: a short
+    summary of the vector extensions (for people) and a digest of every predefined macro
+    (for cache keys: a library built for AVX-512 must never be served to an AVX2 host)."""
+    macros = sorted(line for line in native_macros(cc).splitlines()
+                    if line.startswith("#define"))
     names = {line.split()[1] for line in macros if len(line.split()) > 1}
     isa = [x for x, m in (("avx512f", "__AVX512F__"), ("avx2", "__AVX2__"), ("fma", "__FMA__"),
                           ("avx", "__AVX__"), ("sse4.2", "__SSE4_2__"), ("neon", "__ARM_NEON"),

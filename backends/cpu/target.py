@@ -3,13 +3,11 @@ shared object and called through ctypes."""
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from backends.clike.build import run_tool
 from backends.clike.entry import c_declaration, generate_header
 from middleend.ir.errors import BuildError
 from middleend.ir.loopast import Program, Signature
@@ -33,6 +31,7 @@ from .build import (
     cpu_fingerprint,
     flags_for,
     host_isa,
+    native_macros,
 )
 from .source import generate_c
 
@@ -92,12 +91,7 @@ class CpuTarget(Target):
         predefined macros), probed once per instance."""
         self.require()
         if self._machine is None:
-            cmd = [*compiler(), "-march=native", "-dM", "-E", "-x", "c", os.devnull]
-            proc = run_tool(cmd, timeout=60)
-            if proc.returncode != 0:
-                raise BuildError("the C compiler does not accept -march=native", cmd,
-                                 proc.stdout + proc.stderr)
-            self._machine = Machine.from_defines(proc.stdout)
+            self._machine = Machine.from_defines(native_macros(compiler()))
         return self._machine
 
     def declaration(self, program: Program) -> str:
