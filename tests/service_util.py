@@ -112,10 +112,12 @@ class ServerProcess:
 
 
 def start_server(log_dir: Path, cache_dir: Path, *args: str, workers: int = 2,
-                 cache_root: Path | None = None, timeout: float = 60.0) -> ServerProcess:
+                 cache_root: Path | None = None, timeout: float = 180.0) -> ServerProcess:
     """Start ``middleend serve --port 0`` and wait (at most ``timeout`` s) for its serving
     line. ``args`` are more serve flags; ``cache_root`` is the server's MIDDLEEND_CACHE_DIR
-    (default ``log_dir/root``)."""
+    (default ``log_dir/root``). The wait is a guard against a server that never serves,
+    not a measure: beside another pytest worker on a loaded machine (load 8 on 2 cores) a
+    start took over 60 s."""
     log_dir.mkdir(parents=True, exist_ok=True)
     out_path, err_path = log_dir / "stdout.txt", log_dir / "stderr.txt"
     cmd = serve_command("--port", "0", "--workers", str(workers), "--cache-dir", str(cache_dir),
