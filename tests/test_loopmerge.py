@@ -9,24 +9,12 @@ import numpy as np
 
 import middleend as me
 from middleend.api.examples import sgemm_packed_a
-from middleend.ir.loopast import Alloc, Block, For, If, IInt, IOp, IVar, Node, Stmt
+from middleend.ir.loopast import Block, For, IInt, IOp, IVar, Node, Stmt, walk_loops
 from middleend.passes.loopmerge import merge_split_loops
 
 
 def _loops(node: Node, name: str) -> Iterator[For]:
-    if isinstance(node, For):
-        if node.name == name:
-            yield node
-        yield from _loops(node.body, name)
-    elif isinstance(node, Block):
-        for c in node.body:
-            yield from _loops(c, name)
-    elif isinstance(node, If):
-        yield from _loops(node.then, name)
-        if node.orelse is not None:
-            yield from _loops(node.orelse, name)
-    elif isinstance(node, Alloc):
-        yield from _loops(node.body, name)
+    return (n for n, _ in walk_loops(node) if isinstance(n, For) and n.name == name)
 
 
 def _two(rows: int = 4, cols: int = 10, unrolled: int = 3) -> me.Function:

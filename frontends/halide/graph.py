@@ -7,7 +7,8 @@ in updates excepted), and the outputs are the roots.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import dataclasses
+from collections.abc import Callable, Iterator
 
 from frontends.halide.errors import UnsupportedHalideFeature
 from frontends.halide.hir import HDefinition, HExpr, HFunc, HPipeline
@@ -28,12 +29,51 @@ def walk(root: HExpr) -> Iterator[HExpr]:
     while stack:
         n = stack.pop()
         yield n
-        stack.extend(n.args)
-        if n.rdom is not None:
-            for rv in n.rdom.vars:
-                stack.extend((rv.min, rv.extent))
-            if n.rdom.predicate is not None:
-                stack.append(n.rdom.predicate)
+        stack.extend(children(n))
+
+
+def children(e: HExpr, rdoms: bool = True) -> list[HExpr]:
+    """``e``'s operands, and with ``rdoms`` the bounds and predicate of its RDom."""
+    out = list(e.args)
+    if rdoms and e.rdom is not None:
+        for rv in e.rdom.vars:
+            out += (rv.min, rv.extent)
+        if e.rdom.predicate is not None:
+            out.append(e.rdom.predicate)
+    return out
+
+
+def rebuild(root: HExpr, substitute: Callable[[HExpr], HExpr | None] = lambda n: None,
+            finish: Callable[[HExpr], HExpr] = lambda n: n, rdoms: bool = True) -> HExpr:
+    """``root`` rebuilt bottom-up: a node for which ``substitute`` gives an expression is
+    replaced by it (and not entered); every other node gets its rebuilt operands (and,
+    with ``rdoms``, RDom bounds), then ``finish``. Iterative, because serialized trees can
+    be deeper than Python's recursion limit; a subtree shared by several parents is
+    rebuilt once, and a node whose parts did not change is kept as it is."""
+    done: dict[int, HExpr] = {}
+    stack: list[tuple[HExpr, bool]] = [(root, False)]
+    while stack:
+        n, expanded = stack.pop()
+        if id(n) in done:
+            continue
+        if not expanded:
+            if (got := substitute(n)) is not None:
+                done[id(n)] = got
+                continue
+            stack.append((n, True))
+            stack.extend((c, False) for c in children(n, rdoms) if id(c) not in done)
+            continue
+        args = tuple(done[id(a)] for a in n.args)
+        rdom = n.rdom
+        if rdoms and rdom is not None:
+            rdom = dataclasses.replace(rdom, vars=tuple(
+                dataclasses.replace(rv, min=done[id(rv.min)], extent=done[id(rv.extent)])
+                for rv in rdom.vars), predicate=None if rdom.predicate is None
+                else done[id(rdom.predicate)])
+        changed = any(a is not b for a, b in zip(args, n.args, strict=True)) or (
+            n.rdom is not None and rdom != n.rdom)
+        done[id(n)] = finish(dataclasses.replace(n, args=args, rdom=rdom) if changed else n)
+    return done[id(root)]
 
 
 def definitions(f: HFunc) -> list[HDefinition]:

@@ -37,7 +37,7 @@ from typing import Any
 import halide as hl
 
 from frontends.halide.errors import UnsupportedHalideFeature
-from frontends.halide.graph import walk
+from frontends.halide.graph import rebuild, walk
 from frontends.halide.hir import HExpr, HFunc, HPipeline, HType
 from middleend import Machine, target_machine
 
@@ -140,42 +140,9 @@ def _is_query(e: HExpr) -> bool:
     return e.kind == "Call" and e.name in QUERIES and e.call_type == "PureIntrinsic"
 
 
-def _children(e: HExpr) -> list[HExpr]:
-    out = list(e.args)
-    if e.rdom is not None:
-        for rv in e.rdom.vars:
-            out += (rv.min, rv.extent)
-        if e.rdom.predicate is not None:
-            out.append(e.rdom.predicate)
-    return out
-
-
 def _map_expr(root: HExpr, answers: _Answers, func: str) -> HExpr:
-    """``root`` with every query replaced by its answer (iteratively, post-order: the
-    serialized trees can be deeper than Python's recursion limit)."""
-    done: dict[int, HExpr] = {}
-    stack: list[tuple[HExpr, bool]] = [(root, False)]
-    while stack:
-        n, expanded = stack.pop()
-        if id(n) in done:
-            continue
-        if _is_query(n):
-            done[id(n)] = answers.answer(n, func)
-        elif not expanded:
-            stack.append((n, True))
-            stack.extend((c, False) for c in _children(n))
-        else:
-            args = tuple(done[id(a)] for a in n.args)
-            rdom = n.rdom
-            if rdom is not None:
-                rdom = dataclasses.replace(rdom, vars=tuple(
-                    dataclasses.replace(rv, min=done[id(rv.min)], extent=done[id(rv.extent)])
-                    for rv in rdom.vars), predicate=None if rdom.predicate is None
-                    else done[id(rdom.predicate)])
-            changed = any(a is not b for a, b in zip(args, n.args, strict=True)) or (
-                n.rdom is not None and rdom != n.rdom)
-            done[id(n)] = dataclasses.replace(n, args=args, rdom=rdom) if changed else n
-    return done[id(root)]
+    """``root`` with every query replaced by its answer (RDom bounds included)."""
+    return rebuild(root, lambda n: answers.answer(n, func) if _is_query(n) else None)
 
 
 def _rebuild(obj: Any, answers: _Answers, func: str) -> Any:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from frontends.halide.errors import UnsupportedHalideFeature
+from frontends.halide.graph import rebuild
 from frontends.halide.hir import HDefinition, HExpr, HFunc, HPipeline
 
 
@@ -54,23 +55,10 @@ def _redirected(g: HFunc, redirect: dict[str, str], index: dict[str, int]) -> HF
 
 
 def _rewrite(root: HExpr, redirect: dict[str, str], index: dict[str, int]) -> HExpr:
-    """``root`` with Halide calls to a key of ``redirect`` renamed (iteratively: serialized
-    trees can be deep; shared subtrees are rewritten once)."""
-    done: dict[int, HExpr] = {}
-    stack: list[tuple[HExpr, bool]] = [(root, False)]
-    while stack:
-        n, expanded = stack.pop()
-        if id(n) in done:
-            continue
-        if not expanded:
-            stack.append((n, True))
-            stack.extend((a, False) for a in n.args if id(a) not in done)
-            continue
-        args = tuple(done[id(a)] for a in n.args)
-        new = n if all(a is b for a, b in zip(args, n.args, strict=True)) else \
-            replace(n, args=args)
+    """``root`` with Halide calls to a key of ``redirect`` renamed (its operands only)."""
+    def rename(n: HExpr) -> HExpr:
         if n.kind == "Call" and n.call_type == "Halide" and n.name in redirect:
             w = redirect[n.name]
-            new = replace(new, name=w, func_index=index.get(w, -1))
-        done[id(n)] = new
-    return done[id(root)]
+            return replace(n, name=w, func_index=index.get(w, -1))
+        return n
+    return rebuild(root, finish=rename, rdoms=False)

@@ -23,6 +23,7 @@ Run once the allocations are placed (they read the leaves); GPU loop nests are l
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 from ..ir.loopast import Alloc, Block, For, If, IInt, IOp, IVar, Node, Stmt
 
@@ -30,22 +31,15 @@ from ..ir.loopast import Alloc, Block, For, If, IInt, IOp, IVar, Node, Stmt
 def merge_split_loops(node: Node) -> Node:
     """``node`` with every run of consecutive mergeable loops (see the module doc) as one
     loop, at every depth."""
-    if isinstance(node, Block):
-        out: list[Node] = []
-        for child in (merge_split_loops(c) for c in node.body):
-            if out and (joined := _joined(out[-1], child)) is not None:
-                out[-1] = joined
-            else:
-                out.append(child)
-        return Block(tuple(out))
-    if isinstance(node, For):
-        return dataclasses.replace(node, body=merge_split_loops(node.body))
-    if isinstance(node, If):
-        els = merge_split_loops(node.orelse) if node.orelse is not None else None
-        return If(node.cond, merge_split_loops(node.then), els)
-    if isinstance(node, Alloc):
-        return Alloc(node.buffer, merge_split_loops(node.body))
-    return node
+    if not isinstance(node, Block):
+        return _inside(node, merge_split_loops)
+    out: list[Node] = []
+    for child in (merge_split_loops(c) for c in node.body):
+        if out and (joined := _joined(out[-1], child)) is not None:
+            out[-1] = joined
+        else:
+            out.append(child)
+    return Block(tuple(out))
 
 
 def _joined(a: Node, b: Node) -> For | None:
@@ -69,11 +63,16 @@ def _without_leaves(node: Node) -> Node:
         return dataclasses.replace(node, leaf=-1)
     if isinstance(node, Block):
         return Block(tuple(_without_leaves(c) for c in node.body))
+    return _inside(node, _without_leaves)
+
+
+def _inside(node: Node, fn: Callable[[Node], Node]) -> Node:
+    """A loop, conditional or allocation with ``fn`` applied to what it holds; any other
+    node as it is."""
     if isinstance(node, For):
-        return dataclasses.replace(node, body=_without_leaves(node.body))
+        return dataclasses.replace(node, body=fn(node.body))
     if isinstance(node, If):
-        els = _without_leaves(node.orelse) if node.orelse is not None else None
-        return If(node.cond, _without_leaves(node.then), els)
+        return If(node.cond, fn(node.then), None if node.orelse is None else fn(node.orelse))
     if isinstance(node, Alloc):
-        return Alloc(node.buffer, _without_leaves(node.body))
+        return Alloc(node.buffer, fn(node.body))
     return node
