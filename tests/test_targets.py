@@ -208,3 +208,25 @@ def test_target_machine_is_the_compilers_description_of_this_host() -> None:
         assert me.target_machine(name) is None, name
     with pytest.raises(me.TargetError, match="unknown target 'tpu'"):
         me.target_machine("tpu")
+
+
+@pytest.mark.parametrize("option, value, expected", [
+    ("max_threads_per_block", -3, "option 'max_threads_per_block' must be a positive "
+                                  "number, got -3"),
+    ("max_threads_per_block", 0, "option 'max_threads_per_block' cannot be 0"),
+    ("shared_memory_kib", -1, "option 'shared_memory_kib' must be a positive number, got -1"),
+    ("shared_memory_kib", 0, "option 'shared_memory_kib' cannot be 0"),
+])
+def test_gpu_block_limits_must_be_positive(option: str, value: int, expected: str,
+                                           tmp_path: Path) -> None:
+    """A block limit of 0 or less is a mistake, refused where the options are read: -3 was
+    accepted (a kernel was then refused for having "more than max_threads_per_block=-3"
+    threads) and 0, which a request cannot tell from unset, silently became the default."""
+    with pytest.raises(me.TargetError, match=expected):
+        scale(vector=False).compile(target="gpu", **{option: value})
+    req = tmp_path / "blur.json"
+    assert _cli("example", "blur", "-o", str(req)).returncode == 0
+    bad = _cli("compile", str(req), "-o", str(tmp_path / "out"), "--target", "gpu",
+               "-O", f"{option}={value}")
+    assert bad.returncode == 1
+    assert expected in bad.stderr and len(bad.stderr.strip().splitlines()) == 1, bad.stderr

@@ -39,6 +39,9 @@ from .plan import GpuPlan, plan
 PIP = "pip install pyopencl pocl-binary-distribution (the [gpu] extra)"
 NVCC = "install the CUDA toolkit (nvcc), or use dialect='opencl'"
 OPENCL_BUILD = ("-cl-fp32-correctly-rounded-divide-sqrt",)
+# limits a block is checked against: 0 or less would refuse every kernel (or, read as
+# unset, silently allow what the user meant to forbid), so such a value is a mistake
+POSITIVE = ("max_threads_per_block", "shared_memory_kib")
 
 
 class GpuTarget(Target):
@@ -94,7 +97,12 @@ class GpuTarget(Target):
         return json.dumps([self._opencl(), nvcc(), self._arch()])
 
     def resolve_options(self, given: Mapping[str, Any]) -> dict[str, Any]:
-        opts = super().resolve_options({k: v for k, v in given.items() if v not in ("", 0)})
+        # "" is the wire's unset text option (auto); a number is the user's, checked below
+        opts = super().resolve_options({k: v for k, v in given.items() if v != ""})
+        for name in POSITIVE:
+            if opts[name] <= 0:
+                raise TargetError(f"target 'gpu': option {name!r} must be a positive number, "
+                                  f"got {opts[name]!r}", target=self.name)
         if opts["dialect"] == "auto":
             opts["dialect"] = "cuda" if self._arch() and nvcc() else "opencl"
         if opts["arch"] == "auto":

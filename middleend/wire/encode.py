@@ -210,6 +210,14 @@ def encode_target(target: str, options: Mapping[str, Any], out: Any) -> Any:
             known = ", ".join(msg.DESCRIPTOR.fields_by_name) or "none"
             raise TargetError(f"target {target!r} has no option {k!r} (its options: "
                               f"{known})", target=target)
+        fd = msg.DESCRIPTOR.fields_by_name[k]
+        if (v == 0 and isinstance(v, (int, float)) and not isinstance(v, bool)
+                and not fd.has_presence):
+            # proto3 sends a number field at 0 as unset: the target would take its
+            # default, not the 0 the user wrote, so a 0 is refused here instead
+            raise TargetError(f"target {target!r}: option {k!r} cannot be 0 (a request "
+                              "reads 0 as unset; leave the option out for its default)",
+                              target=target)
         try:
             setattr(msg, k, v)
         except (TypeError, ValueError) as e:
