@@ -191,7 +191,9 @@ def test_cli_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for argv, part in [
         (["plot", str(tmp_path / "nope.json"), "-o", str(out)], "No such file"),
         (["plot", str(prog), "-o", str(tmp_path / "x.gif"), "--params", "T=3,N=6"], ".svg"),
-        (["plot", str(prog), "-o", str(out), "--params", "T=3"], "missing N"),
+        (["plot", str(prog), "-o", str(out), "--params", "T=3"], "missing N (e.g. "),
+        # the CLI's own way to give it, not only the Python keyword
+        (["plot", str(prog), "-o", str(out), "--params", "T=3"], "--params N=8 on the "),
         (["plot", str(prog), "-o", str(out), "--params", "T=x"], "NAME=INT"),
         (["plot", str(prog), "-o", str(out), "--params", "T=3,N=6", "--computations", "q"],
          "no computation 'q'"),

@@ -86,9 +86,12 @@ def fix_params(lw: Lowered, params: Mapping[str, int]) -> isl.Set:
                         f"(its parameters: {', '.join(names) or 'none'})")
     missing = [n for n in names if n not in params]
     if missing:
+        # one message for both ways in: f.plot's params= and middleend plot's --params
         eg = ", ".join(f"{n!r}: 8" for n in missing)
+        flag = ",".join(f"{n}=8" for n in missing)
         raise PlotError(f"function {lw.fn_name!r}: give every parameter a value to draw its "
-                        f"points; missing {', '.join(missing)} (e.g. params={{{eg}}})")
+                        f"points; missing {', '.join(missing)} (e.g. params={{{eg}}}, or "
+                        f"--params {flag} on the command line)")
     sp = lw.l1.param_space
     fixed = isl.Set.universe(sp)
     for n, v in params.items():
