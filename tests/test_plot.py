@@ -195,6 +195,10 @@ def test_cli_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         # the CLI's own way to give it, not only the Python keyword
         (["plot", str(prog), "-o", str(out), "--params", "T=3"], "--params N=8 on the "),
         (["plot", str(prog), "-o", str(out), "--params", "T=x"], "NAME=INT"),
+        (["plot", str(prog), "-o", str(out), "--params", "T=3,N=6", "--max-points", "5"],
+         "raise max_points (--max-points)"),
+        (["plot", str(prog), "-o", str(out), "--params", "T=1000000,N=1000000"],
+         "raise max_points (--max-points)"),
         (["plot", str(prog), "-o", str(out), "--params", "T=3,N=6", "--computations", "q"],
          "no computation 'q'"),
         (["plot", str(prog), "-o", str(tmp_path / "no" / "a.svg"), "--params", "T=3,N=6"],

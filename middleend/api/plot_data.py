@@ -120,7 +120,7 @@ def _check_box(s: isl.Set, what: str, cap: int) -> None:
         if vol > BOX_SLACK * cap:
             raise PlotError(f"{what} spans too many points to draw (its bounding box holds "
                             f"more than {BOX_SLACK * cap}; the cap is {cap}): give smaller "
-                            "parameter values or raise max_points")
+                            "parameter values or raise max_points (--max-points)")
 
 
 def points(s: isl.Set, what: str, cap: int, boxed: bool = True) -> list[Pt]:
@@ -147,7 +147,7 @@ def points(s: isl.Set, what: str, cap: int, boxed: bool = True) -> list[Pt]:
         raise isl.Error("maximal number of operations exceeded while enumerating points")
     if len(out) > cap:
         raise PlotError(f"{what} has {len(out)} points, more than the cap of {cap}: give "
-                        "smaller parameter values or raise max_points")
+                        "smaller parameter values or raise max_points (--max-points)")
     return sorted(out)
 
 
