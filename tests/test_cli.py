@@ -142,3 +142,23 @@ def test_verbose_logs_the_phases_as_they_run(blur_json: Path,
     at = [next(k for k, line in enumerate(lines) if line.startswith(f"middleend: {w}:"))
           for w in order]
     assert at == sorted(at) and all(line.endswith(" ms") for line in lines), err
+
+
+def test_layers_and_check_take_the_target(tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """'middleend example blur_gpu' is a GPU schedule (gpu_block/gpu_thread tags): layers
+    and check lower it for --target gpu as compile does; without it the request's own
+    target (cpu) refuses the tags in one line, which names the target that honours them."""
+    path = tmp_path / "blur_gpu.json"
+    assert cli.main(["example", "blur_gpu", "-o", str(path)]) == 0
+    _one_line_error(capsys, _run(["check", str(path)]), "middleend check:", "TargetError",
+                    "'gpu_block'", "honoured by: gpu")
+    assert _run(["layers", str(path), "--target", "gpu"]) == 0
+    out = capsys.readouterr().out
+    assert "i0(gpu_block)" in out and "in gpu shared memory" in out, out
+    assert _run(["check", str(path), "--target", "gpu"]) == 0
+    assert capsys.readouterr().out == "legal\n"
+    _one_line_error(capsys, _run(["layers", str(path), "--target", "nosuch"]),
+                    "unknown target 'nosuch'")
+    _one_line_error(capsys, _run(["check", str(path), "--target", "cpu", "-O", "nosuch=1"]),
+                    "target 'cpu' has no option 'nosuch'")

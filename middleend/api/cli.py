@@ -149,6 +149,7 @@ def cmd_layers(args: argparse.Namespace) -> int:
     from ..driver.layers import format_layers
 
     req = read_program(args.program)
+    _set_target(req, args.target, args.option or [])
     with _client(args) as client:
         resp = client.lower(req)
     ly = resp.layers
@@ -158,6 +159,7 @@ def cmd_layers(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     req = read_program(args.program)
+    _set_target(req, args.target, args.option or [])
     with _client(args) as client:
         client.check(req)
     print("legal")
@@ -412,24 +414,31 @@ def parser() -> argparse.ArgumentParser:
                         help="log each phase of the compile with its time, as it runs "
                              "(passes run in this process only without --service)")
 
+    def targeted(sp: argparse.ArgumentParser) -> None:
+        # layers and check too: a GPU schedule's tags are the gpu target's, so 'middleend
+        # example blur_gpu' is lowered and checked as the gpu target lowers it
+        sp.add_argument("--target", default=None,
+                        help="a registered target (as 'middleend targets' lists them); "
+                             "default: the request's own, else cpu")
+        sp.add_argument("-O", "--option", action="append", metavar="NAME=VALUE",
+                        help="a target option, e.g. fp_contract=true (repeatable)")
+
     c = sub.add_parser("compile", help="compile programs and write their artifacts")
     remote(c, many=True)
     c.add_argument("-q", "--quiet", action="store_true",
                    help="no progress bar (it is drawn only on a terminal, and not with -v)")
-    c.add_argument("--target", default=None,
-                   help="a registered target (as 'middleend targets' lists them); default: "
-                        "the request's own, else cpu")
-    c.add_argument("-O", "--option", action="append", metavar="NAME=VALUE",
-                   help="a target option, e.g. fp_contract=true (repeatable)")
+    targeted(c)
     c.add_argument("-o", "--output", required=True,
                    help="directory for the artifact (with several programs, one "
                         "subdirectory each, named after the file)")
     c.set_defaults(run=cmd_compile)
     ly = sub.add_parser("layers", help="print Layers I-IV of a program")
     remote(ly)
+    targeted(ly)
     ly.set_defaults(run=cmd_layers)
     ch = sub.add_parser("check", help="check a program's schedule (exit 1 if illegal)")
     remote(ch)
+    targeted(ch)
     ch.set_defaults(run=cmd_check)
     pl = sub.add_parser("plot", help="draw each computation's iteration domain and "
                                      "time-space (tiles, tags, flow dependences)")
