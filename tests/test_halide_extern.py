@@ -281,3 +281,10 @@ def test_refusals(externs: Path) -> None:
     f2.define_extern("xt_fails", [g, hl.Expr(x)], hl.Float(32), 1)  # a Var, not a Param
     with pytest.raises(UnsupportedHalideFeature, match="only constants and scalar Params"):
         compile_pipeline(f2)
+    f3 = hl.Func("f3")
+    f3.define_extern("xt_fails", [g, hl.Expr(x) + 1], hl.Float(32), 1)  # a computed Expr
+    with pytest.raises(UnsupportedHalideFeature) as ex:
+        compile_pipeline(f3)
+    assert _one_line(ex.value).endswith(
+        "define_extern(xt_fails) with the Expr argument Add (only constants and scalar "
+        "Params)"), ex.value

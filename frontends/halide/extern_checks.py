@@ -82,9 +82,12 @@ def scalar_type(f: HFunc, e: HExpr, params: Mapping[str, HParameter]) -> HType:
         and not params[e.param_name].is_buffer)
     if not ok or e.type is None or not scalar_supported(e.type.code, e.type.bits) \
             or e.type.lanes != 1:
+        # a computed Expr (x + 1) has neither a name nor a value: its kind says what it is
+        what = repr(e.name) if e.name else "" if e.value is None else repr(e.value)
         raise UnsupportedHalideFeature(
             f.name, None, f"define_extern({f.extern_function_name}) with the Expr "
-            f"argument {e.kind} {e.name or e.value!r} (only constants and scalar Params)")
+            f"argument {e.kind}{' ' + what if what else ''} (only constants and scalar "
+            "Params)")
     return e.type
 
 
