@@ -11,12 +11,16 @@ requires of the buffers a user passes (it refuses one that does not cover the re
 A region may start below 0 (``u(x) = t(x - 1)``): the array's element 0 is then the
 region's min, which :meth:`HalideKernel.output_regions` reports.
 
-Halide's ``realize(sizes)`` grows the returned buffers so only when the first output is
-read by no other output: ``Pipeline([t, u])`` (or ``[u, t, w]`` with ``w`` reading ``u``)
-returns every output over the realized region, though it computes ``t`` over the larger
-one (observed on Halide 19 with every order of three and four outputs; a buffer the user
+An output's own updates grow its region too, by what they write or read of it outside
+(``f[x, r] = f[x, r - 1]`` from ``r = 0``): Halide's bounds query sizes the buffer so.
+
+Halide's ``realize(sizes)`` crops every returned buffer back to the realized region when
+the first one's region differs from it (Pipeline::realize tests ``r[0]`` only):
+``Pipeline([t, u])`` with ``u`` reading ``t`` beyond, or a single ``f`` grown by its own
+updates, returns every output over the realized region, though it computes them over the
+larger one; ``[u, t]`` returns ``t`` whole (observed on Halide 19 and 21; a buffer the user
 passes must cover the larger region in both cases). We compute each output over its
-region either way and, in that case, return the realized part of it.
+region either way and, in the first case, return the realized part of it.
 """
 
 from __future__ import annotations
@@ -25,9 +29,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-
-from frontends.halide.graph import producer_order
-from frontends.halide.hir import HPipeline
 
 if TYPE_CHECKING:
     from frontends.halide.translate import FuncInfo
@@ -65,17 +66,17 @@ class OutputRegions:
     arrays: tuple[OutputArray, ...]
 
 
-def output_regions(hp: HPipeline, info: dict[str, FuncInfo], outputs: list[str],
+def output_regions(info: dict[str, FuncInfo], outputs: list[str],
                    sizes: tuple[int, ...]) -> OutputRegions:
     """The arrays of the outputs, in ``realize``'s order, from the inferred boxes."""
     arrays = []
     realized = tuple((0, s) for s in sizes)
-    first_read = any(outputs[0] in producer_order(hp, [o]) for o in outputs[1:])
+    crop = info[outputs[0]].box != [(0, s - 1) for s in sizes]
     for n in outputs:
         fi = info[n]
         assert fi.box is not None
         region = tuple((lo, hi - lo + 1) for lo, hi in fi.box)
-        returned = realized if first_read else region
+        returned = realized if crop else region
         comps = fi.comps[0]
         for vi, c in enumerate(comps):
             label = n if len(comps) == 1 else f"{n}[{vi}]"
@@ -92,4 +93,5 @@ def realized_elsewhere(a: OutputArray, sizes: tuple[int, ...]) -> str:
         return ""
     return (f" (Halide's bounds query: the pipeline computes {a.func!r} over "
             f"{[(m, m + e - 1) for m, e in a.region]}, the realized region "
-            f"{[(0, s - 1) for s in sizes]} and what the other outputs read of it)")
+            f"{[(0, s - 1) for s in sizes]}, what the other outputs read of it and what "
+            "its own updates write or read)")

@@ -29,6 +29,7 @@ from frontends.halide.externs import ExternPipeline, extern_funcs
 from frontends.halide.graph import producer_order
 from frontends.halide.hir import HPipeline
 from frontends.halide.host_stages import device_mapped
+from frontends.halide.index_params import index_params
 from frontends.halide.innermost import innermost_reductions
 from frontends.halide.intrinsics import uses_strict_float
 from frontends.halide.noops import warn_ignored
@@ -36,7 +37,7 @@ from frontends.halide.outputs import OutputArray, realized_elsewhere
 from frontends.halide.reader import read_pipeline
 from frontends.halide.specialize import Specializations, without_output_buffers
 from frontends.halide.target_queries import answer_target_queries
-from frontends.halide.translate import Built, Spec, Translator, index_params
+from frontends.halide.translate import Built, Spec, Translator
 from frontends.halide.wrappers import apply_wrappers
 from middleend import target_traits
 from middleend.ir.errors import KernelArgumentError
@@ -236,15 +237,17 @@ class HalideKernel:
 
     def _check_covered(self, built: Built, arrays: list[np.ndarray]) -> None:
         """Larger ``out=`` arrays: each must still hold what the other outputs, computed
-        over their whole arrays, read of it (Halide refuses such a buffer too)."""
+        over their whole arrays, and its own updates read or write of it (Halide refuses
+        such a buffer too)."""
         assert built.regions is not None
         for k, (a, r) in enumerate(zip(arrays, built.regions.arrays, strict=True)):
             if a.shape != r.shape:
                 got = [(m, m + e - 1) for (m, _), e in zip(r.region, reversed(a.shape),
                                                            strict=True)]
                 raise KernelArgumentError(
-                    f"{self._where(k, r.label)}: the array covers {got}, but the other "
-                    f"outputs, computed over their whole out= arrays, read {r.func!r} over "
+                    f"{self._where(k, r.label)}: the array covers {got}, but the "
+                    f"pipeline (the other outputs, computed over their whole out= arrays, "
+                    f"and its own updates) reads or writes {r.func!r} over "
                     f"{[(m, m + e - 1) for m, e in r.region]}: expected shape {r.shape} or "
                     f"larger, got {a.shape}")
 
@@ -258,7 +261,8 @@ class HalideKernel:
                        ) -> list[list[tuple[int, int]]]:
         """Per array ``realize(sizes, **inputs)`` returns, its region as (min, extent) per
         Halide dimension (dimension 0 first): the realized region, or larger where other
-        outputs read more of it (Halide's bounds query, :mod:`.outputs`); element 0 of the
+        outputs or its own updates reach beyond it and the first output's region is the
+        realized one (Halide's bounds query and crop, :mod:`.outputs`); element 0 of the
         array is at the mins (what Halide's ``Buffer.dim(d).min()`` says of its output
         buffers). An ``out=`` array covers the region computed, which may be larger."""
         built, _ = self.build([sizes] if isinstance(sizes, int) else sizes, **inputs)

@@ -3,7 +3,7 @@
 One Func becomes one computation per Tuple element for its pure definition and one per
 element for each update, stored into the pure computation's buffer (``store_in``), in order.
 ImageParams and constant Buffers become inputs. A scalar Param that indexes or bounds
-something is a constant of the build (see :func:`index_params`); any other is a value
+something is a constant of the build (see :func:`.index_params.index_params`); any other is a value
 argument of the kernel: a parameter (int32) or a scalar input, Layer I's zero-dimensional
 input (every other type). The build is specialized on the sizes (output and input extents)
 and those index Params, which makes every bound a constant that ISL handles exactly;
@@ -29,14 +29,13 @@ from frontends.halide.graph import (
     exprs_of,
     producer_order,
     reads_a_sibling,
-    walk,
 )
 from frontends.halide.hir import HBound, HBuffer, HDefinition, HExpr, HFunc, HPipeline
 from frontends.halide.outputs import OutputRegions, output_regions
 from frontends.halide.placement import Placement, place
 from frontends.halide.rvars import stage_order
 from frontends.halide.schedule import OUTERMOST, StagePlan, plan_func_schedule, schedule_stage
-from frontends.halide.specialize import Choice, schedules, with_choices
+from frontends.halide.specialize import Choice, with_choices
 from frontends.halide.values import value_range
 from frontends.names import Namer
 from middleend.ir.affine import AffineContext
@@ -117,71 +116,6 @@ class FuncInfo:
         return [c for r in range(len(self.copies) + 1) for c in self.realization(r, k)]
 
 
-def index_params(hp: HPipeline, order: list[str]) -> set[str]:
-    """Scalar Params whose value decides bounds: used in an index (the arguments of a Func or
-    image call, a left-hand side), an RDom bound, a ``bound()`` or a split factor, or (integer
-    Params) a predicate. The build is specialized on their values, so bounds inference sees
-    constants, as Halide's runs with the values at hand. Every other Param is a value: a
-    scalar argument of the kernel, one build for all its values."""
-    types = {p.name: p.type for p in hp.external_parameters if not p.is_buffer}
-    out: set[str] = set()
-
-    def add(roots: list[HExpr], lets: dict[str, set[str]], ints_only: bool = False) -> None:
-        for root in roots:
-            for n in walk(root):
-                if n.kind != "Variable":
-                    continue
-                if n.param_name and n.name == n.param_name:
-                    t = types.get(n.name)
-                    if not ints_only or (t is not None and t.code in ("int", "uint")):
-                        out.add(n.param_name)
-                out.update(lets.get(n.name, ()))
-
-    for name in order:
-        f = hp.func(name)
-        for b in f.schedule.bounds:
-            add([e for e in (b.min, b.extent) if e is not None], {})
-        for d in definitions(f):
-            lets = _let_params(d)
-            roots: list[HExpr] = list(d.args)
-            roots.extend(e for rv in d.schedule.rvars for e in (rv.min, rv.extent))
-            roots.extend(sp.factor for sch in schedules(d) for sp in sch.splits
-                         if sp.factor is not None)
-            for v in (*d.values, *d.args):
-                roots.extend(a for n in walk(v) if n.kind == "Call"
-                             and n.call_type in ("Halide", "Image") for a in n.args)
-            add(roots, lets)
-            if d.predicate is not None:
-                add([d.predicate], lets, ints_only=True)
-    return out
-
-
-def _let_params(d: HDefinition) -> dict[str, set[str]]:
-    """The scalar Params each Let-bound name of a definition stands for (an index that reads
-    a Let reads the Params of its value)."""
-    direct: dict[str, set[str]] = {}
-    for root in exprs_of(d):
-        for n in walk(root):
-            if n.kind == "Let":
-                direct.setdefault(n.name, set()).update(
-                    m.param_name if m.param_name and m.name == m.param_name else "let:" + m.name
-                    for m in walk(n.args[0]) if m.kind == "Variable")
-    out: dict[str, set[str]] = {}
-
-    def close(name: str, seen: set[str]) -> set[str]:
-        got: set[str] = set()
-        for v in direct.get(name, ()):
-            if not v.startswith("let:"):
-                got.add(v)
-            elif v[4:] not in seen:
-                got |= close(v[4:], seen | {v[4:]})
-        return got
-
-    for name in direct:
-        out[name] = close(name, {name})
-    return out
-
-
 class Translator:
     def __init__(self, hp: HPipeline, outputs: list[str], spec: Spec) -> None:
         self.hp = hp = with_choices(hp, spec.choices)
@@ -217,17 +151,9 @@ class Translator:
                 self._apply_bound(fi, b)
             if fi.box is None:
                 raise UnsupportedHalideFeature(name, None, "a Func no stage reads")
-            # an output's region: the realized one and what the other outputs read of it
-            # (Halide's bounds query sizes each output buffer so: outputs.py)
-            read = list(fi.box)
-            for k in range(1, len(definitions(fi.f))):
-                self._grow_by_update(fi, k)
+            self._grow_by_updates(fi)
             for k in range(len(definitions(fi.f))):
                 self._record_calls(fi, k)
-            if name in self.outputs and fi.box != read:
-                raise UnsupportedHalideFeature(
-                    name, None, f"an output whose updates write {fi.box}, outside its "
-                    f"region {read} (the realized region and what other outputs read)")
 
     def _apply_bound(self, fi: FuncInfo, b: HBound) -> None:
         """``Func.bound``: the realized region of that dimension is exactly the bound."""
@@ -292,13 +218,41 @@ class Translator:
         dom, ac, _ = bd.stage_domain([st.vars[n].name for n in st.names], st.ranges, pred)
         return st, scope, rec, dom, ac
 
-    def _grow_by_update(self, fi: FuncInfo, k: int) -> None:
-        """Halide realizes what an update writes too (a histogram's bins, say)."""
-        st, scope, _, dom, ac = self._bounds_stage(fi, k)
-        lhs = [translate(a, scope) for a in definitions(fi.f)[k].args]
-        box = self._footprint(fi.f.name, k, lhs, dom, ac, st.ranges)
-        if box is not None:
-            fi.box = bd.hull(fi.box, box)
+    def _grow_by_updates(self, fi: FuncInfo) -> None:
+        """Halide realizes what an update writes too (a histogram's bins, say), and what it
+        reads of its own Func (``f[x, r] = f[x, r - 1] + 1`` from ``r = 0`` reads
+        ``f[x, -1]``, which the pure definition then computes). Every stage here runs its
+        pure Vars over the one box, so growth by one update widens the others' domains:
+        passes until the box holds still (one per update suffices unless updates feed
+        each other's growth, as ``f[r, y] = f[r + y, y]`` with ``f[x, s] = f[x, s + x]``
+        would without end; a read left outside is then the middle-end's unproduced read).
+        An output's box grows so too: Halide's bounds query sizes the output buffer over
+        it, and ``realize(sizes)`` returns the realized part (:mod:`.outputs`)."""
+        n = len(definitions(fi.f))
+        for _ in range(n):
+            before = list(fi.box or ())
+            for k in range(1, n):
+                for box in self._update_footprints(fi, k):
+                    fi.box = bd.hull(fi.box, box)
+            if fi.box == before:
+                return
+
+    def _update_footprints(self, fi: FuncInfo, k: int) -> list[list[tuple[int, int]]]:
+        """What update ``k`` writes and reads of its own Func over its current domain, as
+        boxes in Halide dimension order."""
+        st, scope, rec, dom, ac = self._bounds_stage(fi, k)
+        d = definitions(fi.f)[k]
+        lhs = self._footprint(fi.f.name, k, [translate(a, scope) for a in d.args], dom, ac,
+                              st.ranges)
+        boxes = [] if lhs is None else [lhs]
+        for root in exprs_of(d):
+            translate(root, scope)
+        for callee, _vi, args in rec:
+            if callee == fi.f.name:
+                got = self._footprint(fi.f.name, k, list(reversed(args)), dom, ac, st.ranges)
+                if got is not None:
+                    boxes.append(got[::-1])
+        return boxes
 
     def _footprint(self, func: str, k: int, idx: list[Expr], dom: isl.Set, ac: AffineContext,
                    ranges: dict[str, tuple[int, int]]) -> list[tuple[int, int]] | None:
@@ -498,7 +452,7 @@ class Translator:
         loops = {n: [{h: p.loops[h] for h in p.order} for p in fi.plans]
                  for n, fi in self.info.items()}
         return Built(fn, outs, inputs, self.scalars, constants, comps, loops,
-                     output_regions(self.hp, self.info, self.outputs, self.spec.sizes))
+                     output_regions(self.info, self.outputs, self.spec.sizes))
 
     def _check_inputs(self) -> None:
         for img, box in self.input_req.items():
