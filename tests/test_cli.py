@@ -1,15 +1,20 @@
 """The ``middleend`` command as a user meets it: every mistake is one line on stderr and a
 non-zero exit (a missing file, a malformed program, an address in use, ISL's operation
 bound, a usage error), never a traceback; --version, ``python -m middleend``, help text
-for every flag and no reST markup in it; ``-v`` logs the phases of a compile as it runs."""
+for every flag and no reST markup in it; ``-v`` logs the phases of a compile as it runs;
+every command that lowers draws a progress bar on a terminal, and only there."""
 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import os
+import pty
 import socket
+import struct
 import subprocess
 import sys
+import termios
 from pathlib import Path
 
 import pytest
@@ -162,3 +167,72 @@ def test_layers_and_check_take_the_target(tmp_path: Path,
                     "unknown target 'nosuch'")
     _one_line_error(capsys, _run(["check", str(path), "--target", "cpu", "-O", "nosuch=1"]),
                     "target 'cpu' has no option 'nosuch'")
+
+
+def _on_a_terminal(argv: list[str], cwd: Path) -> tuple[int, str, str]:
+    """``middleend argv`` with stderr on a pseudo-terminal (120 columns), stdout a pipe:
+    the exit status, stdout, and everything written to the terminal."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("NO_COLOR", None)
+    p = subprocess.Popen([sys.executable, "-m", "middleend", *argv], cwd=cwd, env=env,
+                         stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    out = p.stdout.read().decode() if p.stdout else ""
+    return p.wait(timeout=120), out, b"".join(chunks).decode(errors="replace")
+
+
+@pytest.mark.parametrize("command", ["layers", "check", "plot"])
+def test_commands_that_lower_show_progress_on_a_terminal_only(
+        command: str, blur_json: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """layers, check and plot draw compile's bar (program, n/1, a phase that ended) while
+    stderr is a terminal; nothing with -q, nor in a pipe; -v prints phase lines instead."""
+    argv = [command, blur_json.name]
+    if command == "plot":
+        argv += ["-o", "b.svg", "--params", "N=8,M=8"]
+    want = {"layers": "Layer I", "check": "legal", "plot": "wrote b.svg"}[command]
+    rc, out, tty = _on_a_terminal(argv, blur_json.parent)
+    assert rc == 0 and want in out, (out, tty)
+    assert "blur.json" in tty and "1/1" in tty and " ms" in tty, tty
+    if command == "plot":
+        assert "plot drawing (svg)" in tty or "plot points" in tty, tty
+    rc, out, tty = _on_a_terminal([*argv, "-q"], blur_json.parent)
+    assert rc == 0 and want in out and tty == "", tty
+    rc, out, tty = _on_a_terminal([*argv, "-v"], blur_json.parent)
+    lines = tty.splitlines()
+    assert rc == 0 and "1/1" not in tty and lines, tty
+    assert all(line.startswith("middleend: ") and line.endswith(" ms") for line in lines), tty
+    assert any("loop AST" in line for line in lines), tty
+    # not a terminal (pytest's capture): nothing on stderr, the result on stdout
+    monkeypatch.chdir(blur_json.parent)
+    assert cli.main(argv) == 0
+    cap = capsys.readouterr()
+    assert cap.err == "" and want in cap.out, cap
+
+
+def test_plot_verbose_logs_its_phases(blur_json: Path, tmp_path: Path,
+                                      capfd: pytest.CaptureFixture[str]) -> None:
+    """plot takes -v as compile does: the lowering's passes, then the plot's own two."""
+    svg = tmp_path / "b.svg"
+    assert cli.main(["plot", str(blur_json), "-o", str(svg), "--params", "N=8,M=8",
+                     "-v"]) == 0
+    out, err = capfd.readouterr()
+    assert out.startswith(f"wrote {svg}"), out
+    lines = err.splitlines()
+    order = ["layer I (domains, reads)", "loop AST", "plot points and dependences",
+             "plot drawing (svg)"]
+    at = [next(k for k, line in enumerate(lines) if line.startswith(f"middleend: {w}:"))
+          for w in order]
+    assert at == sorted(at) and all(line.endswith(" ms") for line in lines), err

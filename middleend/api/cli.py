@@ -6,7 +6,9 @@ so tools that are not written in Python can compile remotely: write the request,
 
 Every mistake a user can make (a missing file, a malformed program, an illegal schedule,
 an address in use, a cap) ends in one line on stderr and a non-zero exit, never a
-traceback; ``-v`` logs the phases of a compile with their times as they run.
+traceback; ``-v`` logs the phases of a compile with their times as they run. Every
+command that lowers (compile, layers, check, plot) shows a progress bar naming the phase
+that just ended while stderr is a terminal (:mod:`.progress`), nothing in a pipe or a log.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ import logging
 import os
 import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn
 
@@ -92,6 +95,19 @@ def _set_target(req: pb.Request, target: str | None, options: list[str]) -> None
     encode_target(name, dict(_option_value(name, o) for o in options), req.target)
 
 
+@contextmanager
+def _watched(args: argparse.Namespace, program: str) -> Iterator[None]:
+    """A one-item progress bar over the block (a lowering of seconds, for a big program),
+    on a terminal only and not with -q or -v, as compile's; it names the phase that just
+    ended, so a long loop AST build is seen to progress."""
+    from .progress import bar, wanted
+
+    with bar(1, sys.stderr, wanted(sys.stderr, args.quiet or args.verbose)) as b:
+        b.start(program)
+        yield
+        b.advance()
+
+
 def cmd_compile(args: argparse.Namespace) -> int:
     """One program's artifact goes to ``-o DIR``; with several, each goes to
     ``DIR/<its file's stem>``, under a progress bar on a terminal (not with -q or -v)."""
@@ -150,7 +166,7 @@ def cmd_layers(args: argparse.Namespace) -> int:
 
     req = read_program(args.program)
     _set_target(req, args.target, args.option or [])
-    with _client(args) as client:
+    with _watched(args, args.program), _client(args) as client:
         resp = client.lower(req)
     ly = resp.layers
     print(format_layers((ly.layer1, ly.layer2, ly.layer3, ly.layer4)))
@@ -160,7 +176,7 @@ def cmd_layers(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     req = read_program(args.program)
     _set_target(req, args.target, args.option or [])
-    with _client(args) as client:
+    with _watched(args, args.program), _client(args) as client:
         client.check(req)
     print("legal")
     return 0
@@ -191,10 +207,11 @@ def cmd_plot(args: argparse.Namespace) -> int:
 
     check_path(args.output)  # a wrong file type is said before any work
     fn, _ = ApiFunction.from_request(read_program(args.program))
-    result = fn.plot(args.output, params=_param_values(args.params or []),
-                     computations=_names(args.computations), dims=_names(args.dims),
-                     loops=_names(args.loops), max_points=args.max_points,
-                     together=args.together, max_isl_ops=args.max_isl_ops)
+    with _watched(args, args.program):
+        result = fn.plot(args.output, params=_param_values(args.params or []),
+                         computations=_names(args.computations), dims=_names(args.dims),
+                         loops=_names(args.loops), max_points=args.max_points,
+                         together=args.together, max_isl_ops=args.max_isl_ops)
     print(result.summary())
     return 0
 
@@ -410,9 +427,16 @@ def parser() -> argparse.ArgumentParser:
                              "middle-end, in this process)")
         sp.add_argument("--tls-ca", metavar="PEM", help="CA certificate to trust (enables "
                                                         "TLS to --service)")
+        watched(sp)
+
+    def watched(sp: argparse.ArgumentParser, service: bool = True) -> None:
         sp.add_argument("-v", "--verbose", action="store_true",
-                        help="log each phase of the compile with its time, as it runs "
-                             "(passes run in this process only without --service)")
+                        help="log each phase with its time, as it runs" +
+                             (" (passes run in this process only without --service)"
+                              if service else ""))
+        sp.add_argument("-q", "--quiet", action="store_true",
+                        help="no progress bar (it is drawn only when stderr is a terminal, "
+                             "and not with -v)")
 
     def targeted(sp: argparse.ArgumentParser) -> None:
         # layers and check too: a GPU schedule's tags are the gpu target's, so 'middleend
@@ -425,8 +449,6 @@ def parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("compile", help="compile programs and write their artifacts")
     remote(c, many=True)
-    c.add_argument("-q", "--quiet", action="store_true",
-                   help="no progress bar (it is drawn only on a terminal, and not with -v)")
     targeted(c)
     c.add_argument("-o", "--output", required=True,
                    help="directory for the artifact (with several programs, one "
@@ -461,6 +483,7 @@ def parser() -> argparse.ArgumentParser:
     pl.add_argument("--max-isl-ops", type=_count, default=DEFAULT_MAX_OPS,
                     help=f"ISL operations the lowering and the pictures may take (default "
                          f"{DEFAULT_MAX_OPS:.0e}, $MIDDLEEND_ISL_MAX_OPS)")
+    watched(pl, service=False)
     pl.set_defaults(run=cmd_plot)
     ex = sub.add_parser("example", help="write one of the papers' programs as a request")
     ex.add_argument("name", choices=tuple(_EXAMPLES), help="which program")

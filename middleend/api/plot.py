@@ -19,7 +19,9 @@ returned (:class:`PlotResult`) so that a caller, or a test, can check the counts
 
 from __future__ import annotations
 
+import logging
 import textwrap
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +36,8 @@ from .plot_data import Panel, PlotError, collect, show_params
 from .plot_shared import SharedPanel, collect_shared
 
 FORMATS = (".svg", ".png")
+# the phases after the lowering's (which logs its own), for -v and the progress bar
+_log = logging.getLogger("middleend.plot")
 _FLOW, _VIOLATED = "#c0392b", "#8e24aa"  # red arrows; a broken dependence in purple
 _STORAGE = "#00897b"  # an anti or output dependence broken (teal)
 # past these, dependence arrows are counted, not drawn (a picture of a blot helps nobody);
@@ -120,6 +124,7 @@ def plot(fn: Function, path: str | Path, params: Mapping[str, int] | None = None
     commands = list(fn.commands.items)
     try:
         lw = lower(fn, outputs=outputs, check_legality=False, max_isl_ops=cap)
+        t0 = time.perf_counter()
         rows = collect(lw, commands, dict(params or {}), computations, dims, loops,
                        max_points)
         shared = (collect_shared(lw, commands, dict(params or {}), computations, dims,
@@ -135,7 +140,10 @@ def plot(fn: Function, path: str | Path, params: Mapping[str, int] | None = None
         p.notes = [n.replace("(another computation; not drawn)", "(drawn in the shared "
                              "panel)") if n.split(" from ")[-1].split(" ")[0] in shared.comps
                    else n for n in p.notes]
+    _log.info("plot points and dependences: %.1f ms", (time.perf_counter() - t0) * 1e3)
+    t0 = time.perf_counter()
     _draw(out, f"{fn.name}   ({show_params(params or {})})", rows, shared)
+    _log.info("plot drawing (%s): %.1f ms", out.suffix[1:], (time.perf_counter() - t0) * 1e3)
     return PlotResult(out, [p for row in rows for p in row], shared)
 
 
