@@ -44,6 +44,8 @@ def _down(n: int, width: int, offsets: tuple[int, ...], dtype: me.DType = me.flo
     (40, 8, (0, 1), False, me.float32),  # 5 full vectors
     (37, 8, (0, 1), True, me.float32),  # a tail of 5, not deinterleaved
     (48, 16, (3, 4), False, me.float32),  # 16 lanes, an odd start
+    (48, 24, (0, 1), False, me.float32),  # AVX-512: one step of 16 floats, one of 8
+    (36, 12, (1, 2), False, me.float64),  # AVX-512: one step of 8 doubles, one of 4
     (40, 8, (0, 1, 2), False, me.float32),  # a pair and a lone read
     (40, 8, (1, 0), False, me.float32),  # the odd member read first
     (40, 4, (0, 1), False, me.float64),

@@ -69,8 +69,9 @@ class CpuTarget(Target):
             except BuildError as e:
                 self._probe = (Availability(False, str(e).split("\n")[0], cc[0], INSTALL), "")
                 return self._probe
+            isa = host_isa(cc)[0]
             key = "\0".join([ident, cpu_fingerprint(cc), " ".join(cc),
-                             " ".join(flags_for(False)), " ".join(flags_for(True))])
+                             " ".join(flags_for(False, isa)), " ".join(flags_for(True, isa))])
             self._probe = (Availability(True, ident), key)
         return self._probe
 

@@ -116,7 +116,7 @@ class MpiTarget(Target):
         cc = _tool("mpicc")
         if cc is None:
             self.require()
-        flags = flags_for(bool(options.get("fp_contract", False)))
+        flags = flags_for(bool(options.get("fp_contract", False)), host_isa([str(cc)])[0])
         lib = build_cached(src.text, [str(cc)], flags, self.identity(), cache_dir() / "mpi",
                            ".c", "MPI C compiler", ["-lm"])
         launcher = build_cached(LAUNCHER, [str(cc)], ("-O2",), self.identity(),
