@@ -322,6 +322,8 @@ def sgemm_blocked(n: int | None = None, kc: int = 256, mc: int = 96, mr: int = 6
     bp.compute_at(u, "k0")
     bp.allocate_at(u, "k0")
     if ap is not None:
+        ap.split("ia", mr, "ia0", "ia1")  # whole micro-panels: no // or % per element
+        ap.interchange("ia1", "ka")  # ia0 ka ia1: each micro-panel written contiguously
         ap.compute_at(u, "i0")
         ap.allocate_at(u, "i0")
     return f
