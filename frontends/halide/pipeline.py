@@ -100,8 +100,9 @@ class HalideKernel:
         ``built.fn.lower(outputs=built.outputs)`` gives its layers and loop AST without a C
         compiler (what ``benchmarks/lowering_time.py`` times)."""
         images, scalars = self._arguments(inputs)
-        return Translator(self.pipeline, self.outputs, self._spec(sizes, images, scalars)
-                          ).build("halide_" + self.outputs[0])
+        return _specialized(Translator(self.pipeline, self.outputs,
+                                       self._spec(sizes, images, scalars)
+                                       ).build("halide_" + self.outputs[0]))
 
     def build(self, sizes: Sequence[int], **inputs: Any) -> tuple[Built, Any]:
         """The translated Function and its kernel for this specialization."""
@@ -148,10 +149,45 @@ class HalideKernel:
             return got[0]
         built = self._translations.get(spec)
         if built is None:
-            built = Translator(self.pipeline, self.outputs, spec).build(
-                "halide_" + self.outputs[0])
+            built = _specialized(Translator(self.pipeline, self.outputs, spec).build(
+                "halide_" + self.outputs[0]))
             self._translations[spec] = built
         return built
+
+    def _empty_realization(self, sizes: Sequence[int], out: Any) -> list[np.ndarray] | None:
+        """A region without a point (a size of 0): Halide's realize runs no stage and reads
+        no input there, so nothing is translated or built (bounds inference would find
+        every Func and input read nowhere): the outputs are empty arrays of their shapes
+        and types, or the ``out=`` arrays, left as they are. None when something is
+        realized: no size is 0, or an ``out=`` array has elements (it is computed over
+        whole, as Halide's ``realize(buffer)``)."""
+        if all(s != 0 for s in sizes):
+            return None
+        shape = tuple(int(s) for s in reversed(sizes))
+        types = self._output_types()
+        if out is None:
+            return [np.empty(shape, dtype=t) for t in types]
+        arrays = list(out) if isinstance(out, list | tuple) else [out]
+        if any(not isinstance(a, np.ndarray) or a.size for a in arrays):
+            return None
+        labels = self.output_labels()
+        if len(arrays) != len(labels):
+            raise KernelArgumentError(
+                f"Halide pipeline {self.outputs}: out= gives {len(arrays)} array(s), the "
+                f"pipeline has {len(labels)} output(s) {labels} (one array each, in order)")
+        for k, (a, t) in enumerate(zip(arrays, types, strict=True)):
+            if a.dtype != t or a.ndim != len(shape):
+                raise KernelArgumentError(
+                    f"{self._where(k, labels[k])}: expected {t} with shape {shape} (sizes "
+                    f"{list(sizes)} reversed), got {a.dtype} with shape {a.shape}")
+        return arrays
+
+    def _output_types(self) -> list[np.dtype]:
+        """The numpy dtype of each array ``realize`` returns, in its order."""
+        if self._out_types is None:
+            self._out_types = [dtype_of(t, n, 0).numpy for n in self.outputs
+                               for t in self.pipeline.func(n).output_types]
+        return self._out_types
 
     def output_labels(self) -> list[str]:
         """One label per array ``realize`` returns: the output Func's name, ``name[k]`` for
@@ -170,10 +206,7 @@ class HalideKernel:
         dimension: Halide's ``realize(buffer)`` computes over the whole buffer, so the
         second result is then every output Func's region (element 0 at the region's min,
         the extents the arrays'), else None."""
-        if self._out_types is None:
-            self._out_types = [dtype_of(t, n, 0).numpy for n in self.outputs
-                               for t in self.pipeline.func(n).output_types]
-        types = self._out_types
+        types = self._output_types()
         assert built.regions is not None
         regions = built.regions.arrays
         arrays = list(out) if isinstance(out, list | tuple) else [out]
@@ -299,6 +332,9 @@ class HalideKernel:
             sizes = [sizes]
         images, scalars = realize_arguments(self.params, self._kinds, self.checks, inputs,
                                             self.outputs, self._label)
+        nothing = self._empty_realization(sizes, out)
+        if nothing is not None:
+            return nothing[0] if len(nothing) == 1 else nothing
         (built, kernel), outs_given = self._build(sizes, images, scalars, out)
         args: dict[str, Any] = dict(built.constants)
         for name, ours in built.inputs.items():
@@ -315,6 +351,15 @@ class HalideKernel:
         outs = [res[a.key] if outs_given is not None else a.returned_part(res[a.key])
                 for a in built.regions.arrays]
         return outs[0] if len(outs) == 1 else outs
+
+
+def _specialized(built: Built) -> Built:
+    """``built`` with its Function marked as specialized (``allow_empty_domains``): a
+    build is specialized on its sizes and index Params, for which a stage may have no
+    point (``RDom(0, n)`` with ``n = 0``, a ``where`` that never holds), as Halide then
+    runs none; the middle-end drops such a stage instead of refusing it."""
+    built.fn.allow_empty_domains = True
+    return built
 
 
 def _covers(shape: tuple[int, ...], region: tuple[int, ...]) -> bool:

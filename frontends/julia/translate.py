@@ -96,7 +96,10 @@ class Translator:
             raise self.fail(jf.line, f"{len(spec.types)} argument types for "
                             f"{len(jf.args)} arguments")
         written = written_names(jf.body)  # arrays among them become in/out buffers
-        with me.Function(self.names(jf.name.rstrip("!") or "f")) as fn:
+        # specialized on sizes and Int arguments: a statement may then run nowhere (a dead
+        # branch, a loop over a zero-length array), as Julia allows: dropped, not refused
+        with me.Function(self.names(jf.name.rstrip("!") or "f"),
+                         allow_empty_domains=True) as fn:
             arrays: dict[str, Array] = {}
             fscalars: dict[str, me.Buffer] = {}
             consts: dict[str, int] = {}

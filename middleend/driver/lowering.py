@@ -46,6 +46,7 @@ from ..ir.errors import (
 from ..ir.function import Function
 from ..ir.islutil import exhausted
 from ..ir.loopast import Program
+from ..passes import empty
 from ..passes.data import Layer3, build_layer3
 from ..passes.dataflow import Expected, expected_dataflow
 from ..passes.device import DevicePlan, plan_device
@@ -120,6 +121,28 @@ def _analyse(fn: Function, commands: list[cmd.Command], outputs: Sequence[Any] |
 def _analyse_unchecked(fn: Function, commands: list[cmd.Command],
                        outputs: Sequence[Any] | None, ctx: isl.Context) -> Analysis:
     l1 = _timed("layer I (domains, reads)", build_layer1, fn, ctx, commands)
+    if not l1.dropped:
+        return _analyse_from(fn, l1, commands, outputs)
+    # a specialized program's computations with nothing to compute: gone from here on,
+    # with the commands about them (passes/empty.py); errors name commands as written
+    if _log.isEnabledFor(logging.DEBUG):
+        _log.debug("dropped, their iteration domains being empty: %s",
+                   ", ".join(f"{n} {d.domain}" for n, d in l1.dropped.items()))
+    kept = empty.kept_commands(commands, set(l1.dropped), l1.declared)
+    try:
+        return _analyse_from(fn, l1, [c for _, c in kept], outputs)
+    except ScheduleError as e:
+        if e.command_index is None or not 0 <= e.command_index < len(kept):
+            raise
+        msg = str(e).split("\n")[0]
+        raise ScheduleError(msg, computations=e.computations, dependence=e.dependence,
+                            command=e.command, command_index=kept[e.command_index][0],
+                            level=e.level) from None
+
+
+def _analyse_from(fn: Function, l1: Layer1, commands: list[cmd.Command],
+                  outputs: Sequence[Any] | None) -> Analysis:
+    """Layers III, IV and II of ``l1``'s program under ``commands``."""
     l3 = _timed("layer III (buffers, accesses)", build_layer3, fn, l1, outputs, commands)
     for b in l3.buffers.values():
         if b.fold and b.name in l3.outputs:
@@ -192,9 +215,9 @@ def _program(fn: Function, a: Analysis, ranks: int | str | None = None) -> Progr
     if isinstance(ranks, str):
         if ranks != RUNTIME_RANKS:
             raise ScheduleError(f"ranks must be a number or {RUNTIME_RANKS!r}, got {ranks!r}")
-        dist = plan_runtime_distribution(a.l1, a.l3, a.l4, a.ts, a.ph, p, fn.commands.items)
+        dist = plan_runtime_distribution(a.l1, a.l3, a.l4, a.ts, a.ph, p, a.commands)
     else:
-        dist = plan_distribution(a.l1, a.l3, a.l4, a.ts, a.ph, p, fn.commands.items, ranks)
+        dist = plan_distribution(a.l1, a.l3, a.l4, a.ts, a.ph, p, a.commands, ranks)
     return dataclasses.replace(p, distribution=dist)
 
 

@@ -335,10 +335,21 @@ class _BufferOf(_Indexable):
 
 class Function:
     """A compilation unit: Layer I objects plus the ordered command log (what the wire
-    format carries). ``me.Function`` adds lowering and compiling on top."""
+    format carries). ``me.Function`` adds lowering and compiling on top.
 
-    def __init__(self, name: str) -> None:
+    ``allow_empty_domains``: a computation whose domain is empty for every parameter
+    value allowed computes nothing; written by hand that is a mistake (a bound or a
+    predicate the wrong way round), refused as a ``DefinitionError``. A front-end that
+    specializes a program on sizes and arguments (Halide, Julia) makes such computations
+    legitimately (a dead branch, an RDom of extent 0, a zero-length array) and sets this
+    flag: the middle-end then drops them (see :mod:`middleend.passes.empty`)."""
+
+    def __init__(self, name: str, allow_empty_domains: bool = False) -> None:
         self.name = check_name(name, "function")
+        if not isinstance(allow_empty_domains, bool):
+            raise DefinitionError(f"function {name!r}: allow_empty_domains must be a bool, "
+                                  f"got {allow_empty_domains!r}")
+        self.allow_empty_domains = allow_empty_domains
         self.params: list[Param] = []
         self.buffers: list[Buffer] = []
         self.computations: list[Computation] = []

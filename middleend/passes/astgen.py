@@ -77,6 +77,8 @@ def generate(ts: TimeSpace, ph: Physical, params: list[str], context: isl.Set,
     iterator names; ``store_buf``/``read_bufs``: which buffers each statement writes/reads
     (for offsets of loop-local buffers; an operation may write none). ``gpu``: for a
     program with statements on a GPU, what :func:`gpu_ast.annotate` needs."""
+    if not ts.order:  # no statement: a specialized program that computes nothing
+        return Block(())
     ctx = context.get_ctx()
     ntd = 2 * ts.depth + 1
     pmap = {p: f"p_{p}" for p in params}

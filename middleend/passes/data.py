@@ -28,7 +28,7 @@ from ..ir.affine import AffineContext, NonAffine, relaxed_access_map, to_pw_aff
 from ..ir.errors import DefinitionError, quoted
 from ..ir.expr import Binary, Const, Expr
 from ..ir.function import INOUT, INPUT, OUTPUT, TEMPORARY, Buffer, Computation, Function, Var
-from ..ir.types import DType
+from ..ir.types import DType, int32
 from .layer1 import Layer1, comp_space
 
 
@@ -68,6 +68,14 @@ class Layer3:
     # computations stored at data-dependent indices -> those index positions (may writers)
     may: dict[str, tuple[int, ...]] = field(default_factory=dict)
     requirements: list[OutOfBounds] = field(default_factory=list)
+    # computations dropped for an empty domain (Layer1.dropped) -> the buffer that holds
+    # what they would have stored: kept for the others' stores and reads into it
+    dropped: dict[str, str] = field(default_factory=dict)
+
+    def buffer_of(self, comp: str) -> str:
+        """The buffer of a computation, a dropped one included (a ``.memory`` read)."""
+        got = self.store.get(comp)
+        return got if got is not None else self.dropped[comp]
 
     def phys_index(self, buf: str, idx: Sequence[Expr]) -> tuple[Expr, ...]:
         f = self.buffers[buf].fold
@@ -132,6 +140,7 @@ def build_layer3(fn: Function, l1: Layer1, outputs: Sequence[Any] | None,
 
             c.expr = Cast(b.dtype, c.expr)
         b.writers.append(name)
+    dropped = _dropped_buffers(l1, store, buffers, comp_objs, pctx)
     logical: dict[str, isl.Map] = {}
     may: dict[str, tuple[int, ...]] = {}
     for name in l1.declared:
@@ -145,7 +154,7 @@ def build_layer3(fn: Function, l1: Layer1, outputs: Sequence[Any] | None,
     reqs: list[OutOfBounds] = []
     _size_default_buffers(l1, store, logical, buffers, may, reqs)
     _bound_may_writes(l1, store, logical, buffers, may)
-    l3 = Layer3(buffers, store, index, logical, [], may, reqs)
+    l3 = Layer3(buffers, store, index, logical, [], may, reqs, dropped)
     l3.outputs = _outputs(l1, l3, outputs, comp_objs)
     for b in buffers.values():
         if b.role in (OUTPUT, INOUT) and b.name not in l3.outputs:
@@ -153,6 +162,27 @@ def build_layer3(fn: Function, l1: Layer1, outputs: Sequence[Any] | None,
         if b.role not in (INPUT, INOUT):
             b.role = OUTPUT if b.name in l3.outputs else TEMPORARY
     return l3
+
+
+def _dropped_buffers(l1: Layer1, store: dict[str, str], buffers: dict[str, BufferInfo],
+                     comp_objs: dict[str, Computation], pctx: AffineContext
+                     ) -> dict[str, str]:
+    """The buffer of each dropped computation (see :mod:`.empty`): the one it is stored
+    in, or its own; its own one, when no other computation writes it, is made here with
+    no writer and 0 elements in every dimension (it holds nothing: an output of a
+    specialized program that computes nothing is an empty array of its rank)."""
+    out: dict[str, str] = {}
+    for name, into in l1.dropped_into.items():
+        buf = store.get(into, into)
+        if buf not in buffers:
+            if into not in l1.dropped:
+                continue  # stored into nothing known: only dropped commands said so
+            ndim = len(l1.dropped[into].vars)  # without store_in: one element per point
+            zero = to_pw_aff(Const(0, int32), pctx)
+            buffers[buf] = BufferInfo(buf, comp_objs[into].dtype, ndim, [zero] * ndim,
+                                      TEMPORARY)
+        out[name] = buf
+    return out
 
 
 def _resolve_target(name: str, pending: dict[str, cmd.StoreIn], l1: Layer1,
@@ -252,6 +282,8 @@ def _size_default_buffers(l1: Layer1, store: dict[str, str], logical: dict[str, 
     A declared buffer's writes are checked against its sizes (``reqs`` gets those out of
     bounds for some parameter values only)."""
     for b in buffers.values():
+        if b.declared is None and not b.writers:
+            continue  # a dropped computation's own buffer: sized 0 (_dropped_buffers)
         written: isl.Set | None = None
         for w in b.writers:
             if w in may:
@@ -339,8 +371,8 @@ def _outputs(l1: Layer1, l3: Layer3, outputs: Sequence[Any] | None,
         res = []
         for o in outputs:
             n = o if isinstance(o, str) else getattr(o, "name", None)
-            if n in l3.store:
-                n = l3.store[n]
+            if n in l3.store or n in l3.dropped:
+                n = l3.buffer_of(n)
             if n not in l3.buffers or l3.buffers[n].role == INPUT:
                 raise DefinitionError(f"outputs: {o!r} is not a computation or a written "
                                       "buffer")
@@ -357,11 +389,12 @@ def _outputs(l1: Layer1, l3: Layer3, outputs: Sequence[Any] | None,
             if r.kind == "value":
                 buf = l3.store[r.target]
             else:
-                buf = l3.store[r.target] if r.of_comp else r.target
+                buf = l3.buffer_of(r.target) if r.of_comp else r.target
             read_from.setdefault(buf, set()).add(l3.store[c.name])
     res = []
+    own = {b for n, b in l3.dropped.items() if b == n}  # dropped outputs: empty arrays
     for b in l3.buffers.values():
-        if b.role == INPUT or not b.writers:
+        if b.role == INPUT or not (b.writers or b.name in own):
             continue
         if b.declared is not None and b.role == TEMPORARY:
             continue
@@ -375,7 +408,7 @@ def named_buffer(name: str, l3: Layer3, where: str) -> str:
     ``where`` says which command, for the error."""
     if name in l3.buffers:
         return name
-    if name in l3.store:
-        return l3.store[name]
+    if name in l3.store or name in l3.dropped:
+        return l3.buffer_of(name)
     raise DefinitionError(f"{where}: no buffer or (non-inlined) computation is named "
                           f"{name!r}")

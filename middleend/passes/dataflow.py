@@ -38,7 +38,7 @@ class Expected:
 def read_buffer(l3: Layer3, r: Read) -> str:
     if r.kind == "value":
         return l3.store[r.target]
-    return l3.store[r.target] if r.of_comp else r.target
+    return l3.buffer_of(r.target) if r.of_comp else r.target
 
 
 def read_role(l3: Layer3, r: Read) -> str:

@@ -5,7 +5,7 @@ Layer I expressions, before any analysis sees the program.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from dataclasses import dataclass, field
 
 import islpy as isl
@@ -31,7 +31,7 @@ from ..ir.expr import (
 )
 from ..ir.function import Buffer, Computation, Function, Param, Var, _BufferOf
 from ..ir.islutil import out_of_index_range, quota_error
-from . import inlining
+from . import empty, inlining
 from .footprint import Footprints
 
 
@@ -115,6 +115,11 @@ class Layer1:
     # their bodies (reads of inputs, of stages in whole buffers, calls) and domains; the
     # statements' reads through calls are in their ``reads`` (see ``_call_reads``)
     functions: dict[str, Comp] = field(default_factory=dict)
+    # computations dropped for an empty domain (Function.allow_empty_domains, see
+    # :mod:`.empty`), in declaration order, each with the buffer or computation its
+    # values would be stored in (itself without store_in: Layer III keeps its buffer)
+    dropped: dict[str, Comp] = field(default_factory=dict)
+    dropped_into: dict[str, str] = field(default_factory=dict)
 
     def reads_of(self, consumer: str, producer: str) -> isl.Map | None:
         """All instances of ``producer`` that ``consumer`` reads by value, per instance."""
@@ -139,6 +144,8 @@ class Layer1:
             c = self.comps[n]
             g = f" if {expr_str(c.guard)}" if c.guard is not None else ""
             lines.append(f"{c.domain} : {expr_str(c.expr)}{g}")
+        for d in self.dropped.values():
+            lines.append(f"(dropped: nothing to compute) {d.domain}")
         for n in self.inlined:
             f = self.functions.get(n)
             lines.append(f"(inlined) {n}" if f is None else
@@ -179,19 +186,24 @@ def build_layer1(fn: Function, ctx: isl.Context, commands: list[cmd.Command]) ->
         raise DefinitionError(f"function {fn.name!r} has no computation: there is nothing "
                               "to compute (add a me.Computation)")
     comps: dict[str, Comp] = {}
+    dropped: dict[str, Comp] = {}
     for c in fn.computations:
         if c.expr is None:
             raise DefinitionError(f"computation {c.name!r} has no expression "
                                   "(pass one or call set_expression)")
-        comps[c.name] = _domain(c, pspace, context)
-        _check_domain(comps[c.name], index_context)
+        got = _domain(c, pspace, context)
+        if fn.allow_empty_domains and c.name not in inline and got.domain.is_empty():
+            dropped[c.name] = got
+            continue
+        comps[c.name] = got
+        _check_domain(got, index_context, empty_ok=fn.allow_empty_domains)
     for c in commands:
         if isinstance(c, cmd.StoreIn) and c.comp in comps:
             comps[c.comp].store_index = _store_index(comps[c.comp], c)
     table: dict[object, Expr] = {}
     for c in comps.values():
         _share(c, table)
-        c.reads = _reads(c, comps)
+        c.reads = _reads(c, comps, dropped=dropped)
         _check_self_reads(c)
     for name in inline:
         if name not in comps:
@@ -206,14 +218,23 @@ def build_layer1(fn: Function, ctx: isl.Context, commands: list[cmd.Command]) ->
         at_loop = {n for n in comps if inlining.storage_of(n, commands) == "loop"}
         calls = _CallReads(functions, via, Footprints(functions), at_loop)
         for c in comps.values():
-            c.reads = _reads(c, comps, calls)
-    declared = [c.name for c in fn.computations if c.name not in inline]
-    if not declared:
+            c.reads = _reads(c, comps, calls, dropped)
+    declared = [c.name for c in fn.computations if c.name not in inline
+                and c.name not in dropped]
+    if dropped:  # after inlining: also what a statement reads through an inlined one
+        gone = {n: quoted(str(d.domain)) for n, d in dropped.items()}
+        for c in [*(comps[n] for n in declared), *functions.values()]:
+            empty.refuse_value_reads(c.name, [c.expr, c.guard, *(c.store_index or ())],
+                                     gone)
+    if not declared and not dropped:
         raise DefinitionError(f"function {fn.name!r}: every computation is inlined "
                               f"({', '.join(inline)}), so nothing is computed; remove "
                               "inline() from the computation(s) whose values are the outputs")
+    stores = empty.storage_names(commands)
+    into = {n: empty.into(n, set(dropped), stores) for n in dropped}
     return Layer1(ctx, params, pspace, {n: comps[n] for n in declared}, declared, inline,
-                  {b.name: b for b in fn.buffers}, context, index_context, functions)
+                  {b.name: b for b in fn.buffers}, context, index_context, functions,
+                  dropped, into)
 
 
 INT32_MIN, INT32_MAX = -(2 ** 31), 2 ** 31 - 1
@@ -232,9 +253,14 @@ def int32_context(params: Sequence[Param], context: isl.Set) -> isl.Set:
     return out
 
 
-def _check_domain(c: Comp, index_context: isl.Set) -> None:
-    """A domain must have points, be bounded and fit 64-bit index arithmetic."""
+def _check_domain(c: Comp, index_context: isl.Set, empty_ok: bool = False) -> None:
+    """A domain must have points, be bounded and fit 64-bit index arithmetic. An empty
+    one is refused (written by hand, it is a mistake) unless ``empty_ok``: the program
+    was specialized by a front-end (``Function.allow_empty_domains``; the empty
+    computations it makes are dropped before this check, inlined ones stay)."""
     dom = c.domain
+    if dom.is_empty() and empty_ok:
+        return
     if dom.is_empty():
         raise DefinitionError(
             f"computation {c.name!r}: its iteration domain {quoted(str(dom))} is empty for "
@@ -384,7 +410,8 @@ class _CallReads:
     at_loop: set[str]
 
 
-def _reads(c: Comp, comps: dict[str, Comp], through: _CallReads | None = None) -> list[Read]:
+def _reads(c: Comp, comps: dict[str, Comp], through: _CallReads | None = None,
+           dropped: Container[str] = ()) -> list[Read]:
     """The read references of ``c``, one per distinct access relation.
 
     Occurrences whose indices give the same relation (the same target, the same exact
@@ -420,6 +447,8 @@ def _reads(c: Comp, comps: dict[str, Comp], through: _CallReads | None = None) -
             calls.append(n)
             continue
         if isinstance(t, Computation):
+            if t.name in dropped:
+                continue  # refused where a statement with instances reads it (build_layer1)
             if t.name not in comps:
                 raise DefinitionError(f"computation {c.name!r} reads unknown {t.name!r}")
             if len(n.indices) != len(comps[t.name].vars):
@@ -475,6 +504,8 @@ def _call_reads(c: Comp, calls: list[Access], comps: dict[str, Comp], through: _
             nodes.setdefault(key, []).append(n)
     out = []
     for (kind, target, of_comp, rank), ns in nodes.items():
+        if kind == "value" and target not in comps:
+            continue  # a dropped computation: refused in build_layer1
         m = None
         if kind == "value" and target in through.at_loop:
             m = through.footprints.of_calls(c, ns, target)

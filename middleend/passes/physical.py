@@ -78,7 +78,8 @@ def build_physical(l1: Layer1, l3: Layer3, ts: TimeSpace, exp: Expected,
         to_t[n] = m
         um = isl.UnionMap.from_map(m)
         tinv = um if tinv is None else tinv.union(um)
-    assert tinv is not None
+    if tinv is None:  # no statement (a specialized program that computes nothing)
+        tinv = isl.UnionMap.empty(l1.param_space)
     writes = {}
     for n in ts.order:
         if n in l4.ops:

@@ -233,7 +233,7 @@ def _stmt_info(name: str, l1: Layer1, l3: Layer3, l4: Layer4, ph: Physical,
             if isinstance(t, Computation):
                 buf, lidx = _stored_at(l1, l3, t.name, idx, conv)
             elif isinstance(t, _BufferOf):
-                buf, lidx = l3.store[t.comp.name], idx
+                buf, lidx = l3.buffer_of(t.comp.name), idx
             elif isinstance(t, Buffer):
                 buf, lidx = t.name, idx
             else:  # pragma: no cover

@@ -248,7 +248,8 @@ class _Decoder:
         if len(m.commands) > lim.max_commands:
             raise ResourceLimitError(f"{path}.commands: {len(m.commands)} commands exceed the "
                                      f"cap of {lim.max_commands}")
-        fn = self.guarded(f"{path}.name", lambda: self.function_class(m.name))
+        fn = self.guarded(f"{path}.name", lambda: self.function_class(
+            m.name, allow_empty_domains=m.allow_empty_domains))
         self.fn = fn
         with fn:
             for k, p in enumerate(m.params):

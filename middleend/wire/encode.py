@@ -153,7 +153,7 @@ def encode_command(c: cmd.Command, out: Any, pspace: isl.Space | None = None) ->
 
 def encode_function(fn: Function, outputs: Sequence[Any] | None = None) -> Any:
     """The ``pb.Function`` of ``fn``; ``outputs`` as for :meth:`Function.compile`."""
-    out = pb.Function(name=fn.name)
+    out = pb.Function(name=fn.name, allow_empty_domains=fn.allow_empty_domains)
     for p in fn.params:
         q = out.params.add(name=p.name)
         if p.min is not None:

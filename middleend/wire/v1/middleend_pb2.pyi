@@ -765,7 +765,7 @@ class Command(_message.Message):
     def __init__(self, computation: _Optional[str] = ..., interchange: _Optional[_Union[Interchange, _Mapping]] = ..., split: _Optional[_Union[Split, _Mapping]] = ..., tile: _Optional[_Union[Tile, _Mapping]] = ..., shift: _Optional[_Union[Shift, _Mapping]] = ..., skew: _Optional[_Union[Skew, _Mapping]] = ..., reverse: _Optional[_Union[Reverse, _Mapping]] = ..., after: _Optional[_Union[After, _Mapping]] = ..., before: _Optional[_Union[Before, _Mapping]] = ..., then: _Optional[_Union[Then, _Mapping]] = ..., compute_at: _Optional[_Union[ComputeAt, _Mapping]] = ..., inline: _Optional[_Union[Inline, _Mapping]] = ..., unroll: _Optional[_Union[Unroll, _Mapping]] = ..., vectorize: _Optional[_Union[Vectorize, _Mapping]] = ..., parallelize: _Optional[_Union[Parallelize, _Mapping]] = ..., set_schedule: _Optional[_Union[SetSchedule, _Mapping]] = ..., gpu: _Optional[_Union[Gpu, _Mapping]] = ..., tile_gpu: _Optional[_Union[TileGpu, _Mapping]] = ..., distribute: _Optional[_Union[Distribute, _Mapping]] = ..., pipeline: _Optional[_Union[Pipeline, _Mapping]] = ..., fuse: _Optional[_Union[Fuse, _Mapping]] = ..., atomic: _Optional[_Union[Atomic, _Mapping]] = ..., commute: _Optional[_Union[Commute, _Mapping]] = ..., store_in: _Optional[_Union[StoreIn, _Mapping]] = ..., storage_fold: _Optional[_Union[StorageFold, _Mapping]] = ..., allocate_at: _Optional[_Union[AllocateAt, _Mapping]] = ..., copy_at: _Optional[_Union[CopyAt, _Mapping]] = ..., barrier_at: _Optional[_Union[BarrierAt, _Mapping]] = ..., host_to_device: _Optional[_Union[HostToDevice, _Mapping]] = ..., device_to_host: _Optional[_Union[DeviceToHost, _Mapping]] = ..., send: _Optional[_Union[Send, _Mapping]] = ..., receive: _Optional[_Union[Receive, _Mapping]] = ..., cache_shared_at: _Optional[_Union[CacheSharedAt, _Mapping]] = ..., cache_local_at: _Optional[_Union[CacheLocalAt, _Mapping]] = ..., tag_memory: _Optional[_Union[TagMemory, _Mapping]] = ..., distribute_buffer: _Optional[_Union[DistributeBuffer, _Mapping]] = ..., exchange: _Optional[_Union[Exchange, _Mapping]] = ..., scatter: _Optional[_Union[Scatter, _Mapping]] = ..., gather: _Optional[_Union[Gather, _Mapping]] = ..., partition_buffer: _Optional[_Union[PartitionBuffer, _Mapping]] = ..., stream: _Optional[_Union[Stream, _Mapping]] = ..., line_buffer: _Optional[_Union[LineBuffer, _Mapping]] = ...) -> None: ...
 
 class Function(_message.Message):
-    __slots__ = ("name", "params", "inputs", "computations", "commands", "buffers", "outputs")
+    __slots__ = ("name", "params", "inputs", "computations", "commands", "buffers", "outputs", "allow_empty_domains")
     NAME_FIELD_NUMBER: _ClassVar[int]
     PARAMS_FIELD_NUMBER: _ClassVar[int]
     INPUTS_FIELD_NUMBER: _ClassVar[int]
@@ -773,6 +773,7 @@ class Function(_message.Message):
     COMMANDS_FIELD_NUMBER: _ClassVar[int]
     BUFFERS_FIELD_NUMBER: _ClassVar[int]
     OUTPUTS_FIELD_NUMBER: _ClassVar[int]
+    ALLOW_EMPTY_DOMAINS_FIELD_NUMBER: _ClassVar[int]
     name: str
     params: _containers.RepeatedCompositeFieldContainer[Param]
     inputs: _containers.RepeatedCompositeFieldContainer[Buffer]
@@ -780,7 +781,8 @@ class Function(_message.Message):
     commands: _containers.RepeatedCompositeFieldContainer[Command]
     buffers: _containers.RepeatedCompositeFieldContainer[Buffer]
     outputs: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, name: _Optional[str] = ..., params: _Optional[_Iterable[_Union[Param, _Mapping]]] = ..., inputs: _Optional[_Iterable[_Union[Buffer, _Mapping]]] = ..., computations: _Optional[_Iterable[_Union[Computation, _Mapping]]] = ..., commands: _Optional[_Iterable[_Union[Command, _Mapping]]] = ..., buffers: _Optional[_Iterable[_Union[Buffer, _Mapping]]] = ..., outputs: _Optional[_Iterable[str]] = ...) -> None: ...
+    allow_empty_domains: bool
+    def __init__(self, name: _Optional[str] = ..., params: _Optional[_Iterable[_Union[Param, _Mapping]]] = ..., inputs: _Optional[_Iterable[_Union[Buffer, _Mapping]]] = ..., computations: _Optional[_Iterable[_Union[Computation, _Mapping]]] = ..., commands: _Optional[_Iterable[_Union[Command, _Mapping]]] = ..., buffers: _Optional[_Iterable[_Union[Buffer, _Mapping]]] = ..., outputs: _Optional[_Iterable[str]] = ..., allow_empty_domains: _Optional[bool] = ...) -> None: ...
 
 class CpuOptions(_message.Message):
     __slots__ = ("fp_contract",)
