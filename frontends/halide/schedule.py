@@ -35,6 +35,7 @@ from frontends.halide.rvars import (
 from frontends.names import Namer
 
 if TYPE_CHECKING:
+    from frontends.halide.rloops import LoopModel
     from frontends.halide.translate import FuncInfo, Translator
 
 
@@ -175,8 +176,7 @@ def schedule_stage(tr: Translator, fi: FuncInfo, k: int) -> None:
         if dm.for_type == "Parallel":
             run("parallelize", loop)
         elif dm.for_type == "Vectorized" and dm.var not in extents:
-            raise UnsupportedHalideFeature(f.name, k, f"vectorize({dm.var}) without a factor "
-                                           "(give one: vectorize(x, 8))")
+            _vectorize_whole(run, plan, model, namer, f.name, k, dm.var)
         elif dm.for_type == "Unrolled" and dm.var not in extents:
             run("unroll", loop)
         elif dm.for_type == "GPUBlock":
@@ -195,6 +195,31 @@ def schedule_stage(tr: Translator, fi: FuncInfo, k: int) -> None:
     plan.gpu_blocks = set(blocks)
     plan.order = order
     fi.plans.append(plan)
+
+
+def _vectorize_whole(run: Callable[..., None], plan: StagePlan, model: LoopModel, namer: Namer,
+                     func: str, k: int, var: str) -> None:
+    """Halide's ``vectorize(x)`` without a factor: the whole loop is one vector, which
+    Halide allows only where the loop's extent is a constant (``bound()``, a split's inner
+    loop, a region of a compute_at Func). The build is specialized on its sizes, so the
+    stage's loop has a constant extent here: the middle-end's ``vectorize`` by that
+    extent, the loop first shifted to start at 0 (the middle-end splits at multiples of
+    the factor), leaves one vector of the loop's every point. Over a Func computed at a
+    loop, the extent is the Func's whole domain's, so a realization's (smaller) region is
+    one or two partial vectors: the same points and values (vectorizing never changes
+    a value; the legality check proves a vectorized update's loop carries no
+    dependence)."""
+    lp = model.loops.get(var)
+    if lp is None or lp.ext is None or lp.ext <= 0:
+        raise UnsupportedHalideFeature(func, k, f"vectorize({var}) without a factor, where "
+                                       "the loop's extent is not known here (give one: "
+                                       f"vectorize({var}, 8))")
+    loop = plan.loops[var]
+    if lp.lo:
+        run("shift", loop, -lp.lo)
+    outer, inner = namer(f"{var}_vo"), namer(f"{var}_vi")
+    run("vectorize", loop, lp.ext, outer, inner)
+    plan.loops[var] = inner
 
 
 _RACING = ("Parallel", "Vectorized", "GPUBlock", "GPUThread", "GPULane")
