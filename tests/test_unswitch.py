@@ -3,6 +3,8 @@ leaves the innermost scalar loop, with exact results."""
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pytest
 
@@ -85,15 +87,23 @@ def test_copies_are_bounded() -> None:
 
 
 def test_sgemm_partial_tile_unswitched(rng: np.random.Generator,
-                                       monkeypatch: pytest.MonkeyPatch) -> None:
+                                       monkeypatch: pytest.MonkeyPatch,
+                                       caplog: pytest.LogCaptureFixture) -> None:
     """Where the AST generator does not separate the partial tile (here: its operation
     budget for the separation is made too small, so it falls back to one loop nest), the
-    guard it leaves in the k loop is unswitched."""
+    guard it leaves in the k loop is unswitched. The fallback is said on the lowering's
+    logger (a performance cliff: slower code, the same values), and only then."""
+    n = 16  # 3-row register tiles: 16 = 3 * 5 + 1, a partial last tile
+    with caplog.at_level(logging.INFO, logger="middleend.lower"):
+        sgemm_packed(n, tj=8, mr=3, nr=8).lower()
+    assert not [r for r in caplog.records if "separation" in r.getMessage()]
     monkeypatch.setattr(astgen, "SEPARATION_OPS", 1)
     monkeypatch.setattr(astgen, "CONSTANT_SEPARATION_OPS", 1)  # n is a constant here
-    n = 16  # 3-row register tiles: 16 = 3 * 5 + 1, a partial last tile
     fn = sgemm_packed(n, tj=8, mr=3, nr=8)
-    low = fn.lower()
+    with caplog.at_level(logging.INFO, logger="middleend.lower"):
+        low = fn.lower()
+    said = [r.getMessage() for r in caplog.records if "separation" in r.getMessage()]
+    assert said and "budget of 1 ISL operations" in said[0] and "upd" in said[0], said
     before = _innermost_ifs(low.program.body)
     assert any(loop.name == "k" for loop, _ in before), "the guard ISL leaves in the k loop"
     after = _innermost_ifs(unswitch_program(low.program).body)
