@@ -59,20 +59,6 @@ def test_same_sizes_reuse_the_build(rng: np.random.Generator) -> None:
 Build = Callable[[hl.ImageParam, hl.Func], tuple[hl.Func, hl.Func]]
 
 
-def _consumer(f: hl.Func) -> hl.Func:
-    x, y = f.args()
-    g = hl.Func("consumer")
-    g[x, y] = f[x, y] + 1
-    return g
-
-
-def _racy(a: hl.ImageParam, f: hl.Func) -> tuple[hl.Func, hl.Func]:
-    g = _consumer(f)
-    g[f.args()] += 1
-    g.update(0).allow_race_conditions()
-    return g, g
-
-
 def _atomic_tuple(a: hl.ImageParam, f: hl.Func) -> tuple[hl.Func, hl.Func]:
     x, y = f.args()
     r = hl.RDom([(0, 9)], "r")
@@ -94,7 +80,6 @@ def _value(e: Callable[[hl.Expr], hl.Expr]) -> Build:
 
 
 _REFUSED: list[tuple[str, Build, str]] = [
-    ("allow_race_conditions", _racy, "allow_race_conditions()"),
     ("bfloat16", _value(lambda v: hl.f32(hl.cast(hl.BFloat(16), v))), "bfloat16"),
 ]
 

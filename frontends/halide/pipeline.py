@@ -20,6 +20,7 @@ from typing import Any
 import halide as hl
 import numpy as np
 
+from frontends.halide.allowed_races import race_refusal
 from frontends.halide.arguments import realize_arguments, split_arguments
 from frontends.halide.checks import Checks, build_checks
 from frontends.halide.errors import UnsupportedHalideFeature
@@ -39,7 +40,7 @@ from frontends.halide.specialize import Specializations, without_output_buffers
 from frontends.halide.target_queries import answer_target_queries
 from frontends.halide.translate import Built, Spec, Translator
 from frontends.halide.wrappers import apply_wrappers
-from middleend import target_traits
+from middleend import ScheduleError, target_traits
 from middleend.ir.errors import KernelArgumentError
 
 
@@ -131,11 +132,17 @@ class HalideKernel:
                 if self.extra_schedule is not None:
                     with built.fn:
                         self.extra_schedule(built)
-                kernel = built.fn.compile(self.target, outputs=built.outputs,
-                                          check_legality=self.check_legality,
-                                          service=self.service,
-                                          fp_contract=self.fp_contract,
-                                          **self.target_options)
+                try:
+                    kernel = built.fn.compile(self.target, outputs=built.outputs,
+                                              check_legality=self.check_legality,
+                                              service=self.service,
+                                              fp_contract=self.fp_contract,
+                                              **self.target_options)
+                except ScheduleError as e:  # a race allow_race_conditions() let through
+                    refusal = race_refusal(self.pipeline, built, e)
+                    if refusal is None:
+                        raise
+                    raise refusal from e
                 got = (built, kernel)
                 self._builds[spec] = got
                 self.compiles += 1

@@ -71,9 +71,6 @@ def plan_func_schedule(fi: FuncInfo, is_output: bool) -> None:
         st = d.schedule
         if st.fused_pairs:  # compute_with's other side (fusewith.py), as lowering fills it
             raise UnsupportedHalideFeature(f.name, k, "compute_with() pairs")
-        if st.allow_race_conditions:
-            raise UnsupportedHalideFeature(f.name, k, "allow_race_conditions() (a race "
-                                           "Halide lets give any result)")
         if st.atomic and k == 0:
             raise UnsupportedHalideFeature(f.name, k, "atomic() of a pure definition (only "
                                            "an update is made atomic)")

@@ -69,6 +69,9 @@ class Built:
     """Per Halide Func: computations ``[stage][tuple element]`` and, per stage, Halide loop
     names to the computations' loop names, outermost loop first (for ``extra_schedule``)."""
     regions: OutputRegions | None = None  # where each output array lies, its result key
+    stages: dict[str, tuple[str, int]] = field(default_factory=dict)
+    """Every computation's Halide Func and stage (temporaries and copies included), to name
+    them in errors the middle-end raises about a computation."""
 
 
 @dataclass
@@ -451,8 +454,9 @@ class Translator:
         comps = {n: fi.comps for n, fi in self.info.items()}
         loops = {n: [{h: p.loops[h] for h in p.order} for p in fi.plans]
                  for n, fi in self.info.items()}
+        stages = {c.name: (self.order[fpos], k) for c, (fpos, k, _) in self.seq}
         return Built(fn, outs, inputs, self.scalars, constants, comps, loops,
-                     output_regions(self.info, self.outputs, self.spec.sizes))
+                     output_regions(self.info, self.outputs, self.spec.sizes), stages)
 
     def _check_inputs(self) -> None:
         for img, box in self.input_req.items():
