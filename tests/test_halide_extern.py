@@ -88,6 +88,23 @@ int xt_round4(buf_t *in, buf_t *out) {
 }
 
 int xt_fails(buf_t *in, buf_t *out) { return out->host == NULL ? 0 : 3; }
+
+/* out(x, y) = in(min(x, w - 1), min(y, h - 1)) + 100 * w + 10 * h + m: the sizes of the
+   image it is given, passed as Expr arguments (a wrong size is a wrong value) */
+int xt_sizes(buf_t *in, int32_t w, int32_t h, int32_t m, buf_t *out) {
+    if (out->host == NULL) return 0;
+    const float *src = (const float *)in->host;
+    float *dst = (float *)out->host;
+    for (int y = out->dim[1].min; y < out->dim[1].min + out->dim[1].extent; y++)
+        for (int x = out->dim[0].min; x < out->dim[0].min + out->dim[0].extent; x++) {
+            int xx = x < w - 1 ? x : w - 1, yy = y < h - 1 ? y : h - 1;
+            float v = src[(xx - in->dim[0].min) * in->dim[0].stride
+                          + (yy - in->dim[1].min) * in->dim[1].stride];
+            dst[(x - out->dim[0].min) * out->dim[0].stride
+                + (y - out->dim[1].min) * out->dim[1].stride] = v + 100 * w + 10 * h + m;
+        }
+    return 0;
+}
 """
 
 
@@ -230,6 +247,29 @@ def test_extern_of_an_image_param(externs: Path, rng: np.random.Generator) -> No
     assert "[0, 10) of dimension 0 of ImageParam 'im'" in _one_line(ex.value)
 
 
+@pytest.mark.parametrize("shape", [(6, 9), (4, 13)])
+def test_extern_arguments_of_an_image_params_sizes(
+        externs: Path, shape: tuple[int, int], rng: np.random.Generator) -> None:
+    """``im.width()``, ``im.dim(1).extent()`` and arithmetic of a stride, a min and a Param
+    as Expr arguments: Halide evaluates them at each call, and so does the front-end, from
+    the image given (two shapes). Refused before as ``Variable 'im.extent.0'``."""
+    x, y = hl.Var("x"), hl.Var("y")
+    im = hl.ImageParam(hl.Float(32), 2, "im")
+    k = hl.Param(hl.Int(32), "k", 0)
+    e = hl.Func("e")
+    e.define_extern("xt_sizes", [im, im.width(), im.dim(1).extent(),
+                                 im.dim(1).stride() * k - im.dim(0).min() + im.height() // 2],
+                    hl.Float(32), 2)
+    h = hl.Func("h")
+    h[x, y] = e[x, y] * 2
+    data = rng.random(shape, dtype=np.float32)
+    im.set(hl.Buffer(data))
+    k.set(3)
+    sizes = [shape[1] + 2, shape[0]]  # reads past the image's width: clamped by w
+    ref = halide_realize([h], sizes, [])
+    assert_same(compile_pipeline(h).realize(sizes, im=data, k=3), ref)
+
+
 def test_non_zero_return_code(externs: Path) -> None:
     x = hl.Var("x")
     g = hl.Func("g")
@@ -279,7 +319,7 @@ def test_refusals(externs: Path) -> None:
     _one_line(ex.value)
     f2 = hl.Func("f2")
     f2.define_extern("xt_fails", [g, hl.Expr(x)], hl.Float(32), 1)  # a Var, not a Param
-    with pytest.raises(UnsupportedHalideFeature, match="only constants and scalar Params"):
+    with pytest.raises(UnsupportedHalideFeature, match="only constants and scalar Params, an "):
         compile_pipeline(f2)
     f3 = hl.Func("f3")
     f3.define_extern("xt_fails", [g, hl.Expr(x) + 1], hl.Float(32), 1)  # a computed Expr
@@ -287,4 +327,4 @@ def test_refusals(externs: Path) -> None:
         compile_pipeline(f3)
     assert _one_line(ex.value).endswith(
         "define_extern(xt_fails) with the Expr argument Add (only constants and scalar "
-        "Params)"), ex.value
+        "Params, an ImageParam's sizes, and arithmetic of them)"), ex.value

@@ -16,6 +16,7 @@ import warnings
 from collections.abc import Callable, Mapping
 
 from frontends.halide.errors import IgnoredHalideDirective, UnsupportedHalideFeature
+from frontends.halide.evaluate import unsupported_node
 from frontends.halide.extern_call import check_symbol, scalar_supported
 from frontends.halide.extern_parts import hl_type
 from frontends.halide.hir import HExpr, HFunc, HLoopLevel, HParameter, HPipeline, HType
@@ -76,19 +77,38 @@ def check_extern(f: HFunc, hp: HPipeline, reads: Callable[[str, str], bool]) -> 
 
 
 def scalar_type(f: HFunc, e: HExpr, params: Mapping[str, HParameter]) -> HType:
-    """The type of an Expr argument of an extern: a constant or a scalar Param."""
-    ok = e.kind in ("IntImm", "UIntImm", "FloatImm") or (
-        e.kind == "Variable" and e.param_name in params
-        and not params[e.param_name].is_buffer)
-    if not ok or e.type is None or not scalar_supported(e.type.code, e.type.bits) \
-            or e.type.lanes != 1:
+    """The type of an Expr argument of an extern: one known when the pipeline is called,
+    as Halide evaluates it then (before the extern's bounds query): constants, scalar
+    Params, an ImageParam's sizes (``im.width()``, ``im.dim(1).min()``, strides) and
+    arithmetic of them, which :func:`.evaluate.evaluate` computes with Halide's
+    arithmetic per call. A Var, a Func's value or an output's size is refused."""
+    t = _type_of(e) if unsupported_node(e, params) is None else None
+    if t is None or not scalar_supported(t.code, t.bits) or t.lanes != 1:
         # a computed Expr (x + 1) has neither a name nor a value: its kind says what it is
         what = repr(e.name) if e.name else "" if e.value is None else repr(e.value)
         raise UnsupportedHalideFeature(
             f.name, None, f"define_extern({f.extern_function_name}) with the Expr "
             f"argument {e.kind}{' ' + what if what else ''} (only constants and scalar "
-            "Params)")
-    return e.type
+            "Params, an ImageParam's sizes, and arithmetic of them)")
+    return t
+
+
+_BOOL = HType("uint", 1)
+
+
+def _type_of(e: HExpr) -> HType | None:
+    """The type of a scalar expression: the serialization gives it for leaves, casts and
+    calls only; an operation's is its operands' (Halide makes them one), a comparison's
+    bool."""
+    if e.type is not None:
+        return e.type
+    if e.kind in ("EQ", "NE", "LT", "LE", "GT", "GE", "And", "Or", "Not"):
+        return _BOOL
+    if e.kind in ("Add", "Sub", "Mul", "Div", "Mod", "Min", "Max") and e.args:
+        return _type_of(e.args[0])
+    if e.kind in ("Select", "Let") and e.args:
+        return _type_of(e.args[-1])
+    return None
 
 
 __all__ = ["at_a_loop", "check_extern", "scalar_type"]

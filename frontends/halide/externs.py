@@ -37,7 +37,8 @@ is asked for, which Halide assumes too, since it asks for overlapping regions).
 warning (:mod:`.extern_checks`). Refused in one line as Halide refuses them: an inlined
 Func or extern read by an extern (in Halide's words), ``compute_at`` of an extern at a Func
 that does not use it. Refused in one line as not run here: C++ name mangling, a non-host
-device API, Expr arguments other than constants and Params, and ``extra_schedule=``
+device API, Expr arguments other than constants, Params, ImageParam sizes and arithmetic
+of them (evaluated per call, as Halide does), and ``extra_schedule=``
 (:func:`.pipeline._with_externs`). The externs are called here, on the host, between the
 parts' kernels; every target's kernel takes and returns host arrays, so every target runs
 such a pipeline (the parts' stages that Halide runs on the host are mapped to the device
@@ -55,7 +56,7 @@ import numpy as np
 
 from frontends.halide.arguments import realize_arguments
 from frontends.halide.checks import Checks
-from frontends.halide.evaluate import ScalarKind
+from frontends.halide.evaluate import Env, Image, ScalarKind, evaluate
 from frontends.halide.exprs import dtype_of
 from frontends.halide.extern_call import BufferArg, ExternCall, ExternStageError, ScalarArg
 from frontends.halide.extern_checks import at_a_loop, check_extern, scalar_type
@@ -308,7 +309,7 @@ class ExternPipeline:
                 plans[name] = None
                 continue
             region = _hull(demands[name])
-            values = [self._scalar(e, scalars) for e in ex.scalars]
+            values = [self._scalar(e, images, scalars) for e in ex.scalars]
             whole = [w for inp in ex.inputs for w in self._whole(inp, images)]
             asked_buffers, out_region = ex.call.query(whole, region, values)
             for d, ((lo, n), (m, ext)) in enumerate(zip(region, out_region, strict=True)):
@@ -434,10 +435,15 @@ class ExternPipeline:
         ex.call.run([*arrays, *outs], [*mins, *[out_mins] * len(outs)], plan.values)
         return outs, out_mins
 
-    def _scalar(self, e: HExpr, scalars: dict[str, np.generic]) -> object:
-        if e.kind == "Variable":
-            return scalars[e.param_name].item()
-        return e.value
+    @staticmethod
+    def _scalar(e: HExpr, images: Mapping[str, np.ndarray],
+                scalars: dict[str, np.generic]) -> object:
+        """An Expr argument's value in this call (:func:`.extern_checks.scalar_type`: a
+        constant, a Param, an ImageParam's sizes or arithmetic of them)."""
+        if e.kind in ("IntImm", "UIntImm", "FloatImm"):
+            return e.value
+        env = Env({n: Image.of(a) for n, a in images.items()}, dict(scalars))
+        return evaluate(e, env).item()
 
 
 def _crop(arr: np.ndarray, mins: Sequence[int], reg: Region) -> np.ndarray:
