@@ -28,16 +28,19 @@ from frontends.julia.translate import Built, Spec, Translator
 from middleend.ir.errors import KernelArgumentError
 
 
-def translate(fn: J.Function, spec: Spec, use_schedule: bool = True) -> Built:
+def translate(fn: J.Function, spec: Spec, use_schedule: bool = True,
+              target: str = "cpu") -> Built:
     """The middle-end Function of ``fn`` specialized on ``spec``, with its directives (if
-    ``use_schedule``) and the ordering commands applied."""
+    ``use_schedule``) and the ordering commands applied; directives that ask about the
+    machine (``vector_lanes(T)``) are answered for ``target``'s."""
     stores = tuple(d for d in fn.schedule if d.fn in ("store_in", "pack")) if use_schedule \
         else ()
     b = Translator(fn, spec, stores).build()
     dims = {c.name: [Dim(n, f"L{lid}") for n, lid in zip(
         b.loop_names[k], b.loop_ids[k], strict=True)] for k, c in b.comps.items()}
     comps = [b.comps[k] for k in sorted(b.comps, key=lambda k: (b.placed_at[k], k))]
-    sch = Scheduler(fn.name, comps, b.names, dims, b.arrays)
+    sch = Scheduler(fn.name, comps, b.names, dims, b.arrays,
+                    lambda: me.target_machine(target))
     if use_schedule:
         for d in fn.schedule:
             sch.apply(d)
@@ -164,7 +167,7 @@ class JuliaKernel:
     def compiled(self, spec: Spec) -> _Compiled:
         got = self._cache.get(spec)
         if got is None:
-            built = translate(self.function, spec, self.use_schedule)
+            built = translate(self.function, spec, self.use_schedule, self.target)
             kernel = built.fn.compile(target=self.target, outputs=built.outputs,
                                       service=self.service, fp_contract=self.fp_contract)
             got = self._cache[spec] = _Compiled(built, kernel)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 
 from frontends.julia import jast as J
+from frontends.julia import machine_ints
 from frontends.julia.errors import UnsupportedJulia
 from frontends.julia.exprs import CALLS, _show
 from frontends.julia.jtypes import ELEMENT, ArgType, arg_type
@@ -249,6 +250,10 @@ class _Checker:
         if not d.args or not isinstance(d.args[0], J.Name):
             raise self.fail(d.line, f"directive {d.fn}: the first argument must be a "
                             "statement label")
+        for a in d.args[1:]:  # names, Ints, Int expressions of the machine queries
+            why = machine_ints.problem(a)
+            if why is not None:
+                raise self.fail(d.line, f"directive {d.fn}: {why}")
         if d.fn == "copy_at" and (len(d.args) != 4 or not isinstance(d.args[2], J.Name) or
                                   d.args[2].id not in arrays):
             raise self.fail(d.line, "directive copy_at: takes (statement, loop, array, new "

@@ -21,11 +21,14 @@ where the directive puts them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import middleend as me
 from frontends.julia import jast as J
+from frontends.julia import machine_ints
 from frontends.julia.errors import UnsupportedJulia
+from middleend.target.base import Machine
 
 
 @dataclass
@@ -34,19 +37,23 @@ class Dim:
     sig: str  # what the loop is: the source loop id, then each transformation
 
 
-def _names(args: tuple[J.Expr, ...], line: int, fn: str) -> list[str | int]:
+def _names(args: tuple[J.Expr, ...], line: int, fn: str,
+           machine: Callable[[], Machine | None]) -> list[str | int]:
+    """The directive's arguments: names as strings, Int expressions (literals and the
+    machine queries of :mod:`.machine_ints`) as their values."""
     out: list[str | int] = []
     for a in args:
         if isinstance(a, J.Name):
             out.append(a.id)
-        elif isinstance(a, J.Num) and a.type == "Int64":
-            out.append(int(a.value))
-        elif isinstance(a, J.Call) and a.fn == "-" and len(a.args) == 1 and \
-                isinstance(a.args[0], J.Num) and a.args[0].type == "Int64":
-            out.append(-int(a.args[0].value))
-        else:
-            raise UnsupportedJulia(line, "a directive argument that is not a name or an Int",
-                                   fn)
+            continue
+        why = machine_ints.problem(a)
+        if why is None:
+            try:
+                out.append(machine_ints.value(a, machine))
+                continue
+            except ValueError as e:
+                why = str(e)
+        raise UnsupportedJulia(line, why, fn)
     return out
 
 
@@ -54,8 +61,10 @@ class Scheduler:
     """Applies directives to the computations of one translated function."""
 
     def __init__(self, fn: str, comps: list[me.Computation], labels: dict[str, list],
-                 dims: dict[str, list[Dim]], arrays: dict[str, me.Buffer]) -> None:
+                 dims: dict[str, list[Dim]], arrays: dict[str, me.Buffer],
+                 machine: Callable[[], Machine | None] = lambda: None) -> None:
         self.fn, self.comps, self.labels, self.dims = fn, comps, labels, dims
+        self.machine = machine  # the target's machine, asked by vector_lanes(T) & co.
         self.arrays = arrays  # Julia array name -> its buffer (copy_at's source)
         self.placed: set[str] = set()  # ordered by an after/before directive
         self.nested: set[str] = set()  # placed inside another's loops by compute_at
@@ -86,7 +95,7 @@ class Scheduler:
         k = d.fn
         if k in ("store_in", "pack"):
             return  # applied by the translator: they change where accesses go
-        a = _names(d.args, d.line, self.fn)
+        a = _names(d.args, d.line, self.fn, self.machine)
         if not a:
             raise self.fail(d, "no arguments")
         try:

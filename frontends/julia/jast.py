@@ -229,10 +229,29 @@ def chain(targets: list[Name | Ref], value: Expr, line: int, k: int) -> list[Stm
     return out
 
 
+# an Int argument of a directive may be arithmetic of Ints and machine queries
+# (frontends/julia/machine_ints.py checks and answers them: vector_lanes(Float64),
+# 3 * vector_registers() ÷ 4, ...); a query's argument is an element type's name
+DIRECTIVE_INT_OPS = frozenset({"+", "-", "*", "÷", "div"})
+DIRECTIVE_QUERIES = frozenset({"vector_lanes", "vector_registers"})
+
+
+def _directive_int(e: Expr) -> bool:
+    if isinstance(e, Num):
+        return True
+    if not isinstance(e, Call):
+        return False
+    if e.fn in DIRECTIVE_QUERIES:
+        return all(isinstance(a, Name | Num) for a in e.args)  # checked in machine_ints
+    return e.fn in DIRECTIVE_INT_OPS and all(_directive_int(a) for a in e.args)
+
+
 def is_directive_arg(e: Expr) -> bool:
-    """What a ``@schedule`` directive's argument may be: a name, a number, or
+    """What a ``@schedule`` directive's argument may be: a name, a number,
     ``loop % k`` (a folded loop of ``store_in``) or ``dim % k`` (a blocked dim of
-    ``pack``)."""
+    ``pack``), or an Int expression of the machine queries (its details are checked
+    when the source is compiled)."""
     return isinstance(e, Name | Num) or (
         isinstance(e, Call) and e.fn == "%" and len(e.args) == 2 and
-        isinstance(e.args[0], Name | Num) and isinstance(e.args[1], Num))
+        isinstance(e.args[0], Name | Num) and isinstance(e.args[1], Num)) or (
+        isinstance(e, Call) and _directive_int(e))

@@ -406,7 +406,8 @@ def _directive(node: Node, ctx: _Ctx) -> jast.Call:
     for a, a_node in zip(args, _kids(kids[1]), strict=True):
         if not jast.is_directive_arg(a):
             raise ctx.refuse(a_node, f"schedule argument {_snippet(a_node)} (must be a name, "
-                             "a number, loop % k or dim % k)")
+                             "a number, loop % k, dim % k or an Int expression of "
+                             "vector_lanes(T) and vector_registers())")
     return jast.Call(_text(kids[0]), args, _line(node))
 
 

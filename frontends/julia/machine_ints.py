@@ -1,0 +1,109 @@
+"""Int arguments of ``@schedule`` directives that depend on the machine.
+
+A hand-written schedule names sizes that suit one instruction set: a register tile of
+8 rows x 6 columns of Float64 holds 12 sums in AVX2's 16 vector registers, but on an
+AVX-512 machine the same 8 rows are one vector, the tile holds 6 sums, and gcc's code is
+bound by the multiply-adds' latency (mm2: 2.1x numpy's single-thread time there, 1.2x with
+24 columns). Halide schedules ask ``natural_vector_size``; a directive here may ask::
+
+    vector_lanes(Float64)     # elements of T in one of the target's widest vectors
+    vector_registers()        # the target's architectural vector registers
+
+and combine them with Int literals by ``+``, ``-``, ``*`` and ``÷``, e.g.
+``tile(T, i, j, k, 8, 3 * vector_registers() * vector_lanes(Float64) ÷ 32, 1024)``.
+They are answered from the machine the target builds for (``me.target_machine``: its
+compiler's predefined macros), the same facts the builds use (512-bit vectors on AVX-512,
+``backends.cpu.build.vector_flags``). The shape of an argument is checked when the source
+is compiled (:func:`problem`); the answer, when the call specializes it (:func:`value`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from frontends.julia import jast as J
+from middleend.target.base import Machine
+
+QUERIES = {"vector_lanes": 1, "vector_registers": 0}  # name -> number of arguments
+_OPS = {"+", "-", "*", "÷", "div"}
+# element type -> (bytes, is a float)
+ELEMENTS = {"Float64": (8, True), "Float32": (4, True), "Int64": (8, False),
+            "UInt64": (8, False), "Int32": (4, False), "UInt32": (4, False),
+            "Int16": (2, False), "UInt16": (2, False), "Int8": (1, False), "UInt8": (1, False)}
+
+
+def problem(e: J.Expr) -> str | None:
+    """What is wrong with ``e`` as a directive's Int argument built from literals and the
+    queries, or None (names are loop or statement names: not checked here)."""
+    if isinstance(e, J.Name) or (isinstance(e, J.Num) and e.type == "Int64"):
+        return None
+    if not isinstance(e, J.Call):
+        return "a directive argument must be a name, an Int or an Int expression"
+    if e.fn in QUERIES:
+        want = QUERIES[e.fn]
+        if len(e.args) != want:
+            return f"{e.fn} takes {want} argument(s), got {len(e.args)}"
+        if want and not (isinstance(e.args[0], J.Name) and e.args[0].id in ELEMENTS):
+            return (f"{e.fn} takes an element type ({', '.join(ELEMENTS)})")
+        return None
+    if e.fn in _OPS and len(e.args) in ((1, 2) if e.fn == "-" else (2,)):
+        for a in e.args:
+            if isinstance(a, J.Name):
+                return f"{e.fn} of a name in a directive argument (Ints and queries only)"
+            got = problem(a)
+            if got is not None:
+                return got
+        return None
+    return (f"{e.fn}(...) in a directive argument (Int expressions of literals, "
+            f"{', '.join(f'{q}()' for q in QUERIES)} and + - * ÷ only)")
+
+
+def value(e: J.Expr, machine: Callable[[], Machine | None]) -> int:
+    """The Int ``e`` denotes (``problem(e)`` is None and ``e`` is not a name); ``machine``
+    is asked only when ``e`` holds a query. Raises ValueError with the reason."""
+    if isinstance(e, J.Num):
+        return int(e.value)
+    assert isinstance(e, J.Call), e
+    if e.fn in QUERIES:
+        m = machine()
+        if m is None:
+            raise ValueError(f"{e.fn}: the target does not say which machine it builds for")
+        return _lanes(m, e.args[0]) if e.fn == "vector_lanes" else _registers(m)
+    xs = [value(a, machine) for a in e.args]
+    if e.fn == "-":
+        return -xs[0] if len(xs) == 1 else xs[0] - xs[1]
+    if e.fn == "+":
+        return xs[0] + xs[1]
+    if e.fn == "*":
+        return xs[0] * xs[1]
+    if xs[1] == 0:
+        raise ValueError("÷ by zero in a directive argument")
+    return xs[0] // xs[1] if (xs[0] < 0) == (xs[1] < 0) else -(-xs[0] // xs[1])  # Julia ÷
+
+
+def _vector_bytes(m: Machine, is_float: bool, size: int) -> int:
+    """The widest vector of the build for elements of ``size`` bytes (x86: AVX-512F for
+    floats and 32/64-bit ints, AVX-512BW for 8/16-bit ints, AVX for floats, AVX2 for ints;
+    SSE2 and NEON 16 bytes)."""
+    if m.defines("__AVX512F__") and (is_float or size >= 4 or m.defines("__AVX512BW__")):
+        return 64
+    if m.defines("__AVX2__") or (is_float and m.defines("__AVX__")):
+        return 32
+    if m.defines("__SSE2__") or m.defines("__ARM_NEON"):
+        return 16
+    raise ValueError("vector_lanes: the target's machine has no vector unit the front-end "
+                     "knows (x86 SSE2..AVX-512, ARM NEON)")
+
+
+def _lanes(m: Machine, t: J.Expr) -> int:
+    assert isinstance(t, J.Name)
+    size, is_float = ELEMENTS[t.id]
+    return _vector_bytes(m, is_float, size) // size
+
+
+def _registers(m: Machine) -> int:
+    if m.defines("__AVX512F__") or m.defines("__aarch64__"):
+        return 32
+    if m.defines("__x86_64__"):
+        return 16
+    raise ValueError("vector_registers: the target's machine is neither x86-64 nor AArch64")
