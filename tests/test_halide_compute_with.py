@@ -9,6 +9,7 @@ import pytest
 from halide_util import check
 
 from frontends.halide import UnsupportedHalideFeature, compile_pipeline
+from middleend.ir.loopast import Stmt, walk_loops
 
 
 def _two(schedule: str) -> tuple[hl.Func, hl.Func, hl.Func, hl.ImageParam]:
@@ -70,3 +71,69 @@ def test_compute_with_an_output(rng: np.random.Generator) -> None:
     h[x, y] = a[x, y] * 2
     h.compute_with(g, x)
     check([g, h], [8, 4], [(a, rng.random((4, 8), dtype=np.float32))])
+
+
+def _at(tag: str, shift: int) -> tuple[hl.Func, hl.Func, hl.Func, hl.ImageParam]:
+    x, y = hl.Var("x"), hl.Var("y")
+    a = hl.ImageParam(hl.Float(32), 2, "a")
+    g, h, o = hl.Func(f"cwa_g{tag}"), hl.Func(f"cwa_h{tag}"), hl.Func(f"cwa_o{tag}")
+    g[x, y] = a[x, y] + 1
+    h[x, y] = a[x, y] * 2
+    o[x, y] = g[x, y] + h[x + shift, y] + g[x, y + 1]  # g: two rows per o row
+    return g, h, o, a
+
+
+@pytest.mark.parametrize(("level", "shift", "align"), [
+    ("x", 0, None), ("y", 0, None), ("x", 3, None), ("x", 3, "AlignEnd"),
+    ("x", 3, "NoAlign")])
+def test_compute_with_at_a_loop(level: str, shift: int, align: str | None,
+                                rng: np.random.Generator) -> None:
+    """Both Funcs computed at the consumer's ``y`` (Halide's one compute level), their own
+    loops fused down to ``level``; h over a range 3 wider than g's where ``shift`` is 3
+    (any alignment strategy: the same values). Refused before ('computed at a loop')."""
+    g, h, o, a = _at(f"{level}{shift}{align or ''}", shift)
+    y = hl.Var("y")
+    var = hl.Var(level)
+    g.compute_at(o, y)
+    h.compute_at(o, y)
+    if align is None:
+        h.compute_with(g, var)
+    else:
+        h.compute_with(g, var, getattr(hl.LoopAlignStrategy, align))
+    data = rng.random((12, 24), dtype=np.float32)
+    k = check(o, [20, 10], [(a, data)])
+    if level == "x":  # g and h at each x of their common range, in one loop
+        built = k.translate([20, 10], a=data)
+        body = built.fn.lower(outputs=built.outputs).program.body
+        loops: dict[str, set[int]] = {}
+        for n, fors in walk_loops(body):
+            if isinstance(n, Stmt) and n.comp in (g.name(), h.name()):
+                loops.setdefault(n.comp, set()).add(id(fors[-1]))
+        assert loops[g.name()] & loops[h.name()], loops
+
+
+def test_compute_with_at_a_loop_of_a_two_stage_consumer(rng: np.random.Generator) -> None:
+    """The consumer's update reads both too: each stage its own realization of the pair."""
+    x, y = hl.Var("x"), hl.Var("y")
+    g, h, o, a = _at("2", 0)
+    o[x, y] += g[x + 1, y] * h[x, y]
+    g.compute_at(o, y)
+    h.compute_at(o, y)
+    h.compute_with(g, x)
+    check(o, [20, 10], [(a, rng.random((12, 24), dtype=np.float32))])
+
+
+def test_compute_with_at_different_levels_is_refused() -> None:
+    """Halide requires one compute level of the two Funcs (it refuses this when lowering);
+    one line naming both levels."""
+    g, h, o, a = _at("d", 0)
+    g.compute_at(o, hl.Var("y"))
+    h.compute_root()
+    h.compute_with(g, hl.Var("x"))
+    with pytest.raises(UnsupportedHalideFeature) as info:
+        compile_pipeline(o).realize([8, 4], a=np.zeros((6, 9), np.float32))
+    msg = str(info.value)
+    assert "\n" not in msg
+    assert "computed at different levels (cwa_hd at root, cwa_gd at cwa_od.y)" in msg, msg
+    with pytest.raises(hl.HalideError, match="compute levels"):
+        o.realize([8, 4])
