@@ -53,6 +53,10 @@ _CASES: dict[str, Build] = {
 }
 
 
+# the cases whose operands of min/max are products or differences of a and b
+_NAN_OF_TWO_NANS = frozenset({"sub_mul", "mul_sub"})
+
+
 def _bits(v: np.ndarray) -> np.ndarray:
     v = np.asarray(v)
     return v.view(np.uint32 if v.dtype == np.float32 else np.uint64)
@@ -98,8 +102,22 @@ def _check(op: str, case: str, build: Build, bits: int) -> None:
         fs.append(f)
     got = halide_realize(fs, [_N * _N], inputs)
     ours = compile_pipeline(fs).realize([_N * _N], **kw)
+    # a NaN computed from two NaNs of opposite signs (a * b, a - b) takes one operand's:
+    # x86 returns the first source's, and which that is for a commutative a * b is the C
+    # compiler's choice (IEEE 754 leaves it open; gcc's differs between its 256- and
+    # 512-bit code). There only the NaN is compared, not its sign; elsewhere every bit.
+    loose = (np.isnan(av) & np.isnan(bv)) if case in _NAN_OF_TWO_NANS else \
+        np.zeros(av.shape, bool)
+
+    def bits(r: np.ndarray) -> np.ndarray:
+        out = _bits(r).copy()
+        sign = out.dtype.type(1) << out.dtype.type(8 * out.dtype.itemsize - 1)
+        fix = loose & np.isnan(r)
+        out[fix] &= ~sign
+        return out
+
     for k in range(2):
-        np.testing.assert_array_equal(_bits(ours[k]), _bits(got[k]), err_msg=f"vectorized={k}")
+        np.testing.assert_array_equal(bits(ours[k]), bits(got[k]), err_msg=f"vectorized={k}")
     np.testing.assert_array_equal(_bits(got[0]), _bits(got[1]))  # Halide's agree
 
 

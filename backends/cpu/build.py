@@ -62,7 +62,8 @@ def host_isa(cc: list[str]) -> tuple[str, str]:
     macros = sorted(line for line in native_macros(cc).splitlines()
                     if line.startswith("#define"))
     names = {line.split()[1] for line in macros if len(line.split()) > 1}
-    isa = [x for x, m in (("avx512f", "__AVX512F__"), ("avx2", "__AVX2__"), ("fma", "__FMA__"),
+    isa = [x for x, m in (("avx512f", "__AVX512F__"), ("avx512fp16", "__AVX512FP16__"),
+                          ("avx2", "__AVX2__"), ("fma", "__FMA__"),
                           ("avx", "__AVX__"), ("sse4.2", "__SSE4_2__"), ("neon", "__ARM_NEON"),
                           ("sve", "__ARM_FEATURE_SVE")) if m in names]
     arch = "x86-64" if "__x86_64__" in names else ("aarch64" if "__aarch64__" in names
@@ -98,8 +99,17 @@ def vector_flags(isa_summary: str) -> tuple[str, ...]:
     register tile (24 zmm accumulators) became 48 ymm ones, which spill. Measured on a
     2-core Sapphire Rapids (AVX-512): sgemm at N=1024 ran at 0.52x numpy with ymm and 0.92-
     1.09x with zmm and the wider tile; rgbyuv420's planes at 1.00-1.04x Halide against
-    1.02-1.06x. So on AVX-512 hosts the builds ask for 512-bit vectors."""
-    return ("-mprefer-vector-width=512",) if "avx512f" in isa_summary.split() else ()
+    1.02-1.06x. So on AVX-512 hosts the builds ask for 512-bit vectors.
+
+    Where the CPU computes ``_Float16`` natively (AVX512-FP16: Sapphire Rapids), half
+    arithmetic is built as on every other host, in float and rounded back at each of the
+    printer's casts (``-mno-avx512fp16``): natively, gcc contracted ``(_Float16)(a * b) +
+    c`` into one half FMA under ``fp_contract`` (the Halide front-end's default, as
+    Halide's), which neither Halide (it emulates halves) nor numpy computes: float16
+    results differed from Halide's in the last bit (tests/test_halide_float16.py)."""
+    isa = isa_summary.split()
+    return (("-mprefer-vector-width=512",) if "avx512f" in isa else ()) + \
+        (("-mno-avx512fp16",) if "avx512fp16" in isa else ())
 
 
 def cpu_fingerprint(cc: list[str]) -> str:
