@@ -20,8 +20,10 @@ The formulations of ours, each checked against numpy before timing:
   micro-tile loop (``allocate_at``: a stack array that gcc keeps in registers). Loops: j0
   (parallel, NR columns: the panel of B, N x NR, 128 KB at N=2048 with AVX2, in L2) /
   i_uo / k / i_ui (unrolled 6) / j1_vi (vector NR), i.e. a 6 x NR register-blocked
-  micro-kernel, NR two of the host's vectors (16 floats with AVX2: 12 accumulators of 8
-  floats in 16 registers; 32 with AVX-512). On a quiet machine, interleaved A/B runs:
+  micro-kernel, NR as many of the host's vectors as its registers hold beside B's and A's
+  broadcast (``NR`` and ``TJ`` below: 16 floats with AVX2, 12 accumulators of 8 floats
+  in 16 registers, panels of 16; 64 with AVX-512, 24 accumulators of 16 floats in 32
+  registers, panels of 128). On an AVX2 machine, quiet, interleaved A/B runs:
   at N=2048 panels of NR ran at 0.91-0.94x numpy against 0.78-0.81x for panels of 64
   columns (B's panel 512 KB); at N=1024 the ratio depends on the process (0.69-0.96x for
   NR, 0.65-0.94x for 64 columns; A is re-read per panel, and its TLB cost varies, huge
@@ -52,9 +54,10 @@ The formulations of ours, each checked against numpy before timing:
   ``copy_at(upd, "j0", B, "Bp")``, whose footprint the compiler computes; ``copy_at off``
   is the same schedule without the copy, so the pair shows what packing by copy_at buys.
 
-The vectorize factor reaches gcc as ``#pragma omp simd simdlen(nr)``, and gcc picks the
-machine's vector width (``-march=native``: 8 floats with AVX2, 16 with AVX-512; the build
-cache is keyed on the host's ISA). The backend builds with ``-ffp-contract=off`` by default
+The vectorize factor reaches gcc as ``#pragma omp simd simdlen(nr)``, and gcc uses the
+machine's widest vectors (``-march=native``: 8 floats with AVX2; 16 with AVX-512, where
+the builds add ``-mprefer-vector-width=512``, ``backends.cpu.build.vector_flags``; the
+build cache is keyed on the host's ISA). The backend builds with ``-ffp-contract=off`` by default
 so float results equal numpy's. Each table also gives every variant's share of the FMA peak
 measured on this machine at the start of the run (``benchmarks/peak.py``).
 
