@@ -18,6 +18,9 @@ from halide_util import assert_same, halide_realize
 
 import middleend as me
 from frontends.halide import compile_pipeline
+from frontends.halide.errors import HalideCheckError, UnsupportedHalideFeature
+from frontends.halide.reader import read_pipeline
+from frontends.halide.translate import FuncInfo, Spec, Translator
 from frontends.julia import compile_source
 from middleend.wire import decode_request, encode_request
 
@@ -210,6 +213,136 @@ def test_halide_realize_an_empty_region(sizes: list[int]) -> None:
     assert k.compiles == 0
     with pytest.raises(me.KernelArgumentError, match="expected float32"):
         k.realize(sizes, out=out.astype(np.float64), a=img)
+
+
+def _read_by_an_empty_update(schedule: str) -> tuple[hl.Func, hl.Param, hl.ImageParam]:
+    """``f[x] += g[r.x]`` over ``RDom(0, n)``: with ``n = 0`` nothing reads ``g``."""
+    x = hl.Var("x")
+    n = hl.Param(hl.Int(32), "n")
+    a = hl.ImageParam(hl.Float(32), 1, "a")
+    g, f = hl.Func("g"), hl.Func("f")
+    r = hl.RDom([(0, n)])
+    g[x] = a[x] * 2 + 1
+    f[x] = a[x]
+    f[x] += g[r.x]
+    if schedule == "root":
+        g.compute_root()
+    elif schedule == "root_parallel":
+        g.compute_root().parallel(x)
+        f.update().parallel(x)
+    elif schedule.startswith("bound"):  # Halide realizes the bound region all the same
+        g.compute_root().bound(x, 0, 100 if schedule == "bound_beyond" else 6)
+    elif schedule == "at_x":
+        g.compute_at(f, x)
+    elif schedule == "at_rx":
+        g.compute_at(f, r.x)
+    return f, n, a
+
+
+@pytest.mark.parametrize("schedule", ["root", "root_parallel", "bound"])
+def test_halide_producer_read_only_by_an_empty_update(schedule: str) -> None:
+    """A compute_root producer whose only reader is an update with no point is realized
+    over nothing (refused before as "a Func no stage reads"); the same kernel's n = 3
+    build reads it."""
+    f, n, a = _read_by_an_empty_update(schedule)
+    img = np.arange(8, dtype=np.float32)
+    _check_halide([f], [5], [(n, 0), (a, img)])
+    _check_halide([f], [5], [(n, 3), (a, img)])
+
+
+def test_halide_bound_of_a_producer_read_by_nothing_reads_its_inputs() -> None:
+    """``bound(x, 0, 100)`` on that producer: Halide computes the bound region though
+    nothing reads it, and so reads its input beyond the image given; both refuse."""
+    f, n, a = _read_by_an_empty_update("bound_beyond")
+    img = np.arange(8, dtype=np.float32)
+    with pytest.raises(hl.HalideError, match="accessed at 99, which is beyond the max"):
+        halide_realize([f], [5], [(n, 0), (a, img)])
+    with pytest.raises(me.DefinitionError, match=r"reads input 'a' at \[0, 99\]"):
+        compile_pipeline(f).realize([5], n=0, a=img)
+
+
+@pytest.mark.parametrize("schedule", ["at_x", "at_rx"])
+def test_halide_producer_computed_at_an_empty_update(schedule: str) -> None:
+    """A producer compute_at a loop of an update with no point: realized over nothing."""
+    f, n, a = _read_by_an_empty_update(schedule)
+    img = np.arange(8, dtype=np.float32)
+    _check_halide([f], [5], [(n, 0), (a, img)])
+    _check_halide([f], [5], [(n, 2), (a, img)])
+
+
+def test_halide_producer_computed_at_a_tiled_empty_update() -> None:
+    """2-D: a producer compute_at the outer tile loop of an empty update, read at two
+    places there (two boxes, each empty)."""
+    x, y, xo, yo, xi, yi = (hl.Var(v) for v in ("x", "y", "xo", "yo", "xi", "yi"))
+    n = hl.Param(hl.Int(32), "n")
+    b = hl.ImageParam(hl.Float(32), 2, "b")
+    g, f = hl.Func("g"), hl.Func("f")
+    r = hl.RDom([(0, n)])
+    g[x, y] = b[x, y] * 2
+    f[x, y] = b[x, y]
+    f[x, y] += g[r.x, y] + g[x, r.x]
+    f.update().tile(x, y, xo, yo, xi, yi, 2, 2)
+    g.compute_at(f, xo)
+    _check_halide([f], [4, 3], [(n, 0), (b, np.arange(30, dtype=np.float32).reshape(5, 6))])
+
+
+def _histogram(over_image: bool, schedule: str) -> tuple[hl.Func, hl.ImageParam]:
+    """``h[clamp(im[r.x], 0, 9)] += 1`` whose ``where`` never holds: ``im`` is read by
+    nothing (directly, or through the wrapper ``RDom(im)`` makes of it)."""
+    x = hl.Var("x")
+    im = hl.ImageParam(hl.UInt(8), 1, "im")
+    h = hl.Func("h")
+    r = hl.RDom(im) if over_image else hl.RDom([(0, 20)])
+    r.where(r.x > 100)
+    h[x] = 0
+    h[hl.clamp(hl.i32(im[r.x]), 0, 9)] += 1
+    if schedule == "parallel":
+        h.parallel(x)
+    elif schedule == "vectorized":
+        h.vectorize(x, 4)
+    return h, im
+
+
+@pytest.mark.parametrize("over_image", [False, True])
+@pytest.mark.parametrize("schedule", ["none", "parallel", "vectorized"])
+def test_halide_histogram_whose_where_never_holds(over_image: bool, schedule: str) -> None:
+    """The input nobody reads is still an argument: passed (of any shape, 0 included),
+    its type and dimensions checked (refused before with ``KeyError: 'im'``, or as "a
+    Func no stage reads" for the wrapper). Halide refuses the wrong type when it is
+    bound; the wrong dimensions wherever the input is an argument of its compiled
+    pipeline, which its simplifier may make it not be (``where(r.x > 100)`` over
+    ``[0, 20)`` is proved false; ``where(r.x > p)`` with a Param is not): here always,
+    the declared dimensions."""
+    h, im = _histogram(over_image, schedule)
+    _check_halide([h], [10], [(im, (np.arange(20) % 13).astype(np.uint8))])
+    _check_halide([h], [10], [(im, np.zeros(0, dtype=np.uint8))])
+    k = compile_pipeline(h)
+    with pytest.raises(HalideCheckError, match="'im' has type uint8, got an array of float32"):
+        k.realize([10], im=np.zeros(20, dtype=np.float32))
+    with pytest.raises(HalideCheckError, match="'im' has 1 dimension"):
+        k.realize([10], im=np.zeros((2, 20), dtype=np.uint8))
+    with pytest.raises(hl.HalideError, match="Can't bind ImageParam im of type uint8"):
+        im.set(hl.Buffer(np.zeros(20, dtype=np.float32)))
+
+
+def test_halide_a_func_no_stage_reads_is_still_refused() -> None:
+    """The empty region is for a Func that a stage with no point reads; one that bounds
+    inference saw no stage read at all (an invariant broken, here by hand) is refused in
+    one line as before."""
+    x = hl.Var("x")
+    a = hl.ImageParam(hl.Float(32), 1, "a")
+    f, u = hl.Func("f"), hl.Func("u")
+    f[x] = a[x] + 1
+    u[x] = a[x] * 2
+    hp = read_pipeline(hl.serialize_pipeline(hl.Pipeline([f, u]), get_params=True)[0])
+    names = [f.name(), u.name()]
+    tr = Translator(hp, names[:1], Spec((5,), (("a", (8,)),), ()))
+    tr.order.insert(0, names[1])  # in the order, read by no stage
+    tr.info[names[1]] = FuncInfo(hp.func(names[1]))
+    with pytest.raises(UnsupportedHalideFeature) as e:
+        tr.infer_bounds()
+    assert str(e.value) == f"unsupported Halide feature in Func {names[1]!r}: a Func no " \
+        "stage reads"
 
 
 def test_halide_rdom_of_extent_zero_on_the_gpu_target() -> None:

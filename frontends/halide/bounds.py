@@ -231,6 +231,15 @@ def _bits(e: Call, args: list[Interval]) -> Interval:
 
 
 def hull(a: Box | None, b: Box) -> Box:
-    if a is None:
+    """The smallest box holding ``a`` and ``b``; an empty box (a dimension with max <
+    min: a Func read only by stages with no point) holds nothing, so adds nothing."""
+    if a is None or is_empty(a):
         return list(b)
+    if is_empty(b):
+        return list(a)
     return [(min(x[0], y[0]), max(x[1], y[1])) for x, y in zip(a, b, strict=True)]
+
+
+def is_empty(box: Box) -> bool:
+    """Whether ``box`` holds no point (some dimension's max below its min)."""
+    return any(hi < lo for lo, hi in box)

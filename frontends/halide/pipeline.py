@@ -101,9 +101,8 @@ class HalideKernel:
         ``built.fn.lower(outputs=built.outputs)`` gives its layers and loop AST without a C
         compiler (what ``benchmarks/lowering_time.py`` times)."""
         images, scalars = self._arguments(inputs)
-        return _specialized(Translator(self.pipeline, self.outputs,
-                                       self._spec(sizes, images, scalars)
-                                       ).build("halide_" + self.outputs[0]))
+        return Translator(self.pipeline, self.outputs, self._spec(sizes, images, scalars)
+                          ).build("halide_" + self.outputs[0])
 
     def build(self, sizes: Sequence[int], **inputs: Any) -> tuple[Built, Any]:
         """The translated Function and its kernel for this specialization."""
@@ -156,8 +155,8 @@ class HalideKernel:
             return got[0]
         built = self._translations.get(spec)
         if built is None:
-            built = _specialized(Translator(self.pipeline, self.outputs, spec).build(
-                "halide_" + self.outputs[0]))
+            built = Translator(self.pipeline, self.outputs, spec).build(
+                "halide_" + self.outputs[0])
             self._translations[spec] = built
         return built
 
@@ -358,15 +357,6 @@ class HalideKernel:
         outs = [res[a.key] if outs_given is not None else a.returned_part(res[a.key])
                 for a in built.regions.arrays]
         return outs[0] if len(outs) == 1 else outs
-
-
-def _specialized(built: Built) -> Built:
-    """``built`` with its Function marked as specialized (``allow_empty_domains``): a
-    build is specialized on its sizes and index Params, for which a stage may have no
-    point (``RDom(0, n)`` with ``n = 0``, a ``where`` that never holds), as Halide then
-    runs none; the middle-end drops such a stage instead of refusing it."""
-    built.fn.allow_empty_domains = True
-    return built
 
 
 def _covers(shape: tuple[int, ...], region: tuple[int, ...]) -> bool:

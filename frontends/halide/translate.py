@@ -129,7 +129,12 @@ class Translator:
         self.params = {p.name: p for p in hp.external_parameters}
         self.index_values = dict(spec.index_values)
         self.input_shapes = dict(spec.inputs)
+        # per image, the box bounds inference found read; None: read only by stages that
+        # have no point in this specialization (still an argument, its type checked)
         self.input_req: dict[str, list[tuple[int, int]] | None] = {}
+        # Funcs that a stage with no point calls (``RDom(0, n)`` with ``n = 0``, a ``where``
+        # that never holds): one nothing else reads is realized over nothing, as in Halide
+        self.read_by_empty: set[str] = set()
         self.names = Namer()
         self.value_ranges: dict[tuple[str, int, tuple[bd.Interval, ...]], bd.Interval] = {}
         # every computation's place in Halide's sequential order: (Func, stage, slot)
@@ -150,9 +155,11 @@ class Translator:
                 self.info[name].box = [(m, m + e - 1) for m, e in region]
         for name in reversed(self.order):
             fi = self.info[name]
+            if fi.box is None and name in self.read_by_empty:
+                fi.box = [(0, -1)] * len(fi.f.args)  # its stages then have no point either
             for b in fi.f.schedule.bounds:
                 self._apply_bound(fi, b)
-            if fi.box is None:
+            if fi.box is None:  # read by no stage, not even one without a point
                 raise UnsupportedHalideFeature(name, None, "a Func no stage reads")
             self._grow_by_updates(fi)
             for k in range(len(definitions(fi.f))):
@@ -170,7 +177,7 @@ class Translator:
             raise UnsupportedHalideFeature(f.name, None, f"bound({b.var}) on a Func no stage "
                                            "reads")
         need = fi.box[k]
-        if need[0] < lo or need[1] > lo + ext - 1:
+        if need[0] <= need[1] and (need[0] < lo or need[1] > lo + ext - 1):
             raise UnsupportedHalideFeature(
                 f.name, None, f"bound({b.var}, {lo}, {ext}) smaller than the region its "
                 f"consumers read, {need}")
@@ -281,7 +288,11 @@ class Translator:
             if callee == fi.f.name:
                 continue
             box = self._footprint(fi.f.name, k, list(reversed(args)), dom, ac, ranges)
-            if box is None:
+            if box is None:  # the stage has no point: it reads nothing
+                if callee.startswith("image:"):
+                    self.input_req.setdefault(callee[6:], None)
+                else:
+                    self.read_by_empty.add(callee)
                 continue
             box.reverse()  # back to Halide order
             if callee.startswith("image:"):
@@ -410,7 +421,9 @@ class Translator:
         self.images: dict[str, me.Input] = {}
         inputs: dict[str, str] = {}
         constants: dict[str, np.ndarray] = {}
-        with me.Function(self.names(fname)) as fn:
+        # specialized on sizes and index Params, a stage may have no point (RDom(0, n) with
+        # n = 0, a where that never holds), where Halide runs none: the middle-end drops it
+        with me.Function(self.names(fname), allow_empty_domains=True) as fn:
             for img in self.input_req:
                 ours = self.names(img)
                 p = self.params.get(img)
@@ -465,7 +478,8 @@ class Translator:
             shape = self.input_shapes.get(img)
             if shape is None:
                 raise UnsupportedHalideFeature(None, None, f"no image given for {img!r}")
-            assert box is not None
+            if box is None:  # read only where nothing is computed: Halide checks no bound
+                continue
             for k, ((lo, hi), ext) in enumerate(zip(box, shape, strict=True)):
                 if lo < 0 or hi >= ext:
                     raise me.DefinitionError(
