@@ -7,8 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from backends.cpu.build import compiler, float_lanes, vector_registers
-from frontends.julia import UnsupportedJulia, compile_source
+from backends.cpu.build import compiler, native_macros
+from frontends.julia import UnsupportedJulia, compile_source, machine_ints
+from frontends.julia import jast as J
+from frontends.julia.parse import parse_function
+from middleend import Machine
 
 SRC = """
 @acc function sc!(y::Vector{Float64}, x::Vector{Float64})
@@ -35,10 +38,20 @@ def _simdlen(arg: str, n: int = 100) -> int:
     return lens.pop()
 
 
+def _host() -> tuple[int, int]:
+    """(Float64 lanes, vector registers) of this host, read here from the compiler's
+    -march=native macros (x86-64 or AArch64), apart from the middle-end's own rule."""
+    macros = native_macros(compiler())
+    has = {line.split()[1] for line in macros.splitlines() if line.startswith("#define ")}
+    if "__AVX512F__" in has:
+        return 8, 32
+    if "__AVX__" in has:
+        return 4, 16
+    return 2, 32 if "__aarch64__" in has else 16
+
+
 def test_vector_lanes_are_the_hosts() -> None:
-    """Float64 lanes are half the float32 lanes the cpu target's builds use (an
-    independent probe of the compiler's -march=native)."""
-    lanes64 = float_lanes(compiler()) // 2
+    lanes64 = _host()[0]
     assert _simdlen("vector_lanes(Float64)") == lanes64
     assert _simdlen("2 * vector_lanes(Float64)") == 2 * lanes64
     assert _simdlen("vector_lanes(Float32) ÷ 2") == lanes64
@@ -48,7 +61,7 @@ def test_vector_lanes_are_the_hosts() -> None:
 def test_register_tile_width_from_the_registers() -> None:
     """mm2's column count in kernels.jl: 6 with 16 registers of 4 doubles, 24 with 32 of
     8; whatever the host, the expression is an Int its vectorize takes."""
-    regs, lanes64 = vector_registers(compiler()), float_lanes(compiler()) // 2
+    lanes64, regs = _host()
     want = 3 * regs * lanes64 // 32
     assert want in (6, 24) or lanes64 == 2
     assert _simdlen("3 * vector_registers() * vector_lanes(Float64) ÷ 32", n=96) == want
@@ -71,3 +84,40 @@ def test_zero_divisor_is_one_line_at_the_call() -> None:
     k = compile_source(SRC.replace("ARG", "vector_lanes(Float64) ÷ 0"), "sc!")
     with pytest.raises(UnsupportedJulia, match="÷ by zero in a directive argument"):
         k(np.zeros(8), np.zeros(8))
+
+
+def _machine(*names: str) -> Machine:
+    return Machine.from_defines("".join(f"#define {n} 1\n" for n in names))
+
+
+@pytest.mark.parametrize(("names", "lanes64", "lanes8", "regs"), [
+    (("__x86_64__", "__SSE2__", "__AVX__", "__AVX2__"), 4, 32, 16),
+    (("__x86_64__", "__SSE2__", "__AVX__"), 4, 16, 16),  # AVX: no integer ymm
+    (("__x86_64__", "__SSE2__", "__AVX__", "__AVX2__", "__AVX512F__"), 8, 32, 32),
+    (("__x86_64__", "__AVX2__", "__AVX512F__", "__AVX512BW__"), 8, 64, 32),
+    (("__aarch64__", "__ARM_NEON"), 2, 16, 32),
+])
+def test_other_machines(names: tuple[str, ...], lanes64: int, lanes8: int,
+                        regs: int) -> None:
+    """Machines this host is not: the queries' answers from their compiler macros, and
+    mm2's column count on them (6 on AVX2, 24 on AVX-512)."""
+    m = _machine(*names)
+    src = SRC.replace("ARG", "vector_lanes(Float64)")
+    fn = parse_function(src, "sc!")
+    (arg,) = fn.schedule[0].args[2:]
+    assert machine_ints.value(arg, lambda: m) == lanes64
+    eight = J.Call("vector_lanes", (J.Name("Int8"),))
+    assert machine_ints.value(eight, lambda: m) == lanes8
+    assert machine_ints.value(J.Call("vector_registers", ()), lambda: m) == regs
+    mm2 = parse_function(SRC.replace(
+        "ARG", "3 * vector_registers() * vector_lanes(Float64) ÷ 32"), "sc!")
+    (cols,) = mm2.schedule[0].args[2:]
+    assert machine_ints.value(cols, lambda: m) == 3 * regs * lanes64 // 32
+
+
+def test_a_machine_without_vectors_or_description_is_one_line() -> None:
+    q = J.Call("vector_lanes", (J.Name("Float64"),))
+    with pytest.raises(ValueError, match="no vector unit"):
+        machine_ints.value(q, lambda: _machine("__riscv"))
+    with pytest.raises(ValueError, match="does not say which machine"):
+        machine_ints.value(q, lambda: None)

@@ -18,6 +18,7 @@ from backends.clike.build import (
     tool_identity,
 )
 from middleend.ir.errors import BuildError
+from middleend.target.base import Machine
 from middleend.target.paths import cache_root
 
 # -ffp-contract=off: no fused multiply-add, so float results equal numpy's.
@@ -74,20 +75,18 @@ def host_isa(cc: list[str]) -> tuple[str, str]:
 
 def float_lanes(cc: list[str]) -> int:
     """float32 lanes of the widest vectors ``-march=native`` gives (16 with AVX-512, 8
-    with AVX/AVX2, 4 otherwise): schedules that size register tiles by the machine's
-    vectors (``benchmarks/sgemm.py``) ask here instead of assuming one ISA. The builds
-    use vectors that wide (:func:`vector_flags`)."""
-    isa = host_isa(cc)[0].split()
-    return 16 if "avx512f" in isa else 8 if "avx" in isa or "avx2" in isa else 4
+    with AVX/AVX2, 4 otherwise; :meth:`Machine.vector_bytes`): schedules that size
+    register tiles by the machine's vectors (``benchmarks/sgemm.py``) ask here instead of
+    assuming one ISA. The builds use vectors that wide (:func:`vector_flags`)."""
+    return (Machine.from_defines(native_macros(cc)).vector_bytes(True, 4) or 16) // 4
 
 
 def vector_registers(cc: list[str]) -> int:
-    """Architectural vector registers of the build's ISA: 32 with AVX-512 (zmm0-31) and on
-    AArch64, 16 on other x86-64 (ymm0-15 / xmm0-15). A register tile of accumulators is
-    sized by it: with 16, a 6 x 2-vector tile (12 accumulators, 2 vectors of B, one
-    broadcast) is the largest that does not spill; with 32, a 6 x 4-vector one."""
-    isa = host_isa(cc)[0].split()
-    return 32 if "avx512f" in isa or isa[0] == "aarch64" else 16
+    """Architectural vector registers of the build's ISA (:meth:`Machine.vector_registers`;
+    16 where it does not say). A register tile of accumulators is sized by it: with 16, a
+    6 x 2-vector tile (12 accumulators, 2 vectors of B, one broadcast) is the largest that
+    does not spill; with 32, a 6 x 4-vector one."""
+    return Machine.from_defines(native_macros(cc)).vector_registers() or 16
 
 
 def vector_flags(isa_summary: str) -> tuple[str, ...]:

@@ -22,14 +22,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from frontends.julia import jast as J
-from middleend.target.base import Machine
+from frontends.julia.jtypes import ELEMENT
+from middleend import Machine
 
 QUERIES = {"vector_lanes": 1, "vector_registers": 0}  # name -> number of arguments
-_OPS = {"+", "-", "*", "÷", "div"}
-# element type -> (bytes, is a float)
-ELEMENTS = {"Float64": (8, True), "Float32": (4, True), "Int64": (8, False),
-            "UInt64": (8, False), "Int32": (4, False), "UInt32": (4, False),
-            "Int16": (2, False), "UInt16": (2, False), "Int8": (1, False), "UInt8": (1, False)}
+assert set(QUERIES) == J.DIRECTIVE_QUERIES  # what the parsers let through
+ELEMENTS = [t for t, d in ELEMENT.items() if d.is_float or d.is_int]  # vector_lanes' T
 
 
 def problem(e: J.Expr) -> str | None:
@@ -44,9 +42,9 @@ def problem(e: J.Expr) -> str | None:
         if len(e.args) != want:
             return f"{e.fn} takes {want} argument(s), got {len(e.args)}"
         if want and not (isinstance(e.args[0], J.Name) and e.args[0].id in ELEMENTS):
-            return (f"{e.fn} takes an element type ({', '.join(ELEMENTS)})")
+            return f"{e.fn} takes an element type ({', '.join(ELEMENTS)})"
         return None
-    if e.fn in _OPS and len(e.args) in ((1, 2) if e.fn == "-" else (2,)):
+    if e.fn in J.DIRECTIVE_INT_OPS and len(e.args) in ((1, 2) if e.fn == "-" else (2,)):
         for a in e.args:
             if isinstance(a, J.Name):
                 return f"{e.fn} of a name in a directive argument (Ints and queries only)"
@@ -68,7 +66,11 @@ def value(e: J.Expr, machine: Callable[[], Machine | None]) -> int:
         m = machine()
         if m is None:
             raise ValueError(f"{e.fn}: the target does not say which machine it builds for")
-        return _lanes(m, e.args[0]) if e.fn == "vector_lanes" else _registers(m)
+        got = _lanes(m, e.args[0]) if e.fn == "vector_lanes" else m.vector_registers()
+        if got is None:
+            raise ValueError(f"{e.fn}: the target's machine has no vector unit the "
+                             "middle-end knows (x86-64 SSE2..AVX-512, ARM NEON)")
+        return got
     xs = [value(a, machine) for a in e.args]
     if e.fn == "-":
         return -xs[0] if len(xs) == 1 else xs[0] - xs[1]
@@ -81,29 +83,9 @@ def value(e: J.Expr, machine: Callable[[], Machine | None]) -> int:
     return xs[0] // xs[1] if (xs[0] < 0) == (xs[1] < 0) else -(-xs[0] // xs[1])  # Julia ÷
 
 
-def _vector_bytes(m: Machine, is_float: bool, size: int) -> int:
-    """The widest vector of the build for elements of ``size`` bytes (x86: AVX-512F for
-    floats and 32/64-bit ints, AVX-512BW for 8/16-bit ints, AVX for floats, AVX2 for ints;
-    SSE2 and NEON 16 bytes)."""
-    if m.defines("__AVX512F__") and (is_float or size >= 4 or m.defines("__AVX512BW__")):
-        return 64
-    if m.defines("__AVX2__") or (is_float and m.defines("__AVX__")):
-        return 32
-    if m.defines("__SSE2__") or m.defines("__ARM_NEON"):
-        return 16
-    raise ValueError("vector_lanes: the target's machine has no vector unit the front-end "
-                     "knows (x86 SSE2..AVX-512, ARM NEON)")
-
-
-def _lanes(m: Machine, t: J.Expr) -> int:
+def _lanes(m: Machine, t: J.Expr) -> int | None:
     assert isinstance(t, J.Name)
-    size, is_float = ELEMENTS[t.id]
-    return _vector_bytes(m, is_float, size) // size
-
-
-def _registers(m: Machine) -> int:
-    if m.defines("__AVX512F__") or m.defines("__aarch64__"):
-        return 32
-    if m.defines("__x86_64__"):
-        return 16
-    raise ValueError("vector_registers: the target's machine is neither x86-64 nor AArch64")
+    d = ELEMENT[t.id]
+    size = max(1, d.bits // 8)
+    got = m.vector_bytes(d.is_float, size)
+    return None if got is None else got // size

@@ -231,6 +231,29 @@ class Machine:
     def value(self, name: str) -> str | None:
         return next((v for n, v in self.macros if n == name), None)
 
+    def vector_bytes(self, is_float: bool, size: int) -> int | None:
+        """The widest vector a build for this machine computes elements of ``size`` bytes
+        in (x86: AVX-512F for floats and 32/64-bit integers, AVX-512BW for 8/16-bit ones,
+        AVX for floats, AVX2 for integers; SSE2 and NEON 16 bytes), None where the
+        compiler describes no vector unit known here. One rule for the cpu target's
+        register tiles and the front-ends' queries (the builds use these widths:
+        ``backends.cpu.build.vector_flags``)."""
+        if self.defines("__AVX512F__") and (is_float or size >= 4
+                                             or self.defines("__AVX512BW__")):
+            return 64
+        if self.defines("__AVX2__") or (is_float and self.defines("__AVX__")):
+            return 32
+        if self.defines("__SSE2__") or self.defines("__ARM_NEON"):
+            return 16
+        return None
+
+    def vector_registers(self) -> int | None:
+        """Architectural vector registers: 32 with AVX-512 (zmm0-31) and on AArch64, 16 on
+        other x86-64; None elsewhere."""
+        if self.defines("__AVX512F__") or self.defines("__aarch64__"):
+            return 32
+        return 16 if self.defines("__x86_64__") else None
+
     @staticmethod
     def from_defines(text: str) -> Machine:
         """From the ``#define NAME VALUE`` lines a ``-dM -E`` compile prints."""
