@@ -16,8 +16,9 @@ from backends.clike.cruntime import runtime_text
 from backends.clike.cstmt import comment, dims_lines, statement_lines
 from backends.clike.entry import c_declaration, generate_header
 from backends.clike.printer import LoopPrinter
-from backends.cpu import deinterleave
+from backends.cpu import deinterleave, vtile
 from backends.cpu.pool import POOL_C, POOL_HEADERS
+from backends.cpu.regtile import register_tile_loop
 from middleend.ir.errors import TargetError
 from middleend.ir.intervals import Interval, loop_range
 from middleend.ir.loopast import (
@@ -98,6 +99,8 @@ class CPrinter(LoopPrinter):
         self.outlined = False  # printing inside one (a nested parallel loop is serial)
         self.fn_defs: list[str] = []  # inlined computations kept as functions
         self.deint_arrays = 0  # pairs of deinterleaved arrays printed (deinterleave.py)
+        self.vtiles: list[vtile.Plan] = []  # register tiles printed as vectors (vtile.py)
+        self.scalar_tiles = False  # and whether one was printed as scalar statements
         # the locks of atomic groups, one per group (StmtInfo.critical)
         self.locks = sorted({i.critical[0] for i in program.stmts.values()
                              if i.critical is not None})
@@ -202,6 +205,8 @@ class CPrinter(LoopPrinter):
         locks = [LOCK_C] if self.locks else []
         if self.deint_arrays:
             locks.append(deinterleave.DEINT_C)
+        if self.vtiles:
+            locks.append(vtile.helpers_c(self.vtiles))
         head = [runtime_text(), *locks, *self.fn_defs]
         if self.functions:
             head = ["#define _GNU_SOURCE", runtime_text(), POOL_HEADERS, POOL_C, *locks,
@@ -223,6 +228,15 @@ class CPrinter(LoopPrinter):
         if f.tag == "parallel" and not self.outlined:
             self._parallel(f, depth, var, label)
             return
+        if f.tag is None and register_tile_loop(f, self.program):
+            rng = loop_range(f, self.loops)
+            tile = vtile.plan(f, self.program, {**self.loops, **(
+                {f.var: rng} if rng is not None else {})})
+            if tile is not None:  # its sums in vector variables (vtile.py)
+                self.vtiles.append(tile)
+                vtile.print_tile(f, tile, self.emit, depth, comment(label))
+                return
+            self.scalar_tiles = True
         critical = f.tag == "vector" and self._critical(f)
         deint = deinterleave.plan(f, var, self.program.stmts, self.buffers, self.in_scope,
                                   self.deint_arrays) if f.tag == "vector" and not critical \

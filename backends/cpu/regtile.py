@@ -23,7 +23,7 @@ from __future__ import annotations
 from middleend.ir.expr import walk
 from middleend.ir.loopast import Block, For, IInt, IterRef, Node, Program, Stmt, ivars
 
-MAX_TILE_TRIP = 16  # a constant loop gcc unrolls completely inside the tile
+MAX_TILE_TRIP = 64  # a constant loop inside the tile (gcc or vtile.py unrolls it completely)
 MIN_ACCUMULATORS = 4  # fewer sums are a dot product, not a tile
 
 

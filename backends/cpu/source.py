@@ -5,10 +5,9 @@ compare the wire's C with a direct lowering's) prints the same text."""
 
 from __future__ import annotations
 
-from middleend.ir.loopast import For, IInt, Program, walk_loops
+from middleend.ir.loopast import IInt, Program
 
-from .cprinter import generate_c as print_c
-from .regtile import register_tile_loop
+from .cprinter import CPrinter
 from .unswitch import unswitch_program
 
 # gcc turns the zeroing of a small local array (a register tile: sgemm's 6 x 16
@@ -18,19 +17,20 @@ from .unswitch import unswitch_program
 # array get the option: globally it cost bicg 1.7x (a memset-able fill inside its nest).
 REGISTER_TILE_ELEMENTS = 1024
 NO_MEMSET = '#pragma GCC optimize ("no-tree-loop-distribute-patterns")\n'
-# a register-tile reduction loop (backends/cpu/regtile.py): gcc's loop vectorizer off for
-# the file, the loops the schedule vectorizes (omp simd) are vectorized all the same. Per
-# function (an outlined tile with the optimize attribute) gcc 12 made the tile itself
-# worse (its sums through the stack), so the option is the file's, like NO_MEMSET.
+# a register-tile reduction loop (backends/cpu/regtile.py) printed as scalar statements
+# (vtile.py prints the others as vectors): gcc's loop vectorizer off for the file, the
+# loops the schedule vectorizes (omp simd) are vectorized all the same. Per function (an
+# outlined tile with the optimize attribute) gcc 12 made the tile itself worse (its sums
+# through the stack), so the option is the file's, like NO_MEMSET.
 NO_LOOP_VECTORIZER = '#pragma GCC optimize ("no-tree-loop-vectorize")\n'
 
 
 def generate_c(program: Program) -> str:
     """The complete C translation unit of ``program`` (helpers + ``me_<name>``)."""
     program = unswitch_program(program)  # tiles guarded inside are tiles once unswitched
-    text = print_c(program)
-    if any(isinstance(n, For) and register_tile_loop(n, program)
-           for n, _ in walk_loops(program.body)):
+    printer = CPrinter(program)
+    text = printer.generate()
+    if printer.scalar_tiles:  # (a tile printed as vectors needs no such option)
         text = NO_LOOP_VECTORIZER + text
     return NO_MEMSET + text if _has_register_tile(program) else text
 
