@@ -59,12 +59,53 @@ def test_vector_lanes_are_the_hosts() -> None:
 
 
 def test_register_tile_width_from_the_registers() -> None:
-    """mm2's column count in kernels.jl: 6 with 16 registers of 4 doubles, 24 with 32 of
-    8; whatever the host, the expression is an Int its vectorize takes."""
+    """The register tiles' shapes in kernels.jl: 3 * vector_lanes(Float64) rows and
+    vector_registers() ÷ 4 columns, 12 x 4 with 16 registers of 4 doubles, 24 x 8 with 32
+    of 8; whatever the host, each expression is an Int its vectorize takes."""
     lanes64, regs = _host()
-    want = 3 * regs * lanes64 // 32
-    assert want in (6, 24) or lanes64 == 2
-    assert _simdlen("3 * vector_registers() * vector_lanes(Float64) ÷ 32", n=96) == want
+    assert _simdlen("3 * vector_lanes(Float64)", n=96) == 3 * lanes64
+    assert _simdlen("vector_registers() ÷ 4", n=96) == regs // 4
+    assert _simdlen("3 * vector_registers() * vector_lanes(Float64) ÷ 32", n=96) == \
+        3 * regs * lanes64 // 32
+
+
+MM = """
+@acc function mm!(C::Matrix{Float64}, A::Matrix{Float64}, B::Matrix{Float64})
+    @schedule begin
+        pack(A, Ap, 1 % BLOCK, 2, 1)
+    end
+    for j in 1:size(B, 2), i in 1:size(A, 1)
+        C[i, j] = 0.0
+    end
+    for i in 1:size(A, 1), j in 1:size(B, 2), k in 1:size(A, 2)
+        C[i, j] += A[i, k] * B[k, j]
+    end
+end
+"""
+
+
+def test_a_block_size_may_ask_the_machine() -> None:
+    """``pack(A, Ap, 1 % (2 * vector_lanes(Float64)), 2, 1)``: panels two vectors tall,
+    answered for the host before the directive is applied (machine_ints.resolve_blocks)."""
+    k = compile_source(MM.replace("BLOCK", "(2 * vector_lanes(Float64))"), "mm!")
+    rng = np.random.default_rng(5)
+    A, B = np.asfortranarray(rng.random((37, 11))), np.asfortranarray(rng.random((11, 5)))
+    C = np.zeros((37, 5), order="F")
+    k(C, A, B)
+    np.testing.assert_allclose(C, A @ B, rtol=1e-12)
+    src = k.compiled(k.spec_of((C, A, B))).kernel.source
+    assert f"d_Ap_2 = me_dim({2 * _host()[0]}LL)" in src
+
+
+@pytest.mark.parametrize(("block", "says"), [
+    ("(vector_lanes(Foo))", "vector_lanes takes an element type"),
+    ("(2 * n)", "schedule argument 1 % (2 * n)"),
+])
+def test_a_wrong_block_size_is_one_line_when_the_source_is_compiled(block: str,
+                                                                    says: str) -> None:
+    with pytest.raises(UnsupportedJulia, match="line 4") as e:
+        compile_source(MM.replace("BLOCK", block), "mm!")
+    assert says in str(e.value) and "\n" not in str(e.value)
 
 
 @pytest.mark.parametrize(("arg", "says"), [
@@ -100,7 +141,8 @@ def _machine(*names: str) -> Machine:
 def test_other_machines(names: tuple[str, ...], lanes64: int, lanes8: int,
                         regs: int) -> None:
     """Machines this host is not: the queries' answers from their compiler macros, and
-    mm2's column count on them (6 on AVX2, 24 on AVX-512)."""
+    the register tiles' columns on them (vector_registers() ÷ 4: 4 on AVX2, 8 on
+    AVX-512)."""
     m = _machine(*names)
     src = SRC.replace("ARG", "vector_lanes(Float64)")
     fn = parse_function(src, "sc!")
@@ -109,10 +151,9 @@ def test_other_machines(names: tuple[str, ...], lanes64: int, lanes8: int,
     eight = J.Call("vector_lanes", (J.Name("Int8"),))
     assert machine_ints.value(eight, lambda: m) == lanes8
     assert machine_ints.value(J.Call("vector_registers", ()), lambda: m) == regs
-    mm2 = parse_function(SRC.replace(
-        "ARG", "3 * vector_registers() * vector_lanes(Float64) ÷ 32"), "sc!")
+    mm2 = parse_function(SRC.replace("ARG", "vector_registers() ÷ 4"), "sc!")
     (cols,) = mm2.schedule[0].args[2:]
-    assert machine_ints.value(cols, lambda: m) == 3 * regs * lanes64 // 32
+    assert machine_ints.value(cols, lambda: m) == regs // 4
 
 
 def test_a_machine_without_vectors_or_description_is_one_line() -> None:

@@ -12,6 +12,7 @@ with the same shapes reuse it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,9 +20,10 @@ import numpy as np
 
 import middleend as me
 from frontends.julia import jast as J
+from frontends.julia import machine_ints
 from frontends.julia.check import check_function
 from frontends.julia.directives import Dim, Scheduler
-from frontends.julia.errors import JuliaFrontendError
+from frontends.julia.errors import JuliaFrontendError, UnsupportedJulia
 from frontends.julia.inline import inline_helpers
 from frontends.julia.jtypes import ELEMENT, ArgType, arg_type
 from frontends.julia.translate import Built, Spec, Translator
@@ -33,19 +35,28 @@ def translate(fn: J.Function, spec: Spec, use_schedule: bool = True,
     """The middle-end Function of ``fn`` specialized on ``spec``, with its directives (if
     ``use_schedule``) and the ordering commands applied; directives that ask about the
     machine (``vector_lanes(T)``) are answered for ``target``'s."""
-    stores = tuple(d for d in fn.schedule if d.fn in ("store_in", "pack")) if use_schedule \
+    machine = lambda: me.target_machine(target)  # noqa: E731  (asked only if needed)
+    schedule = tuple(_blocks(d, machine, fn.name) for d in fn.schedule) if use_schedule \
         else ()
+    stores = tuple(d for d in schedule if d.fn in ("store_in", "pack"))
     b = Translator(fn, spec, stores).build()
     dims = {c.name: [Dim(n, f"L{lid}") for n, lid in zip(
         b.loop_names[k], b.loop_ids[k], strict=True)] for k, c in b.comps.items()}
     comps = [b.comps[k] for k in sorted(b.comps, key=lambda k: (b.placed_at[k], k))]
-    sch = Scheduler(fn.name, comps, b.names, dims, b.arrays,
-                    lambda: me.target_machine(target))
-    if use_schedule:
-        for d in fn.schedule:
-            sch.apply(d)
+    sch = Scheduler(fn.name, comps, b.names, dims, b.arrays, machine)
+    for d in schedule:
+        sch.apply(d)
     sch.order()
     return b
+
+
+def _blocks(d: J.Call, machine: Callable[[], me.Machine | None], fn: str) -> J.Call:
+    """``d`` with its block sizes that ask the machine answered (``pack(A, Ap, 1 % (3 *
+    vector_lanes(Float64)), 2, 1)``: machine_ints.resolve_blocks)."""
+    try:
+        return machine_ints.resolve_blocks(d, machine)
+    except ValueError as e:
+        raise UnsupportedJulia(d.line, f"directive {d.fn}: {e}", fn) from None
 
 
 def all_fastmath(body: tuple[J.Stmt, ...]) -> bool:

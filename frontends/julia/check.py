@@ -246,6 +246,10 @@ class _Checker:
             if not d.args or not isinstance(d.args[0], J.Name) or d.args[0].id not in arrays:
                 raise self.fail(d.line, f"directive {d.fn}: the first argument must be an "
                                 f"array (arrays: {sorted(arrays)})")
+            for a in d.args[1:]:  # a block size may ask the machine: x % (2 * ...)
+                if isinstance(a, J.Call) and a.fn == "%" and len(a.args) == 2 and \
+                        (why := machine_ints.problem(a.args[1])) is not None:
+                    raise self.fail(d.line, f"directive {d.fn}: {why}")
             return
         if not d.args or not isinstance(d.args[0], J.Name):
             raise self.fail(d.line, f"directive {d.fn}: the first argument must be a "

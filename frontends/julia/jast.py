@@ -249,9 +249,10 @@ def _directive_int(e: Expr) -> bool:
 def is_directive_arg(e: Expr) -> bool:
     """What a ``@schedule`` directive's argument may be: a name, a number,
     ``loop % k`` (a folded loop of ``store_in``) or ``dim % k`` (a blocked dim of
-    ``pack``), or an Int expression of the machine queries (its details are checked
+    ``pack``; ``k`` an Int or an Int expression of the machine queries, like ``dim % (3 *
+    vector_lanes(Float64))``), or an Int expression of the machine queries (its details are checked
     when the source is compiled)."""
     return isinstance(e, Name | Num) or (
         isinstance(e, Call) and e.fn == "%" and len(e.args) == 2 and
-        isinstance(e.args[0], Name | Num) and isinstance(e.args[1], Num)) or (
+        isinstance(e.args[0], Name | Num) and _directive_int(e.args[1])) or (
         isinstance(e, Call) and _directive_int(e))

@@ -83,6 +83,20 @@ def value(e: J.Expr, machine: Callable[[], Machine | None]) -> int:
     return xs[0] // xs[1] if (xs[0] < 0) == (xs[1] < 0) else -(-xs[0] // xs[1])  # Julia ÷
 
 
+def resolve_blocks(d: J.Call, machine: Callable[[], Machine | None]) -> J.Call:
+    """``d`` with the block size of each ``x % k`` argument (``store_in``'s folded loops,
+    ``pack``'s blocked dims) that is an expression of the queries replaced by its value:
+    those directives take literal block sizes. Raises ValueError as :func:`value` does."""
+    args = []
+    for a in d.args:
+        if isinstance(a, J.Call) and a.fn == "%" and len(a.args) == 2 and \
+                isinstance(a.args[1], J.Call):
+            k = J.Num(value(a.args[1], machine), "Int64", d.line)
+            a = J.Call("%", (a.args[0], k), a.line)
+        args.append(a)
+    return J.Call(d.fn, tuple(args), d.line)
+
+
 def _lanes(m: Machine, t: J.Expr) -> int | None:
     assert isinstance(t, J.Name)
     d = ELEMENT[t.id]
