@@ -148,13 +148,20 @@ def _row_loops(node: object, comp: str, name: str, out: list[object]) -> bool:
 
 @pytest.mark.parametrize("m", [48, 53, 101])
 def test_covariance_full_tiles_apart_from_the_diagonal(m: int) -> None:
-    """cov's register tile (8 rows i1 x 6 unrolled columns j1) on the triangle j >= i:
-    the tiles the diagonal crosses are generated apart, so that in every other tile the
-    rows loop runs 0..7 with constant bounds (a min bound in every tile cost the tile its
-    registers); values still equal numpy's, with a partial last tile too (m = 53). At
+    """cov's register tile (I = 3 * vector_lanes(Float64) rows i1 x J unrolled columns
+    j1i) on the triangle j >= i: the tiles the diagonal crosses are generated apart, so
+    that in every other tile the rows loop runs 0..I-1 with constant bounds (a min bound
+    in every tile cost the tile its registers); values still equal numpy's, with a
+    partial last tile too (m = 53). At
     m = 101 the whole schedule's separation passed the bound for parametric programs
     (astgen.SEPARATION_OPS) and was dropped: sizes that are constants get a larger one."""
+    import middleend as me
     from middleend.ir.loopast import IInt
+
+    machine = me.target_machine("cpu")
+    assert machine is not None
+    width = machine.vector_bytes(True, 8)
+    rows_per_tile = 3 * (width // 8 if width else 1)
 
     kd = KERNELS["covariance!"]
     args = kd.make({"n": 19, "m": m}, np.random.default_rng(3))
@@ -166,6 +173,7 @@ def test_covariance_full_tiles_apart_from_the_diagonal(m: int) -> None:
         np.testing.assert_allclose(args[pos], ref, rtol=1e-10, atol=1e-12)
     rows: list[object] = []
     _row_loops(k.compiled(k.spec_of(args)).kernel.program.body, "C", "i1", rows)
-    const = [f for f in rows if isinstance(f.hi, IInt) and f.hi.value == 7]  # type: ignore[attr-defined]
+    const = [f for f in rows if isinstance(f.hi, IInt)  # type: ignore[attr-defined]
+             and f.hi.value == rows_per_tile - 1]  # type: ignore[attr-defined]
     varying = [f for f in rows if f not in const]
     assert len(const) >= 6 and varying, (len(const), len(rows))

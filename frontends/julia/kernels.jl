@@ -163,26 +163,28 @@ end
     @schedule begin
         # a GEMM (C4' times the columns of A) whose operands both run along s, the
         # reduction: gcc may not reorder a sum, so p must be the vector dim, along which C4
-        # is strided: pack reads it through a transposed copy in panels of 8 p,
-        # C4t[p % 8, s, p ÷ 8] (200 KB, once per call), contiguous in p and, a panel, in s
-        # (1.28 -> 1.01x numpy's time, single-thread CPU time). The register tile is 8 p x 5 q: a plain p1 loop of 8 that
-        # gcc unrolls and vectorizes (SLP), keeping the 40 sums in 10 registers across s
-        # (an omp-simd p1 loop would load and store them every s), each C4t vector used for
-        # 5 columns of A (broadcasts of A[s, q, r]; 5 measured 1.2-1.3x faster than 4, 2 or
-        # 7). That needs 5 sum vectors at once and one set per r for the r loop to run over
-        # the cores: store_in(sum, q % 5, r) (Z resets sum in every (q, r): no value
-        # crosses them; sum's last values are copied back); q in blocks of 5 for Z, U and
-        # W alike so that they share the q0 loop
-        pack(C4, C4t, 2 % 8, 1, 2)
-        store_in(sum, q % 5, r)
+        # is strided: pack reads it through a transposed copy in panels of P p, C4t[p % P,
+        # s, p ÷ P] (200 KB, once per call), contiguous in p and, a panel, in s. The
+        # register tile is P p x Q q, P two vectors (2 * vector_lanes(Float64): 8 with
+        # AVX2, 16 with AVX-512) and Q = vector_registers() ÷ 3 columns of A (5 of 16 ymm,
+        # 10 of 32 zmm): 2 Q sum vectors, each pair of C4t vectors used for Q broadcasts
+        # of A[s, q, r]. The printer holds the sums in vector variables across s
+        # (backends/cpu/vtile.py). On a Sapphire Rapids, against the 8 x 5 tile before
+        # (5 zmm sums): 1.40 -> 0.81x numpy's wall time with muladd (fused, as numpy's
+        # BLAS is; 2.13x before both). That needs Q sum vectors at once and one set per r
+        # for the r loop to run over the cores: store_in(sum, q % Q, r) (Z resets sum in
+        # every (q, r): no value crosses them; sum's last values are copied back); q in
+        # blocks of Q for Z, U and W alike so that they share the q0 loop
+        pack(C4, C4t, 2 % (2 * vector_lanes(Float64)), 1, 2)
+        store_in(sum, q % (vector_registers() ÷ 3), r)
         shift(Z, q, -1)
         shift(U, q, -1)
         shift(W, q, -1)
-        split(Z, q, 5, q0, q1)
-        split(U, q, 5, q0, q1)
-        split(W, q, 5, q0, q1)
+        split(Z, q, vector_registers() ÷ 3, q0, q1)
+        split(U, q, vector_registers() ÷ 3, q0, q1)
+        split(W, q, vector_registers() ÷ 3, q0, q1)
         shift(U, p, -1)
-        split(U, p, 8, p0, p1)
+        split(U, p, 2 * vector_lanes(Float64), p0, p1)
         interchange(U, q1, p0)
         interchange(U, q1, p1)
         interchange(U, p1, s)
@@ -193,7 +195,7 @@ end
         for p in 1:np
             @name Z sum[p] = 0.0
             for s in 1:np
-                @name U sum[p] += A[s, q, r] * C4[s, p]
+                @name U sum[p] = muladd(A[s, q, r], C4[s, p], sum[p])
             end
         end
         for p in 1:np
@@ -250,23 +252,29 @@ end
     n, m = size(data)
     @schedule begin
         # C is data' * data: both operands run along k, the reduction, which gcc may not
-        # reorder. The register tile is 8 i x 6 j: i a plain loop of 8 that gcc unrolls and
-        # vectorizes (2 vectors), j unrolled, the 12 sums kept in registers across k1. The
-        # vector operand data[k, i:i+7] is read from a copy in panels of 8 columns
-        # dataT[i % 8, k, i ÷ 8] (`2 % 8`: a tile's 8 x 512 block one contiguous run; pack
-        # along i); data[k, j] stays where it is, contiguous along k (read from the copy, the
-        # 6 values would lie side by side and gcc would load them as vectors and permute
-        # them into broadcasts: 1.4x slower). k in blocks of 512, j0 over the cores (the
-        # triangle's columns: the pool balances them). The tiles the diagonal crosses are
-        # generated apart (astgen), the others with constant bounds.
-        pack(data, dataT, 2 % 8, 1, 2, i)
+        # reorder. The register tile is I i x J j, I three vectors (3 * vector_lanes(
+        # Float64): 12 with AVX2, 24 with AVX-512), J = vector_registers() ÷ 4 columns (4,
+        # 8): 3 J sums (12 of 16 ymm, 24 of 32 zmm) in vector variables across k1
+        # (backends/cpu/vtile.py), 3 loads and J broadcasts per 3 J multiply-adds. The
+        # vector operand data[k, i:i+I-1] is read from a copy in panels of I columns
+        # dataT[i % I, k, i ÷ I] (`2 % I`: a tile's I x 128 block one contiguous run; pack
+        # along i); data[k, j] stays where it is, contiguous along k. The j tiles are I
+        # wide too, each I x J tile a part of one (j1o): the triangle's diagonal then
+        # crosses only the I x I blocks on it, printed with constant panels (no i ÷ I).
+        # k in blocks of 128 (the I x 128 panel stays in L1/L2 across the j1o tiles), j0
+        # over the cores (the triangle's columns: the pool balances them). On a Sapphire
+        # Rapids, against the 8 x 6 tile in blocks of 512 before: 1.92 -> 0.96x numpy's
+        # wall time (numpy's syrk does the triangle too), with ZERO and SCALE below
+        pack(data, dataT, 2 % (3 * vector_lanes(Float64)), 1, 2, i)
         shift(C, i, -1)
         shift(C, j, -1)
         shift(C, k, -1)
-        tile(C, i, j, k, 8, 6, 512)
+        tile(C, i, j, k, 3 * vector_lanes(Float64), 3 * vector_lanes(Float64), 128)
         interchange(C, i0, k0)
+        split(C, j1, vector_registers() ÷ 4, j1o, j1i)
+        interchange(C, i1, j1o)
         interchange(C, i1, k1)
-        unroll(C, j1)
+        unroll(C, j1i)
         parallelize(C, j0)
         # the O(n m) and O(m^2) passes over the cores too; the column sums 8 at a time
         # (8 independent chains where one sum's adds waited for each other: 1.18 ->
@@ -282,11 +290,16 @@ end
         # single-thread CPU time before)
         parallelize(CENTER, j)
         vectorize(CENTER, i, 4)
-        split(dataT, dataT_1, 8)  # the copy's i in panels too: no i ÷ 8, i % 8 per element
+        split(dataT, dataT_1, 3 * vector_lanes(Float64))  # the copy in panels: no i ÷ I
         interchange(dataT, dataT_2, dataT_10)
         parallelize(dataT, dataT_10)
-        parallelize(ZERO, i)
-        parallelize(SCALE, i)
+        # the zeroing along i, contiguous (cov[i, j] a column apart along j), and the
+        # symmetric copy in 32 x 32 blocks (one of its two accesses is strided): 1.13 ->
+        # 1.06x numpy's single-thread CPU time
+        interchange(ZERO, i, j)
+        parallelize(ZERO, j)
+        tile(SCALE, i, j, 32, 32)
+        parallelize(SCALE, i0)
     end
     for j in 1:m
         mean[j] = 0.0
@@ -322,26 +335,26 @@ end
     nj = size(B, 2)
     nl = size(C, 2)
     @schedule begin
-        # both products as a BLAS micro-kernel: an 8 x J tile of the result, j unrolled
-        # and i a plain loop of 8 that gcc unrolls itself, so that it keeps the 8 J sums in
-        # vector registers (SLP) across the k1 loop and stores them once per k block. J
-        # fills 3/4 of the vector registers with sums, 8 ÷ vector_lanes(Float64) vectors
-        # per column: 6 with AVX2 (12 of 16 ymm), 24 with AVX-512 (24 of 32 zmm; there 6
-        # columns held 6 sums and ran 2.1x numpy's single-thread time, 24 ran 1.2x)
-        # (an omp-simd i loop would store them every k; unrolling i here costs seconds of
-        # ISL time); the column tiles over the cores. The vector operands (A, then tmp)
-        # are read from copies packed in panels of 8 rows (`1 % 8`: a tile's 8 x 1024
-        # block is one contiguous run instead of 1024 lines a column apart), made once
-        # per call, over the cores; k in blocks of 1024 (1.05x numpy's time against 1.10x
-        # with blocks of 512: fewer loads and stores of the tile's sums)
-        pack(A, Ap, 1 % 8, 2, 1)
-        pack(tmp, tmpP, 1 % 8, 2, 1)
+        # both products as a BLAS micro-kernel: an I x J tile of the result, I three
+        # vectors (3 * vector_lanes(Float64): 12 with AVX2, 24 with AVX-512) of a plain i
+        # loop and J = vector_registers() ÷ 4 columns (4, 8) unrolled: 3 J sums (12 of 16
+        # ymm, 24 of 32 zmm) in vector variables across k1, stored once per k block
+        # (backends/cpu/vtile.py), 3 loads and J broadcasts per 3 J multiply-adds; the
+        # column tiles over the cores. The vector operands (A, then tmp) are read from
+        # copies packed in panels of I rows (`1 % I`: a tile's I x 128 block is one
+        # contiguous run), made once per call, over the cores; k in blocks of 128, so
+        # that the I x 128 panels of one k block (800 KB) stay in L2 for all the column
+        # tiles. On a Sapphire Rapids, against 8 x 24 in blocks of 1024 before: 1.11 ->
+        # 0.83-0.86x numpy's wall time (blocks of 1024 / 384 / 256 / 192 / 96 / 64 with
+        # the new tile: 1.36 / 1.07 / 0.92 / 0.86 / 0.86 / 0.90)
+        pack(A, Ap, 1 % (3 * vector_lanes(Float64)), 2, 1)
+        pack(tmp, tmpP, 1 % (3 * vector_lanes(Float64)), 2, 1)
         parallelize(Ap, Ap_2)
         parallelize(tmpP, tmpP_2)
         shift(T, i, -1)
         shift(T, j, -1)
         shift(T, k, -1)
-        tile(T, i, j, k, 8, 3 * vector_registers() * vector_lanes(Float64) ÷ 32, 1024)
+        tile(T, i, j, k, 3 * vector_lanes(Float64), vector_registers() ÷ 4, 128)
         interchange(T, i0, k0)
         interchange(T, i1, k1)
         unroll(T, j1)
@@ -349,7 +362,7 @@ end
         shift(E, i, -1)
         shift(E, j, -1)
         shift(E, k, -1)
-        tile(E, i, j, k, 8, 3 * vector_registers() * vector_lanes(Float64) ÷ 32, 1024)
+        tile(E, i, j, k, 3 * vector_lanes(Float64), vector_registers() ÷ 4, 128)
         interchange(E, i0, k0)
         interchange(E, i1, k1)
         unroll(E, j1)
