@@ -2,11 +2,12 @@
 # ordinary Julia loops (column-major: the first index is the contiguous one) with `@acc`
 # and a tuned `@schedule`. Loaded by the tests and benchmarks through
 # `frontends.julia.compile_source` and, where Julia exists, by the Acc.jl package tests.
-# The matrix-product accumulations (mttkrp, covariance, 2mm) are written with `muladd`,
-# as BLAS-like Julia code is: Julia fuses it on machines with FMA, and so do we (the
-# middle-end's `fma`), as numpy's BLAS does on the other side of the benchmarks; compiled
-# without fusion (`+=`) they ran 5-8% slower (single-thread CPU time, A/B). doitgen keeps
-# `+=`: gcc left a fifth of its fused register tile scalar (2.3x slower).
+# The matrix-product accumulations (mttkrp, doitgen, covariance, 2mm) are written with
+# `muladd`, as BLAS-like Julia code is: Julia fuses it on machines with FMA, and so do we
+# (the middle-end's `fma`), as numpy's BLAS does on the other side of the benchmarks;
+# compiled without fusion (`+=`) they ran 5-8% slower (single-thread CPU time, A/B;
+# doitgen, whose tile is bound by the multiply-adds, 1.27 against 0.82x numpy's wall time). The register tiles are printed as vectors
+# (backends/cpu/vtile.py), their shapes from the machine's vector width and registers.
 using Acc
 
 @acc function bicg!(s::Vector{Float64}, q::Vector{Float64}, A::Matrix{Float64},
