@@ -15,6 +15,7 @@ import platform
 
 import numpy as np
 import pytest
+from test_julia_storage import MM as STORAGE_MM
 
 from backends.clike.build import build_cached
 from backends.cpu.build import cache_dir, compiler, flags_for
@@ -22,21 +23,9 @@ from backends.cpu.source import NO_LOOP_VECTORIZER
 from frontends.julia import compile_source
 from middleend.target import NativeKernel
 
-MM = """
-@acc function mm!(C::Matrix{ELEM}, A::Matrix{ELEM}, B::Matrix{ELEM})
-    ni, nk = size(A)
-    nj = size(B, 2)
-    @schedule begin
-        SCHEDULE
-    end
-    for j in 1:nj, i in 1:ni
-        C[i, j] = ZERO
-    end
-    for i in 1:ni, j in 1:nj, k in 1:nk
-        @name T UPDATE
-    end
-end
-"""
+# mm! of test_julia_storage, its element type, zero and update placeholders
+MM = STORAGE_MM.replace("Float64", "ELEM").replace("= 0.0", "= ZERO") \
+    .replace("C[i, j] += A[i, k] * B[k, j]", "UPDATE")
 PLAIN = "C[i, j] += A[i, k] * B[k, j]"
 MULADD = "C[i, j] = muladd(A[i, k], B[k, j], C[i, j])"
 MARK = "(vtile.py)"

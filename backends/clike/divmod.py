@@ -15,7 +15,7 @@ a multiple of ``d``) is printed as before.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from middleend.ir.expr import Binary, Cast, Const, Expr, Unary
 from middleend.ir.intervals import Interval
@@ -59,24 +59,39 @@ def _iexpr_linear(e: IExpr) -> Linear | None:
     return None
 
 
-def expr_linear(e: Expr, bindings: Mapping[str, IExpr]) -> Linear | None:
+def expr_linear(e: Expr, bindings: Mapping[str, IExpr],
+                loops: Mapping[str, Interval] | None = None,
+                iterator: Callable[[IterRef], Linear | None] | None = None
+                ) -> Linear | None:
     """A Layer I integer expression as a linear form over the loop counters and the
-    parameters, each iterator replaced by its binding; None when it is not linear."""
+    parameters, each iterator replaced by its binding; None when it is not linear. With
+    ``loops`` (the counters' ranges), a floor division or remainder by a positive
+    constant is linear where :func:`linear_div_mod` works it out exactly; ``iterator``,
+    if given, gives an iterator's form instead of ``bindings``."""
     if isinstance(e, Const):
         v = e.value
         return None if isinstance(v, bool) or not isinstance(v, int) else {"": v}
     if isinstance(e, IterRef):
+        if iterator is not None:
+            return iterator(e)
         b = bindings.get(e.name)
         return None if b is None else _iexpr_linear(b)
     if isinstance(e, ParamRef):
         return {"": 0, f"p_{e.name}": 1}
     if isinstance(e, Cast) and e.type_.is_int and e.a.dtype.is_int and e.type_.bits >= 32:
-        return expr_linear(e.a, bindings)
+        return expr_linear(e.a, bindings, loops, iterator)
     if isinstance(e, Unary) and e.op == "neg" and e.a.dtype.is_int:
-        a = expr_linear(e.a, bindings)
+        a = expr_linear(e.a, bindings, loops, iterator)
         return None if a is None else {k: -v for k, v in a.items()}
+    if isinstance(e, Binary) and e.type_.is_int and loops is not None and \
+            e.op in ("div", "floordiv", "mod") and isinstance(e.b, Const) and \
+            isinstance(e.b.value, int) and not isinstance(e.b.value, bool):
+        a = expr_linear(e.a, bindings, loops, iterator)
+        qr = None if a is None else linear_div_mod(a, e.b.value, loops)
+        return None if qr is None else qr[1] if e.op == "mod" else qr[0]
     if isinstance(e, Binary) and e.type_.is_int and e.op in ("add", "sub", "mul"):
-        a, b = expr_linear(e.a, bindings), expr_linear(e.b, bindings)
+        a = expr_linear(e.a, bindings, loops, iterator)
+        b = expr_linear(e.b, bindings, loops, iterator)
         if a is None or b is None:
             return None
         if e.op != "mul":
@@ -85,6 +100,24 @@ def expr_linear(e: Expr, bindings: Mapping[str, IExpr]) -> Linear | None:
             if set(x) == {""}:
                 return {k: x[""] * v for k, v in y.items()}
     return None
+
+
+def linear_div_mod(form: Linear, d: int, loops: Mapping[str, Interval]
+                   ) -> tuple[Linear, Linear] | None:
+    """``(form // d, form mod d)`` (floor semantics) as linear forms, exact for every
+    value of the counters in ``loops``: ``(d * m + r) // d`` is ``m + lo // d`` where the
+    rest ``r`` stays within one multiple of ``d``; None otherwise."""
+    if d <= 0:
+        return None
+    quot = {k: c // d for k, c in form.items() if k != "" and c % d == 0}
+    rest = {k: c for k, c in form.items() if k == "" or c % d != 0}
+    rng = _range(rest, loops)
+    if rng is None or rng[0] // d != rng[1] // d:
+        return None
+    m = rng[0] // d
+    quot[""] = m
+    rest[""] = rest.get("", 0) - d * m
+    return quot, rest
 
 
 def _range(form: Linear, loops: Mapping[str, Interval]) -> Interval | None:
@@ -115,17 +148,6 @@ def div_mod(e: Expr, d: int, bindings: Mapping[str, IExpr],
             loops: Mapping[str, Interval]) -> tuple[str, str] | None:
     """``(e // d, e mod d)`` (floor semantics) as C expressions without a division, or
     None when they cannot be worked out exactly from the loops' ranges."""
-    if d <= 0:
-        return None
     form = expr_linear(e, bindings)
-    if form is None:
-        return None
-    quot = {k: c // d for k, c in form.items() if k != "" and c % d == 0}
-    rest = {k: c for k, c in form.items() if k == "" or c % d != 0}
-    rng = _range(rest, loops)
-    if rng is None or rng[0] // d != rng[1] // d:
-        return None
-    m = rng[0] // d
-    quot[""] = m
-    rest[""] = rest.get("", 0) - d * m
-    return _c(quot), _c(rest)
+    qr = None if form is None else linear_div_mod(form, d, loops)
+    return None if qr is None else (_c(qr[0]), _c(qr[1]))

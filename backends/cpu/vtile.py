@@ -43,8 +43,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from backends.clike.cexpr import const_c, ident, iexpr_c
-from backends.clike.divmod import Linear, _add, _c, _range, expr_linear
-from middleend.ir.expr import Binary, Call, Cast, Const, Expr, Unary
+from backends.clike.divmod import Linear, _c, expr_linear
+from middleend.ir.expr import Binary, Call, Const, Expr, Unary
 from middleend.ir.intervals import Interval
 from middleend.ir.loopast import (
     Block,
@@ -53,7 +53,6 @@ from middleend.ir.loopast import (
     IInt,
     IterRef,
     Node,
-    ParamRef,
     Program,
     Stmt,
     StmtInfo,
@@ -181,9 +180,9 @@ def _forms(acc: BufAccess, inst: _Inst, loops: Mapping[str, Interval]
 
 
 def _linear(e: Expr, inst: _Inst, loops: Mapping[str, Interval]) -> Linear | None:
-    if isinstance(e, IterRef):
-        b = inst.bindings.get(e.name)
-        form = None if b is None else expr_linear(e, {e.name: b})  # type: ignore[dict-item]
+    def iterator(ref: IterRef) -> Linear | None:
+        b = inst.bindings.get(ref.name)
+        form = None if b is None else expr_linear(ref, {ref.name: b})  # type: ignore
         if form is None:
             return None
         out: Linear = {"": form.get("", 0)}
@@ -193,41 +192,8 @@ def _linear(e: Expr, inst: _Inst, loops: Mapping[str, Interval]) -> Linear | Non
             elif k and c:
                 out[k] = c
         return out
-    if isinstance(e, Binary) and e.type_.is_int and e.op in ("add", "sub", "mul", "div",
-                                                              "floordiv", "mod"):
-        a = _linear(e.a, inst, loops)
-        if a is None:
-            return None
-        if e.op in ("div", "floordiv", "mod"):
-            d = e.b.value if isinstance(e.b, Const) else None
-            if not isinstance(d, int) or isinstance(d, bool) or d <= 0:
-                return None
-            quot = {k: c // d for k, c in a.items() if k != "" and c % d == 0}
-            rest = {k: c for k, c in a.items() if k == "" or c % d != 0}
-            rng = _range(rest, loops)
-            if rng is None or rng[0] // d != rng[1] // d:
-                return None
-            m = rng[0] // d
-            if e.op == "mod":
-                rest[""] = rest.get("", 0) - d * m
-                return rest
-            quot[""] = m
-            return quot
-        b = _linear(e.b, inst, loops)
-        if b is None:
-            return None
-        if e.op != "mul":
-            return _add(a, b, 1 if e.op == "add" else -1)
-        for x, y in ((a, b), (b, a)):
-            if set(x) == {""}:
-                return {k: x[""] * v for k, v in y.items()}
-        return None
-    if isinstance(e, Unary) and e.op == "neg" and e.a.dtype.is_int:
-        a = _linear(e.a, inst, loops)
-        return None if a is None else {k: -v for k, v in a.items()}
-    if isinstance(e, Cast) and e.type_.is_int and e.a.dtype.is_int and e.type_.bits >= 32:
-        return _linear(e.a, inst, loops)
-    return expr_linear(e, {}) if isinstance(e, Const | ParamRef) else None
+
+    return expr_linear(e, {}, loops, iterator)
 
 
 def _shift(form: Form, by: int) -> Form:
