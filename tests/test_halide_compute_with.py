@@ -105,11 +105,14 @@ def test_compute_with_at_a_loop(level: str, shift: int, align: str | None,
     if level == "x":  # g and h at each x of their common range, in one loop
         built = k.translate([20, 10], a=data)
         body = built.fn.lower(outputs=built.outputs).program.body
+        # the computations' names, not Halide's: a Func named 'cwa_gx0$4' (Halide made the
+        # name unique: another test of the worker had a 'cwa_gx0') is 'cwa_gx0_4...' here
+        gc, hc = (built.comps[f.name()][0][0].name for f in (g, h))
         loops: dict[str, set[int]] = {}
         for n, fors in walk_loops(body):
-            if isinstance(n, Stmt) and n.comp in (g.name(), h.name()):
+            if isinstance(n, Stmt) and n.comp in (gc, hc):
                 loops.setdefault(n.comp, set()).add(id(fors[-1]))
-        assert loops[g.name()] & loops[h.name()], loops
+        assert loops[gc] & loops[hc], loops
 
 
 def test_compute_with_at_a_loop_of_a_two_stage_consumer(rng: np.random.Generator) -> None:
