@@ -149,3 +149,41 @@ def test_rows_that_fill_no_vector_stay_scalar() -> None:
     got, c = _run(src, args)
     assert MARK not in c
     assert np.array_equal(got, _run(src, args, schedule=False)[0])
+
+
+DOTS = """
+@acc function dots!(y::Vector{Float64}, A::Matrix{Float64}, x::Vector{Float64})
+    m, n = size(A)
+    @schedule begin
+        shift(Y, i, -1)
+        shift(Y, j, -1)
+        interchange(Y, i, j)
+        unroll(Y, j, 4)
+        split(Y, i, 8, i0, i1)
+        interchange(Y, j_ui, i0)
+    end
+    yq = zeros(8, n)
+    for i in 1:m, j in 1:n
+        @name Y yq[1 + mod(i - 1, 8), j] = muladd(A[i, j], x[i], yq[1 + mod(i - 1, 8), j])
+    end
+    for j in 1:n, c in 1:8
+        y[j] += yq[c, j]
+    end
+end
+"""
+
+
+def test_a_tile_whose_sums_move_with_a_remainder_only() -> None:
+    """``yq[(i - 1) mod 8, j]`` with ``i = 8 i0 + i1 + 1`` does not move with the tile
+    loop ``i0`` (regtile.py reads the subscript as a linear form): A' x as 8 interleaved
+    partial sums per column, a vector each (atax's second pass)."""
+    k = compile_source(DOTS, "dots!")
+    ku = compile_source(DOTS, "dots!", schedule=False)
+    rng = np.random.default_rng(2)
+    A, x = np.asfortranarray(rng.standard_normal((45, 12))), rng.standard_normal(45)
+    y, yu = np.zeros(12), np.zeros(12)
+    k(y, A, x)
+    ku(yu, A, x)
+    assert MARK in k.compiled(k.spec_of((y, A, x))).kernel.source
+    assert np.array_equal(y, yu)
+    np.testing.assert_allclose(y, A.T @ x, rtol=1e-12)

@@ -20,7 +20,9 @@ reductions qualify: gcc may reassociate an integer sum, so its vectorized form i
 
 from __future__ import annotations
 
+from backends.clike.divmod import expr_linear
 from middleend.ir.expr import walk
+from middleend.ir.intervals import Interval
 from middleend.ir.loopast import Block, For, IInt, IterRef, Node, Program, Stmt, ivars
 
 MAX_TILE_TRIP = 64  # a constant loop inside the tile (gcc or vtile.py unrolls it completely)
@@ -35,15 +37,18 @@ def register_tile_loop(f: For, program: Program) -> bool:
     them per iteration."""
     if f.tag is not None:
         return False
-    n = _accumulators(f.body, f.var, (), program)
+    n = _accumulators(f.body, f.var, {}, program)
     return n is not None and n >= MIN_ACCUMULATORS
 
 
-def _accumulators(node: Node, var: str, inner: tuple[str, ...], program: Program
+def _accumulators(node: Node, var: str, inner: dict[str, Interval], program: Program
                   ) -> int | None:
     """Statement instances per iteration of the loop over ``var``, or None when ``node``
     is not the body of a register tile. ``inner``: the constant loops around ``node``
-    inside the tile; every store must move with one of them (SLP's vector dim). Without
+    inside the tile, with their ranges; every store must move with one of them (SLP's
+    vector dim), and not with ``var``: as a linear form where its subscripts have one
+    (``yq[(i - 1) % 8, j]`` with ``i = 8 i0 + i1 + 1`` moves with ``i1`` only), else by
+    the iterators it names. Without
     one (atax's 7 dot products down 7 columns, ``j`` unrolled) there is nothing to pack
     and the in-order vectorized loop is the faster form (1.31 against 1.55x numpy)."""
     if isinstance(node, Block):
@@ -59,7 +64,8 @@ def _accumulators(node: Node, var: str, inner: tuple[str, ...], program: Program
                 not isinstance(node.init, IInt) or not isinstance(node.hi, IInt):
             return None
         trip = node.hi.value - node.init.value + 1
-        n = _accumulators(node.body, var, (*inner, node.var), program)
+        n = _accumulators(node.body, var, {**inner, node.var: (node.init.value,
+                                                                 node.hi.value)}, program)
         return None if n is None or not 0 < trip <= MAX_TILE_TRIP else trip * n
     if isinstance(node, Stmt):
         info = program.stmts.get(node.comp)
@@ -67,9 +73,15 @@ def _accumulators(node: Node, var: str, inner: tuple[str, ...], program: Program
                 not info.store.dtype.is_float:
             return None
         bound = dict(node.bindings)  # iterator i is bound as v_i (passes/astgen.py)
-        names = {f"v_{n.name}" for n in walk(info.store) if isinstance(n, IterRef)} | \
-            set(info.store.offset_names or ())
-        moves = ivars(*(bound.get(n) for n in names))
+        forms = [expr_linear(ix, {n[2:]: e for n, e in node.bindings
+                                  if n.startswith("v_")}, inner)
+                 for ix in info.store.indices]
+        if info.store.offset_names is None and all(fm is not None for fm in forms):
+            moves = {k for fm in forms for k, c in fm.items() if k and c}  # type: ignore
+        else:
+            names = {f"v_{n.name}" for n in walk(info.store) if isinstance(n, IterRef)} | \
+                set(info.store.offset_names or ())
+            moves = ivars(*(bound.get(n) for n in names))
         return None if var in moves or not moves & set(inner) else 1
     return None
 

@@ -129,17 +129,19 @@ end
         unroll(T, j1, 8)
         interchange(T, j1_ui, i)
         parallelize(T, j0)
-        # Y: dot products down the columns (i contiguous), 14 columns at a time (14
-        # divides n = 2100: no partial block, no guards) for 14 independent sums (gcc
-        # keeps a reduction scalar), the blocks of columns over the cores. 8 and 14
-        # against 4 and 7: 1.26 -> 1.08x numpy's wall time, 1.22 -> 1.02x single-thread.
-        # The in-order scalar sums are bound by their multiply-adds: with muladd (one
-        # fused operation each, as numpy's dgemv does) 1.39 -> 1.17 ms, 1.47 -> 1.23x
-        # numpy's wall time in one run (Sapphire Rapids)
+        # Y: y = A' tmp as 8 interleaved partial sums per column (yq[c, j] sums the rows
+        # i with (i - 1) mod 8 = c - 1, added up after), so that a column's sums are one
+        # vector across 8 contiguous rows: a register tile over i0 (8 rows x 4 columns,
+        # 4 vector sums; backends/cpu/vtile.py), the blocks of columns over the cores.
+        # As in-order dot products (14 columns at a time, scalar sums) it ran 1.23 ms
+        # against 1.13 ms so (1.29 -> 1.17-1.19x numpy's wall time in one run); 6, 14
+        # columns or 16 interleaved sums: the same or slower
+        shift(Y, i, -1)
         shift(Y, j, -1)
         interchange(Y, i, j)
-        unroll(Y, j, 14)
-        interchange(Y, j_ui, i)
+        unroll(Y, j, 4)
+        split(Y, i, 8, i0, i1)
+        interchange(Y, j_ui, i0)
         parallelize(Y, j_uo)
     end
     for j in 1:n
@@ -156,10 +158,14 @@ end
     for c in 1:cld(n, 1050), i in 1:m
         tmp[i] += tp[i, c]
     end
+    yq = zeros(8, n)
     for i in 1:m
         for j in 1:n
-            @name Y y[j] = muladd(A[i, j], tmp[i], y[j])
+            @name Y yq[1 + mod(i - 1, 8), j] = muladd(A[i, j], tmp[i], yq[1 + mod(i - 1, 8), j])
         end
+    end
+    for j in 1:n, c in 1:8
+        y[j] += yq[c, j]
     end
 end
 
