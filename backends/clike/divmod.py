@@ -15,7 +15,7 @@ a multiple of ``d``) is printed as before.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 from middleend.ir.expr import Binary, Cast, Const, Expr, Unary
 from middleend.ir.intervals import Interval
@@ -60,38 +60,33 @@ def _iexpr_linear(e: IExpr) -> Linear | None:
 
 
 def expr_linear(e: Expr, bindings: Mapping[str, IExpr],
-                loops: Mapping[str, Interval] | None = None,
-                iterator: Callable[[IterRef], Linear | None] | None = None
-                ) -> Linear | None:
+                loops: Mapping[str, Interval] | None = None) -> Linear | None:
     """A Layer I integer expression as a linear form over the loop counters and the
     parameters, each iterator replaced by its binding; None when it is not linear. With
     ``loops`` (the counters' ranges), a floor division or remainder by a positive
-    constant is linear where :func:`linear_div_mod` works it out exactly; ``iterator``,
-    if given, gives an iterator's form instead of ``bindings``."""
+    constant is linear where :func:`linear_div_mod` works it out exactly."""
     if isinstance(e, Const):
         v = e.value
         return None if isinstance(v, bool) or not isinstance(v, int) else {"": v}
     if isinstance(e, IterRef):
-        if iterator is not None:
-            return iterator(e)
         b = bindings.get(e.name)
         return None if b is None else _iexpr_linear(b)
     if isinstance(e, ParamRef):
         return {"": 0, f"p_{e.name}": 1}
     if isinstance(e, Cast) and e.type_.is_int and e.a.dtype.is_int and e.type_.bits >= 32:
-        return expr_linear(e.a, bindings, loops, iterator)
+        return expr_linear(e.a, bindings, loops)
     if isinstance(e, Unary) and e.op == "neg" and e.a.dtype.is_int:
-        a = expr_linear(e.a, bindings, loops, iterator)
+        a = expr_linear(e.a, bindings, loops)
         return None if a is None else {k: -v for k, v in a.items()}
     if isinstance(e, Binary) and e.type_.is_int and loops is not None and \
             e.op in ("div", "floordiv", "mod") and isinstance(e.b, Const) and \
             isinstance(e.b.value, int) and not isinstance(e.b.value, bool):
-        a = expr_linear(e.a, bindings, loops, iterator)
+        a = expr_linear(e.a, bindings, loops)
         qr = None if a is None else linear_div_mod(a, e.b.value, loops)
         return None if qr is None else qr[1] if e.op == "mod" else qr[0]
     if isinstance(e, Binary) and e.type_.is_int and e.op in ("add", "sub", "mul"):
-        a = expr_linear(e.a, bindings, loops, iterator)
-        b = expr_linear(e.b, bindings, loops, iterator)
+        a = expr_linear(e.a, bindings, loops)
+        b = expr_linear(e.b, bindings, loops)
         if a is None or b is None:
             return None
         if e.op != "mul":

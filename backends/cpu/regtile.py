@@ -46,11 +46,11 @@ def _accumulators(node: Node, var: str, inner: dict[str, Interval], program: Pro
     """Statement instances per iteration of the loop over ``var``, or None when ``node``
     is not the body of a register tile. ``inner``: the constant loops around ``node``
     inside the tile, with their ranges; every store must move with one of them (SLP's
-    vector dim), and not with ``var``: as a linear form where its subscripts have one
-    (``yq[(i - 1) % 8, j]`` with ``i = 8 i0 + i1 + 1`` moves with ``i1`` only), else by
-    the iterators it names. Without
-    one (atax's 7 dot products down 7 columns, ``j`` unrolled) there is nothing to pack
-    and the in-order vectorized loop is the faster form (1.31 against 1.55x numpy)."""
+    vector dim) and not with ``var``, read from its subscripts' linear forms where they
+    have one (``yq[(i - 1) % 8, j]`` with ``i = 8 i0 + i1 + 1`` moves with ``i1`` only),
+    else from the iterators it names. Without one (7 dot products down 7 columns, ``j``
+    unrolled) there is nothing to pack and the in-order vectorized loop is the faster
+    form (atax: 1.31 against 1.55x numpy)."""
     if isinstance(node, Block):
         total = 0
         for child in node.body:
@@ -73,7 +73,7 @@ def _accumulators(node: Node, var: str, inner: dict[str, Interval], program: Pro
                 not info.store.dtype.is_float:
             return None
         bound = dict(node.bindings)  # iterator i is bound as v_i (passes/astgen.py)
-        forms = [expr_linear(ix, {n[2:]: e for n, e in node.bindings
+        forms = [expr_linear(ix, {n[2:]: e for n, e in bound.items()
                                   if n.startswith("v_")}, inner)
                  for ix in info.store.indices]
         if info.store.offset_names is None and all(fm is not None for fm in forms):

@@ -50,16 +50,14 @@ from middleend.ir.loopast import (
     Block,
     BufAccess,
     For,
+    IExpr,
     IInt,
-    IterRef,
     Node,
     Program,
     Stmt,
     StmtInfo,
 )
 from middleend.ir.types import DType, float32, float64
-
-from .regtile import register_tile_loop
 
 # the vector widths printed, in bytes: 64 where the machine has AVX-512, else 32 (two
 # 16-byte halves on SSE-only and NEON machines, split by gcc); the sums a run of that
@@ -113,15 +111,16 @@ def vector_type(dtype: DType, lanes: int) -> str:
 class _Inst:
     stmt: Stmt
     info: StmtInfo
-    bindings: Mapping[str, object]  # iterator name -> binding (IExpr over the counters)
+    bindings: Mapping[str, IExpr]  # iterator name -> binding (over the loop counters)
     env: Mapping[str, int]  # the tile's constant loops' counters -> their values
 
 
 def plan(f: For, program: Program, loops: Mapping[str, Interval]) -> Plan | None:
-    """``f`` as an explicit-vector register tile, or None where it is not one this module
-    prints (see the module doc). ``loops``: the ranges of the loop counters around it and
-    of its own."""
-    if f.tag is not None or f.step == 0 or not register_tile_loop(f, program):
+    """Register-tile loop ``f`` (``regtile.register_tile_loop``, which the printer asks
+    first) as an explicit-vector tile, or None where it is not one this module prints
+    (see the module doc). ``loops``: the ranges of the loop counters around it and of its
+    own."""
+    if f.tag is not None or f.step == 0:
         return None
     insts = list(_instances(f.body, {}, program))
     if not insts or any(i is None for i in insts):
@@ -180,20 +179,19 @@ def _forms(acc: BufAccess, inst: _Inst, loops: Mapping[str, Interval]
 
 
 def _linear(e: Expr, inst: _Inst, loops: Mapping[str, Interval]) -> Linear | None:
-    def iterator(ref: IterRef) -> Linear | None:
-        b = inst.bindings.get(ref.name)
-        form = None if b is None else expr_linear(ref, {ref.name: b})  # type: ignore
-        if form is None:
-            return None
-        out: Linear = {"": form.get("", 0)}
-        for k, c in form.items():
-            if k in inst.env:
-                out[""] += c * inst.env[k]
-            elif k and c:
-                out[k] = c
-        return out
-
-    return expr_linear(e, {}, loops, iterator)
+    """``e`` in ``inst``: read with the tile's counters as the one value each has there
+    (so that a division or remainder sees it), then those counters replaced by it."""
+    env = inst.env
+    form = expr_linear(e, inst.bindings, {**loops, **{k: (v, v) for k, v in env.items()}})
+    if form is None:
+        return None
+    out: Linear = {"": form.get("", 0)}
+    for k, c in form.items():
+        if k in env:
+            out[""] += c * env[k]
+        elif k and c:
+            out[k] = c
+    return out
 
 
 def _shift(form: Form, by: int) -> Form:
