@@ -263,26 +263,30 @@ end
     n, m = size(data)
     @schedule begin
         # C is data' * data: both operands run along k, the reduction, which gcc may not
-        # reorder. The register tile is I i x J j, I three vectors (3 * vector_lanes(
-        # Float64): 12 with AVX2, 24 with AVX-512), J = vector_registers() ÷ 4 columns (4,
-        # 8): 3 J sums (12 of 16 ymm, 24 of 32 zmm) in vector variables across k1
-        # (backends/cpu/vtile.py), 3 loads and J broadcasts per 3 J multiply-adds. The
-        # vector operand data[k, i:i+I-1] is read from a copy in panels of I columns
-        # dataT[i % I, k, i ÷ I] (`2 % I`: a tile's I x 128 block one contiguous run; pack
-        # along i); data[k, j] stays where it is, contiguous along k. The j tiles are I
-        # wide too, each I x J tile a part of one (j1o): the triangle's diagonal then
-        # crosses only the I x I blocks on it, printed with constant panels (no i ÷ I).
-        # k in blocks of 128 (the I x 128 panel stays in L1/L2 across the j1o tiles), j0
-        # over the cores (the triangle's columns: the pool balances them). On a Sapphire
-        # Rapids, against the 8 x 6 tile in blocks of 512 before: 1.92 -> 0.96x numpy's
-        # wall time (numpy's syrk does the triangle too), with ZERO and SCALE below
-        pack(data, dataT, 2 % (3 * vector_lanes(Float64)), 1, 2, i)
+        # reorder. The register tile is I i x J j as in mm2 below (8 x 6 with AVX2, 24 x
+        # 8 with AVX-512: m = I ÷ lanes vectors, m J sums in vector variables across k1,
+        # backends/cpu/vtile.py). The vector operand data[k, i:i+I-1] is read from a copy
+        # in panels of I columns and KB k, a k block's panels contiguous (`2 % I, 1 %
+        # KB`; pack along i); data[k, j] stays where it is, contiguous along k. The j
+        # tiles are 24 wide (I with AVX-512, 3 I with AVX2; a multiple of J), each I x J
+        # tile a part of one (j1o): the triangle's diagonal then crosses only whole
+        # I x I blocks, printed with constant panels (no i ÷ I). k in blocks of KB = 4096
+        # ÷ vector_registers() (128 with AVX-512: the I x 128 panel stays in L1/L2
+        # across the j1o tiles; 256 with AVX2, where the cov tile's loads per block cost
+        # more), j0 over the cores (the triangle's columns: the pool balances them). On
+        # a Sapphire Rapids, against the 8 x 6 tile in blocks of 512 before: 1.92 ->
+        # 0.96x numpy's wall time (numpy's syrk does the triangle too), with ZERO and
+        # SCALE below. On a Zen 3 (AVX2), single thread, against the 12 x 4 tile (which
+        # leaves gcc no register for A's vectors: it loads them again per column) in
+        # panels of 128 k, runs of 8 per build: 89-121 -> 72-102 ms (numpy 64-75; the
+        # shared L3 makes every figure there vary by 20% between runs)
+        pack(data, dataT, 2 % ((1 + vector_registers() ÷ 16) * vector_lanes(Float64)), 1 % (4096 ÷ vector_registers()), 2, 1, i)
         shift(C, i, -1)
         shift(C, j, -1)
         shift(C, k, -1)
-        tile(C, i, j, k, 3 * vector_lanes(Float64), 3 * vector_lanes(Float64), 128)
+        tile(C, i, j, k, (1 + vector_registers() ÷ 16) * vector_lanes(Float64), 24, 4096 ÷ vector_registers())
         interchange(C, i0, k0)
-        split(C, j1, vector_registers() ÷ 4, j1o, j1i)
+        split(C, j1, 4 + vector_registers() ÷ 8, j1o, j1i)
         interchange(C, i1, j1o)
         interchange(C, i1, k1)
         unroll(C, j1i)
@@ -301,7 +305,7 @@ end
         # single-thread CPU time before)
         parallelize(CENTER, j)
         vectorize(CENTER, i, 4)
-        split(dataT, dataT_1, 3 * vector_lanes(Float64))  # the copy in panels: no i ÷ I
+        split(dataT, dataT_1, (1 + vector_registers() ÷ 16) * vector_lanes(Float64))  # the copy in panels: no i ÷ I
         interchange(dataT, dataT_2, dataT_10)
         parallelize(dataT, dataT_10)
         # the zeroing along i, contiguous (cov[i, j] a column apart along j), and the
@@ -346,26 +350,35 @@ end
     nj = size(B, 2)
     nl = size(C, 2)
     @schedule begin
-        # both products as a BLAS micro-kernel: an I x J tile of the result, I three
-        # vectors (3 * vector_lanes(Float64): 12 with AVX2, 24 with AVX-512) of a plain i
-        # loop and J = vector_registers() ÷ 4 columns (4, 8) unrolled: 3 J sums (12 of 16
-        # ymm, 24 of 32 zmm) in vector variables across k1, stored once per k block
-        # (backends/cpu/vtile.py), 3 loads and J broadcasts per 3 J multiply-adds; the
-        # column tiles over the cores. The vector operands (A, then tmp) are read from
-        # copies packed in panels of I rows (`1 % I`: a tile's I x 128 block is one
-        # contiguous run), made once per call, over the cores; k in blocks of 128, so
-        # that the I x 128 panels of one k block (800 KB) stay in L2 for all the column
-        # tiles. On a Sapphire Rapids, against 8 x 24 in blocks of 1024 before: 1.11 ->
-        # 0.83-0.86x numpy's wall time (blocks of 1024 / 384 / 256 / 192 / 96 / 64 with
-        # the new tile: 1.36 / 1.07 / 0.92 / 0.86 / 0.86 / 0.90)
-        pack(A, Ap, 1 % (3 * vector_lanes(Float64)), 2, 1)
-        pack(tmp, tmpP, 1 % (3 * vector_lanes(Float64)), 2, 1)
+        # both products as a BLAS micro-kernel: an I x J tile of the result, I of m
+        # vectors (m = 1 + vector_registers() ÷ 16: 2 with AVX2's 16 registers, 3 with
+        # AVX-512's 32) of a plain i loop and J = 4 + vector_registers() ÷ 8 columns (6,
+        # 8) unrolled: 8 x 6 with AVX2, 24 x 8 with AVX-512. m J sums (12 of 16 ymm, 24
+        # of 32 zmm) in vector variables across k1, stored once per k block
+        # (backends/cpu/vtile.py); m loads and J broadcasts per m J multiply-adds, the m
+        # loads kept in registers beside the sums and one broadcast (a 12 x 4 tile on
+        # AVX2 leaves none: gcc then loads A's vectors again for every column, 16 loads
+        # per 12 multiply-adds, 1.41x numpy's single-thread time on a Zen 3 against
+        # 0.96-1.07 for 8 x 6). The column tiles over the cores. The vector operands (A,
+        # then tmp) are read from copies packed in panels of I rows and 128 k (`1 % I,
+        # 2 % 128`: a k block's panels follow one another, one contiguous run for all the
+        # row tiles of a column tile), made once per call, over the cores; k in blocks
+        # of 128, so that the I x 128 panels of one k block (800 KB) stay in L2 for all
+        # the column tiles where L2 holds them. On a Sapphire Rapids, against 8 x 24 in
+        # blocks of 1024 before: 1.11 -> 0.83-0.86x numpy's wall time (blocks of 1024 /
+        # 384 / 256 / 192 / 96 / 64 with the new tile: 1.36 / 1.07 / 0.92 / 0.86 / 0.86 /
+        # 0.90). On the Zen 3 (512 KB of L2), with panels of I rows only, blocks of 128 /
+        # 256 / 512 / 1024 gave 1.10 / 1.04 / 0.91 / 0.89 (the panels' runs as long as a
+        # block: the prefetcher's streams); with the blocks' panels contiguous, 128 is
+        # as fast as 512 (0.96 / 0.95)
+        pack(A, Ap, 1 % ((1 + vector_registers() ÷ 16) * vector_lanes(Float64)), 2 % 128, 1, 2)
+        pack(tmp, tmpP, 1 % ((1 + vector_registers() ÷ 16) * vector_lanes(Float64)), 2 % 128, 1, 2)
         parallelize(Ap, Ap_2)
         parallelize(tmpP, tmpP_2)
         shift(T, i, -1)
         shift(T, j, -1)
         shift(T, k, -1)
-        tile(T, i, j, k, 3 * vector_lanes(Float64), vector_registers() ÷ 4, 128)
+        tile(T, i, j, k, (1 + vector_registers() ÷ 16) * vector_lanes(Float64), 4 + vector_registers() ÷ 8, 128)
         interchange(T, i0, k0)
         interchange(T, i1, k1)
         unroll(T, j1)
@@ -373,7 +386,7 @@ end
         shift(E, i, -1)
         shift(E, j, -1)
         shift(E, k, -1)
-        tile(E, i, j, k, 3 * vector_lanes(Float64), vector_registers() ÷ 4, 128)
+        tile(E, i, j, k, (1 + vector_registers() ÷ 16) * vector_lanes(Float64), 4 + vector_registers() ÷ 8, 128)
         interchange(E, i0, k0)
         interchange(E, i1, k1)
         unroll(E, j1)
