@@ -3,6 +3,7 @@ instruction set), through the shared cached builder of :mod:`backends.clike.buil
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shlex
@@ -69,6 +70,8 @@ def host_isa(cc: list[str]) -> tuple[str, str]:
                           ("sve", "__ARM_FEATURE_SVE")) if m in names]
     arch = "x86-64" if "__x86_64__" in names else ("aarch64" if "__aarch64__" in names
                                                    else "other")
+    if "avx2" in isa and any(n.startswith("__tune_znver") for n in names):
+        isa.append(SLOW_GATHERS)
     digest = hashlib.sha256("\n".join(macros).encode()).hexdigest()
     return f"{arch} {' '.join(isa) or 'baseline'}", digest
 
@@ -89,7 +92,29 @@ def vector_registers(cc: list[str]) -> int:
     return Machine.from_defines(native_macros(cc)).vector_registers() or 16
 
 
-def vector_flags(isa_summary: str) -> tuple[str, ...]:
+# In a host_isa summary: the compiler tunes for an AMD Zen core, whose vector gathers are
+# slower than the scalar loads they replace (see vector_flags).
+SLOW_GATHERS = "slow-gathers"
+# How gcc spells "no 8-element gathers": later releases' name first, then gcc 12's.
+_NO_GATHER = ("-mtune-ctrl=^use_gather_8parts", "-mtune-ctrl=^use_gather")
+
+
+@functools.lru_cache(maxsize=8)
+def no_gather_flag(cc: tuple[str, ...]) -> tuple[str, ...]:
+    """The flag that keeps ``cc`` from vectorizing an 8-element indexed read into one
+    gather instruction, the first of :data:`_NO_GATHER` it accepts (none: an empty tuple;
+    clang has no such knob). Memoized per compiler command: every build asks."""
+    for flag in _NO_GATHER:
+        try:
+            proc = run_tool([*cc, flag, "-x", "c", "-fsyntax-only", os.devnull], timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            return ()
+        if proc.returncode == 0 and "unknown" not in (proc.stdout + proc.stderr):
+            return (flag,)
+    return ()
+
+
+def vector_flags(isa_summary: str, cc: list[str] | None = None) -> tuple[str, ...]:
     """Flags that make the build's vectors as wide as :func:`float_lanes` says.
 
     gcc's tuning for recent AVX-512 cores (``-march=native`` on Ice Lake, Sapphire Rapids)
@@ -105,10 +130,19 @@ def vector_flags(isa_summary: str) -> tuple[str, ...]:
     printer's casts (``-mno-avx512fp16``): natively, gcc contracted ``(_Float16)(a * b) +
     c`` into one half FMA under ``fp_contract`` (the Halide front-end's default, as
     Halide's), which neither Halide (it emulates halves) nor numpy computes: float16
-    results differed from Halide's in the last bit (tests/test_halide_float16.py)."""
+    results differed from Halide's in the last bit (tests/test_halide_float16.py).
+
+    Where the compiler tunes for an AMD Zen core (``SLOW_GATHERS`` in the summary: gcc 12
+    vectorizes 8-float indexed reads into ``vgatherdps`` for Zen 3), the builds ask for no
+    8-element gathers (:func:`no_gather_flag`): a Zen 3 gathers slower than it loads the 8
+    values one by one and inserts them, what Halide's code does on AVX2. warpAffine's
+    bilinear reads, measured on a 2-core Zen 3 in one run, interleaved: 145 -> 100 ms, the
+    same bits (Halide 92-104 ms). gcc's own tuning tables already leave 8-element
+    gathers out for Zen 1, 2 and 4; gcc 12's keep them for Zen 3."""
     isa = isa_summary.split()
     return (("-mprefer-vector-width=512",) if "avx512f" in isa else ()) + \
-        (("-mno-avx512fp16",) if "avx512fp16" in isa else ())
+        (("-mno-avx512fp16",) if "avx512fp16" in isa else ()) + \
+        (no_gather_flag(tuple(cc or compiler())) if SLOW_GATHERS in isa else ())
 
 
 def cpu_fingerprint(cc: list[str]) -> str:
