@@ -266,10 +266,15 @@ REG_TILE = ("shift(T, i, -1); shift(T, j, -1); shift(T, k, -1); tile(T, i, j, k,
     "pack(A, Ap, 1 % 4, 2, 1); parallelize(Ap, Ap_2); " + REG_TILE,
     "pack(A, Ap, 1 % 4, 2, 1); pack(B, Bp, 2, 1 % 3, 1); " + REG_TILE,
     "pack(A, Ap, 1 % 4, 2, 1); split(Ap, Ap_1, 4); " + REG_TILE + "; parallelize(T, j0)",
+    "pack(A, Ap, 1 % 4, 2 % 5, 1, 2)",
+    "pack(A, Ap, 1 % 4, 2 % 5, 1, 2); parallelize(Ap, Ap_2); " + REG_TILE,
+    "pack(A, Ap, 1 % 4, 2 % 3, 1, 2); " + REG_TILE,
 ])
 def test_blocked_pack_reads_panels(schedule: str) -> None:
     """``dim % b``: the copy holds the index modulo b there and the quotient where the
-    plain dim stands (9 rows: a partial last panel)."""
+    plain dim stands (9 rows: a partial last panel). Both dims blocked (mm2's panels of
+    I rows x 128 k, a k block's panels contiguous): 7 k, a partial last block too, in
+    blocks as long as the tile's (5) or not (3)."""
     rng = np.random.default_rng(5)
     A, B, C = F(rng, 9, 7), F(rng, 7, 11), np.zeros((9, 11), order="F")
     compile_source(_src(MM, schedule), "mm!")(C, A, B)
@@ -278,11 +283,14 @@ def test_blocked_pack_reads_panels(schedule: str) -> None:
 
 def test_blocked_pack_along_a_loop() -> None:
     rng = np.random.default_rng(6)
-    X, c, G = F(rng, 8, 5), rng.random(5), np.zeros((5, 5), order="F")
+    X, c = F(rng, 8, 5), rng.random(5)
     Xc = X - c
     src = GRAM.replace("X[1, j] += 1.0", "c[j] += 1.0")
-    compile_source(_src(src, "pack(X, Xt, 2 % 2, 1, 2, i)"), "gram!")(G, X, c)
-    np.testing.assert_allclose(G, Xc.T @ Xc, rtol=1e-12)
+    # the second: covariance's panels, k (8 rows) in blocks of 3 too
+    for schedule in ("pack(X, Xt, 2 % 2, 1, 2, i)", "pack(X, Xt, 2 % 2, 1 % 3, 2, 1, i)"):
+        G = np.zeros((5, 5), order="F")
+        compile_source(_src(src, schedule), "gram!")(G, X.copy(order="F"), c.copy())
+        np.testing.assert_allclose(G, Xc.T @ Xc, rtol=1e-12)
 
 
 @pytest.mark.parametrize("schedule, message", [

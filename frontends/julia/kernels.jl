@@ -278,8 +278,8 @@ end
         # 0.96x numpy's wall time (numpy's syrk does the triangle too), with ZERO and
         # SCALE below. On a Zen 3 (AVX2), single thread, against the 12 x 4 tile (which
         # leaves gcc no register for A's vectors: it loads them again per column) in
-        # panels of 128 k, runs of 8 per build: 89-121 -> 72-102 ms (numpy 64-75; the
-        # shared L3 makes every figure there vary by 20% between runs)
+        # panels of 128 k, best of 6 in each of four runs: 89-121 -> 76-102 ms (numpy
+        # 64-78; the shared L3 makes every figure there vary by 20% between runs)
         pack(data, dataT, 2 % ((1 + vector_registers() ÷ 16) * vector_lanes(Float64)), 1 % (4096 ÷ vector_registers()), 2, 1, i)
         shift(C, i, -1)
         shift(C, j, -1)
