@@ -286,7 +286,7 @@ def test_blocked_pack_along_a_loop() -> None:
     X, c = F(rng, 8, 5), rng.random(5)
     Xc = X - c
     src = GRAM.replace("X[1, j] += 1.0", "c[j] += 1.0")
-    # the second: covariance's panels, k (8 rows) in blocks of 3 too
+    # the second with k (8 rows) in blocks of 3 too, a block's panels contiguous
     for schedule in ("pack(X, Xt, 2 % 2, 1, 2, i)", "pack(X, Xt, 2 % 2, 1 % 3, 2, 1, i)"):
         G = np.zeros((5, 5), order="F")
         compile_source(_src(src, schedule), "gram!")(G, X.copy(order="F"), c.copy())

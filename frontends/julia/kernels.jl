@@ -263,30 +263,29 @@ end
     n, m = size(data)
     @schedule begin
         # C is data' * data: both operands run along k, the reduction, which gcc may not
-        # reorder. The register tile is I i x J j as in mm2 below (8 x 6 with AVX2, 24 x
-        # 8 with AVX-512: m = I ÷ lanes vectors, m J sums in vector variables across k1,
-        # backends/cpu/vtile.py). The vector operand data[k, i:i+I-1] is read from a copy
-        # in panels of I columns and KB k, a k block's panels contiguous (`2 % I, 1 %
-        # KB`; pack along i); data[k, j] stays where it is, contiguous along k. The j
-        # tiles are 24 wide (I with AVX-512, 3 I with AVX2; a multiple of J), each I x J
-        # tile a part of one (j1o): the triangle's diagonal then crosses only whole
-        # I x I blocks, printed with constant panels (no i ÷ I). k in blocks of KB = 4096
-        # ÷ vector_registers() (128 with AVX-512: the I x 128 panel stays in L1/L2
-        # across the j1o tiles; 256 with AVX2, where the cov tile's loads per block cost
-        # more), j0 over the cores (the triangle's columns: the pool balances them). On
-        # a Sapphire Rapids, against the 8 x 6 tile in blocks of 512 before: 1.92 ->
-        # 0.96x numpy's wall time (numpy's syrk does the triangle too), with ZERO and
-        # SCALE below. On a Zen 3 (AVX2), single thread, against the 12 x 4 tile (which
-        # leaves gcc no register for A's vectors: it loads them again per column) in
-        # panels of 128 k, best of 6 in each of four runs: 89-121 -> 76-102 ms (numpy
-        # 64-78; the shared L3 makes every figure there vary by 20% between runs)
-        pack(data, dataT, 2 % ((1 + vector_registers() ÷ 16) * vector_lanes(Float64)), 1 % (4096 ÷ vector_registers()), 2, 1, i)
+        # reorder. The register tile is I i x J j, I three vectors (3 * vector_lanes(
+        # Float64): 12 with AVX2, 24 with AVX-512), J = vector_registers() ÷ 4 columns (4,
+        # 8): 3 J sums (12 of 16 ymm, 24 of 32 zmm) in vector variables across k1
+        # (backends/cpu/vtile.py), 3 loads and J broadcasts per 3 J multiply-adds. The
+        # vector operand data[k, i:i+I-1] is read from a copy in panels of I columns
+        # dataT[i % I, k, i ÷ I] (`2 % I`: a tile's I x 128 block one contiguous run; pack
+        # along i); data[k, j] stays where it is, contiguous along k. The j tiles are I
+        # wide too, each I x J tile a part of one (j1o): the triangle's diagonal then
+        # crosses only the I x I blocks on it, printed with constant panels (no i ÷ I).
+        # k in blocks of 128 (the I x 128 panel stays in L1/L2 across the j1o tiles), j0
+        # over the cores (the triangle's columns: the pool balances them). On a Sapphire
+        # Rapids, against the 8 x 6 tile in blocks of 512 before: 1.92 -> 0.96x numpy's
+        # wall time (numpy's syrk does the triangle too), with ZERO and SCALE below
+        # (on a Zen 3, AVX2: 12 x 4 in 12 x 12, mm2's 8 x 6 in j tiles of 24 ran at best
+        # 10-15% faster on one thread, in runs that vary by 20%, and doubled the build's
+        # time, the diagonal crossing the 8 x 6 tiles: not taken)
+        pack(data, dataT, 2 % (3 * vector_lanes(Float64)), 1, 2, i)
         shift(C, i, -1)
         shift(C, j, -1)
         shift(C, k, -1)
-        tile(C, i, j, k, (1 + vector_registers() ÷ 16) * vector_lanes(Float64), 24, 4096 ÷ vector_registers())
+        tile(C, i, j, k, 3 * vector_lanes(Float64), 3 * vector_lanes(Float64), 128)
         interchange(C, i0, k0)
-        split(C, j1, 4 + vector_registers() ÷ 8, j1o, j1i)
+        split(C, j1, vector_registers() ÷ 4, j1o, j1i)
         interchange(C, i1, j1o)
         interchange(C, i1, k1)
         unroll(C, j1i)
@@ -305,7 +304,7 @@ end
         # single-thread CPU time before)
         parallelize(CENTER, j)
         vectorize(CENTER, i, 4)
-        split(dataT, dataT_1, (1 + vector_registers() ÷ 16) * vector_lanes(Float64))  # the copy in panels: no i ÷ I
+        split(dataT, dataT_1, 3 * vector_lanes(Float64))  # the copy in panels: no i ÷ I
         interchange(dataT, dataT_2, dataT_10)
         parallelize(dataT, dataT_10)
         # the zeroing along i, contiguous (cov[i, j] a column apart along j), and the
