@@ -162,6 +162,7 @@ def test_covariance_full_tiles_apart_from_the_diagonal(m: int) -> None:
     assert machine is not None
     width = machine.vector_bytes(True, 8)
     rows_per_tile = 3 * (width // 8 if width else 1)
+    cols_per_tile = (machine.vector_registers() or 16) // 4  # J, each column one i1 loop
 
     kd = KERNELS["covariance!"]
     args = kd.make({"n": 19, "m": m}, np.random.default_rng(3))
@@ -176,4 +177,6 @@ def test_covariance_full_tiles_apart_from_the_diagonal(m: int) -> None:
     const = [f for f in rows if isinstance(f.hi, IInt)  # type: ignore[attr-defined]
              and f.hi.value == rows_per_tile - 1]  # type: ignore[attr-defined]
     varying = [f for f in rows if f not in const]
-    assert len(const) >= 6 and varying, (len(const), len(rows))
+    # at least one whole tile (its J column loops) with constant rows; with 12 x 4 tiles
+    # at m = 48 (AVX2) the off-diagonal tiles are one loop nest: 4 such loops
+    assert len(const) >= cols_per_tile and varying, (len(const), len(rows))
