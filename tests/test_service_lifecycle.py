@@ -3,9 +3,11 @@ rebuilt, tokens, bind addresses, and killed workers (see test_service.py for the
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import grpc
@@ -57,6 +59,31 @@ def test_restart_keeps_the_cache(tmp_path: Path) -> None:
     assert again.cache_hit is True
     assert again.cache_key == first.cache_key
     assert so_file(again).sha256 == so_file(first).sha256
+
+
+def test_sigterm_that_a_grpc_thread_takes_still_stops_the_server(tmp_path: Path) -> None:
+    """Linux gives a process's SIGTERM to any thread that does not block it; CPython runs
+    the handler only in the main thread. Aimed (tgkill) at each of the server's other
+    threads in turn, the signal must still stop it, gracefully and within seconds: the
+    server used to sleep in an untimed wait that such a signal never woke (CI, one stop
+    in eight under load)."""
+    tgkill = getattr(ctypes.CDLL(None, use_errno=True), "tgkill", None)
+    if tgkill is None:
+        pytest.skip("this libc has no tgkill (glibc >= 2.30 has)")
+    s = start_server(tmp_path / "s", tmp_path / "artifacts", workers=1)
+    try:
+        others = sorted(int(t.name) for t in Path(f"/proc/{s.pid}/task").iterdir()
+                        if int(t.name) != s.pid)
+        assert others, "the server runs gRPC threads beside its main thread"
+        time.sleep(0.5)  # the main thread is in its wait by now
+        assert tgkill(s.pid, others[-1], signal.SIGTERM) == 0, os.strerror(ctypes.get_errno())
+        try:
+            rc = s.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"the server ignored a SIGTERM taken by thread {others[-1]}")
+    finally:
+        s.stop()
+    assert rc == 0, s.stderr()
 
 
 # ---------------------------------------------------------------------------- 8. corruption

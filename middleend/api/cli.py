@@ -308,7 +308,7 @@ def _token(token_file: str | None) -> str | None:
 def cmd_serve(args: argparse.Namespace) -> int:
     from ..service.admission import AdmissionConfig
     from ..service.core import ServiceConfig
-    from ..service.server import ServerConfig, serve
+    from ..service.server import Server, ServerConfig, serve
     from ..wire import Limits
 
     token = _token(args.token_file)
@@ -327,6 +327,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise SystemExit("middleend serve: need 0 < --default-timeout <= --max-timeout, got "
                          f"{sc.default_timeout:g} and {sc.max_timeout:g}")
     _check_address(args.host, args.port)
+    stop = Server.catch_stop_signals()
     try:
         server = serve(ServerConfig(args.host, args.port, token, cert, key,
                                     max_message_bytes=args.max_message_bytes,
@@ -339,7 +340,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                          f"{str(e).split(';')[0]}") from None
     print(f"middleend serving on {args.host}:{server.port} ({args.workers} workers)",
           flush=True)
-    server.wait()
+    server.wait(stop)
     return 0
 
 

@@ -216,12 +216,29 @@ class Server:
         self.grpc.stop(grace).wait()
         self.service.close()
 
-    def wait(self) -> None:
-        """Block until SIGINT/SIGTERM, then stop."""
+    @staticmethod
+    def catch_stop_signals() -> threading.Event:
+        """An event that SIGINT or SIGTERM sets (from here on: call it before announcing
+        the server, so that a supervisor's SIGTERM right after the serving line is a
+        graceful stop, not a kill). Main thread only, as ``signal.signal`` asks."""
         done = threading.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: done.set())
-        done.wait()
+        return done
+
+    def wait(self, done: threading.Event | None = None) -> None:
+        """Block until ``done`` is set (default: until SIGINT/SIGTERM), then stop.
+
+        Why the wait polls: Linux gives a process's signal to any thread that does not
+        block it, often one of gRPC's, and CPython runs the Python handler only in the
+        main thread, when that thread next runs bytecode. An untimed ``Event.wait`` sleeps
+        in a C lock that such a signal never interrupts, so the server ignored SIGTERM for
+        good (one stop in eight, on a loaded machine); waking every 0.2 s runs the handler
+        within 0.2 s wherever the signal landed."""
+        if done is None:
+            done = self.catch_stop_signals()
+        while not done.wait(0.2):
+            pass
         self.stop()
 
 
