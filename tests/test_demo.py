@@ -4,6 +4,7 @@ image: both the cpu and the gpu parts agree with numpy and the illegal schedule 
 from __future__ import annotations
 
 import pytest
+from conftest import opencl_cannot_build
 
 from middleend.api import demo
 
@@ -16,7 +17,11 @@ def test_the_demo_runs_and_agrees_with_numpy(capsys: pytest.CaptureFixture[str])
     assert "== an illegal schedule, refused ==" in out and "broken by: by.after" in out
     gpu = out.split("== the gpu target: Figure 3-(b) ==")[1]
     assert "barrier barrier_by_j0" in gpu and "host_to_device inp_to_device" in gpu
-    assert gpu.rstrip().endswith("equal to numpy: True")
+    problem = opencl_cannot_build()
+    if problem:  # a host whose OpenCL compiler builds nothing: one line says why
+        assert gpu.rstrip().endswith(problem) and "\nskipped: target 'gpu'" in gpu
+    else:
+        assert gpu.rstrip().endswith("equal to numpy: True")
 
 
 def test_the_first_screen_is_the_story_and_the_c_is_behind_a_flag(

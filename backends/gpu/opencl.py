@@ -171,6 +171,30 @@ def _check_extensions(name: str, device: Any, needed: Mapping[str, list[str]]) -
                 computations=tuple(comps))
 
 
+_PROBE = "__kernel void probe(__global int *a) { a[get_global_id(0)] = 1; }"
+
+
+def probe_device(cl: Any) -> tuple[str, str | None]:
+    """The name of the device kernels would run on, and why it cannot build kernels
+    (None: it can). Why build a trivial kernel up front: PoCL's CPU device compiles with
+    its own LLVM, which must know the host CPU, and PoCL 3.0's LLVM 14 does not know
+    AMD's Zen 5 (family 26): it passes ``-target-cpu generic``, which its clang refuses,
+    so every build on such a host fails. One probe says so in one line, as the target's
+    availability, instead of a build log per kernel."""
+    device = _pick_device(cl)
+    try:
+        cl.Program(cl.Context(devices=[device]), _PROBE).build()
+    except cl.Error as e:
+        errors = [line.strip() for line in str(e).splitlines()
+                  if line.strip().startswith("error:")]
+        why = errors[0] if errors else str(e).splitlines()[0]
+        if "unknown target CPU" in why:
+            why += (" (the OpenCL compiler's LLVM does not recognize this host CPU; "
+                    "a PoCL built with a newer LLVM, or a GPU, runs these kernels)")
+        return str(device.name), why
+    return str(device.name), None
+
+
 def _pick_device(cl: Any) -> Any:
     """A GPU if there is one, else the first device (PoCL's CPU device here)."""
     devices = [d for p in cl.get_platforms() for d in p.get_devices()]

@@ -33,7 +33,7 @@ from middleend.target.base import computations_in
 
 from .cuda import CudaKernel, build_cuda, cuda_source, gpu_arch, nvcc, nvcc_flags
 from .kernels import shared_bytes
-from .opencl import OpenCLKernel, host_plan, opencl_source
+from .opencl import OpenCLKernel, host_plan, opencl_source, probe_device
 from .plan import GpuPlan, plan
 
 PIP = "pip install pyopencl pocl-binary-distribution (the [gpu] extra)"
@@ -64,6 +64,7 @@ class GpuTarget(Target):
 
     def __init__(self) -> None:
         self._gpu: str | None | bool = False  # not probed yet
+        self._ocl: tuple[str | None, str | None] | None = None  # (device, problem), probed
 
     # ------------------------------------------------------------------ toolchains
     def _arch(self) -> str | None:
@@ -72,21 +73,40 @@ class GpuTarget(Target):
         return self._gpu  # type: ignore[return-value]
 
     def _opencl(self) -> str | None:
-        """The OpenCL device kernels would run on, or None without pyopencl/a device."""
-        try:
-            import pyopencl as cl
+        """The OpenCL device kernels would run on, or None without pyopencl, a device or a
+        device that can build kernels (``_opencl_problem`` says why)."""
+        return self._probe_opencl()[0]
 
-            from .opencl import _pick_device
-            return str(_pick_device(cl).name)
-        except Exception:  # noqa: BLE001 - no usable OpenCL: any failure means absent
-            return None
+    def _opencl_problem(self) -> str:
+        """Why there is no usable OpenCL device, in words."""
+        device, problem = self._probe_opencl()
+        if device is None:
+            return problem or f"no OpenCL device; {PIP}"
+        return ""
+
+    def _probe_opencl(self) -> tuple[str | None, str | None]:
+        if self._ocl is None:
+            try:
+                import pyopencl as cl
+            except ImportError:
+                self._ocl = (None, f"pyopencl is not installed; {PIP}")
+                return self._ocl
+            try:
+                name, problem = probe_device(cl)
+            except Exception as e:  # noqa: BLE001 - any failure to reach a device: absent
+                self._ocl = (None, f"no usable OpenCL device ({e}); {PIP}")
+            else:
+                self._ocl = ((name, None) if problem is None else
+                             (None, f"the OpenCL device {name!r} cannot build kernels: "
+                                    f"{problem}"))
+        return self._ocl
 
     def availability(self) -> Availability:
         ocl, tool = self._opencl(), nvcc()
         if ocl is None and tool is None:
-            return Availability(False, "neither pyopencl with an OpenCL device nor nvcc",
+            return Availability(False, f"no nvcc, and {self._opencl_problem()}",
                                 "pyopencl", PIP)
-        parts = [f"OpenCL on {ocl!r}" if ocl else "no OpenCL (" + PIP + ")"]
+        parts = [f"OpenCL on {ocl!r}" if ocl else f"no OpenCL ({self._opencl_problem()})"]
         arch = self._arch()
         if tool:
             parts.append(f"CUDA: nvcc, {'GPU ' + arch if arch else 'no GPU (kernels build, '}"
@@ -111,8 +131,8 @@ class GpuTarget(Target):
 
     def _require(self, dialect: str) -> None:
         if dialect == "opencl" and self._opencl() is None:
-            raise TargetUnavailable("target 'gpu' (dialect opencl) is not available here: no "
-                                    f"OpenCL device; {PIP}", target=self.name,
+            raise TargetUnavailable("target 'gpu' (dialect opencl) is not available here: "
+                                    f"{self._opencl_problem()}", target=self.name,
                                     tool="pyopencl", install=PIP)
         if dialect == "cuda" and nvcc() is None:
             raise TargetUnavailable(f"target 'gpu' (dialect cuda) is not available here: "
