@@ -184,10 +184,13 @@ def test_64_bit_atomics_on_a_device_without_the_extension_are_refused(monkeypatc
     """The device is asked for the cl_khr_int64 atomics the kernels need before their
     source is built (a device that lacks them: PoCL's, with its extension list cut)."""
     import backends.gpu.opencl as ocl
+    import backends.gpu.target as gpu_target
 
     small = SimpleNamespace(name="a device without 64-bit atomics",
                             extensions="cl_khr_fp64 cl_khr_int64_base_atomics")
     monkeypatch.setattr(ocl, "_pick_device", lambda cl: small)
+    # it builds kernels (the availability probe), but lacks the extension
+    monkeypatch.setattr(gpu_target, "probe_device", lambda cl: (small.name, None))
     g, h = _scatter("min", me.int64, "blocks")  # the extended set: missing
     with pytest.raises(me.TargetError, match="the atomic updates of u on 64-bit elements "
                                              "need the OpenCL extension "

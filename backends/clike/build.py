@@ -21,6 +21,7 @@ the generated source is bounded before the compiler runs. A cap that is hit rais
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import logging
 import math
@@ -212,7 +213,14 @@ def run_tool(cmd: Sequence[str], timeout: float | None, memory_bytes: int = 0,
 
 def tool_identity(cmd: Sequence[str], what: str) -> str:
     """The first line of ``<cmd> --version``: part of the cache key so that a compiler
-    upgrade never reuses stale binaries."""
+    upgrade never reuses stale binaries. Asked once per process and command (as a running
+    server asks once): each in-process compile makes a new service and targets, and the
+    probe cost 5-10 ms of every one."""
+    return _tool_identity(tuple(cmd), what)
+
+
+@functools.lru_cache(maxsize=32)
+def _tool_identity(cmd: tuple[str, ...], what: str) -> str:
     try:
         proc = run_tool([*cmd, "--version"], timeout=60)
     except (OSError, subprocess.TimeoutExpired) as exc:

@@ -45,7 +45,15 @@ def compiler_identity(cc: list[str]) -> str:
 def native_macros(cc: list[str]) -> str:
     """The compiler's predefined macros under ``-march=native`` (``-E -dM``): what the
     builds' ISA is, for the cache keys (:func:`host_isa`) and for the answers to a
-    front-end's questions about the machine (``CpuTarget.machine``)."""
+    front-end's questions about the machine (``CpuTarget.machine``). Asked once per
+    process and compiler: every in-process compile makes new targets, which ask it for
+    their cache keys and flags (a compiler run, 15-20 ms each time), and neither the
+    compiler's answer nor the CPU changes while the process runs."""
+    return _native_macros(tuple(cc))
+
+
+@functools.lru_cache(maxsize=16)
+def _native_macros(cc: tuple[str, ...]) -> str:
     cmd = [*cc, "-march=native", "-E", "-dM", "-x", "c", os.devnull]
     try:
         proc = run_tool(cmd, timeout=60)
