@@ -354,3 +354,61 @@ def test_gpu_compile_through_the_service(client, tmp_path, monkeypatch, rng) -> 
     with pytest.raises(me.TargetError, match="max_threads_per_block"):
         schedule_matmul_gpu(ex.matmul("mm"), 16).fn.compile(
             target="gpu", dialect="opencl", max_threads_per_block=128, service=client)
+
+
+class _FakeCL:
+    """Just enough of pyopencl for probe_device: one device, and a build that fails with
+    ``log`` (or succeeds when it is empty)."""
+
+    class Error(Exception):
+        pass
+
+    class device_type:  # noqa: N801 - pyopencl's spelling
+        GPU = 4
+
+    def __init__(self, log: str) -> None:
+        self.log = log
+        dev = type("Device", (), {"name": "pthread-Some CPU", "type": 2})()
+        self._platform = type("Platform", (), {"get_devices": lambda _: [dev]})()
+
+    def get_platforms(self) -> list[object]:
+        return [self._platform]
+
+    def Context(self, devices: list[object]) -> object:  # noqa: N802 - pyopencl's name
+        return devices
+
+    def Program(self, ctx: object, source: str) -> object:  # noqa: N802
+        assert "__kernel" in source
+        cl = self
+
+        class _Prog:
+            def build(self) -> None:
+                if cl.log:
+                    raise cl.Error(cl.log)
+        return _Prog()
+
+
+def test_the_opencl_probe_names_why_a_device_builds_no_kernel(monkeypatch) -> None:
+    """The availability probe builds one trivial kernel: a device that builds it is usable;
+    one whose compiler refuses it is reported with the compiler's first error, and the
+    opencl dialect is then refused in one line that says so (PoCL 3.0 on AMD Zen 5)."""
+    from backends.gpu import target as gpu_target
+    from backends.gpu.opencl import probe_device
+
+    assert probe_device(_FakeCL("")) == ("pthread-Some CPU", None)
+    log = ("clBuildProgram failed: BUILD_PROGRAM_FAILURE\n\nBuild on <device>:\n\n"
+           "error: unknown target CPU 'generic'\nDevice failed to build the program\n")
+    name, why = probe_device(_FakeCL(log))
+    assert name == "pthread-Some CPU" and why is not None
+    assert why.startswith("error: unknown target CPU 'generic' (the OpenCL compiler's LLVM "
+                          "does not recognize this host CPU")
+    assert probe_device(_FakeCL("some other failure"))[1] == "some other failure"
+
+    monkeypatch.setattr(gpu_target, "probe_device", lambda cl: ("pthread-Some CPU", why))
+    f = schedule_blur_gpu(ex.blur(), "figure3b", 8, 32).fn
+    with pytest.raises(me.TargetUnavailable) as info:
+        opencl(f)
+    msg = str(info.value)
+    assert msg.startswith("target 'gpu' (dialect opencl) is not available here: the OpenCL "
+                          "device 'pthread-Some CPU' cannot build kernels: error: unknown "
+                          "target CPU 'generic'") and "\n" not in msg
