@@ -9,6 +9,7 @@ and run by its caller exactly as one built in-process.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -174,13 +175,15 @@ def _check_extensions(name: str, device: Any, needed: Mapping[str, list[str]]) -
 _PROBE = "__kernel void probe(__global int *a) { a[get_global_id(0)] = 1; }"
 
 
+@functools.lru_cache(maxsize=4)
 def probe_device(cl: Any) -> tuple[str, str | None]:
     """The name of the device kernels would run on, and why it cannot build kernels
     (None: it can). Why build a trivial kernel up front: PoCL's CPU device compiles with
     its own LLVM, which must know the host CPU, and PoCL 3.0's LLVM 14 does not know
     AMD's Zen 5 (family 26): it passes ``-target-cpu generic``, which its clang refuses,
     so every build on such a host fails. One probe says so in one line, as the target's
-    availability, instead of a build log per kernel."""
+    availability, instead of a build log per kernel. Once per process (per ``cl``): each
+    in-process compile makes a new target, and the device does not change."""
     device = _pick_device(cl)
     try:
         cl.Program(cl.Context(devices=[device]), _PROBE).build()
