@@ -31,8 +31,9 @@ if [ "${CI:-}" = "true" ]; then
 fi
 
 # The whole suite (no arguments) runs on pytest-xdist workers, one per usable core (at most
-# 8): serially it takes ~18 min of CI's 20 on 2 cores. A run given arguments (one file, -k,
-# as helpers and users run it) stays serial: a worker costs a few seconds to start, more
+# 8): serially it takes ~12 min on a fast 2-core host (the tests' summed time), too much
+# of CI's 20 on a slow one. A run given arguments (one file, -k, as helpers and users run
+# it) stays serial: a worker costs a few seconds to start, more
 # than most single files take. $MIDDLEEND_TEST_WORKERS overrides the choice either way
 # (0 or 1: serial). Why not more than one worker per core: each kernel call starts a
 # thread per core and the MPI tests three ranks, so extra workers only oversubscribe; why
