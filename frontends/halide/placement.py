@@ -39,14 +39,17 @@ if TYPE_CHECKING:
     from frontends.halide.translate import FuncInfo, Translator
 
 
-def stage_callees(fi: FuncInfo, k: int) -> set[str]:
-    """The Funcs stage ``k`` of ``fi`` calls (its own earlier values excepted)."""
-    out: set[str] = set()
+def stage_callees(fi: FuncInfo, k: int) -> list[str]:
+    """The Funcs stage ``k`` of ``fi`` calls (its own earlier values excepted), once each,
+    in the order the definition first calls them: a set's order follows the names'
+    hashes, which differ between processes, and the placement walks callees in this
+    order (a test passed or failed by the interpreter's hash seed)."""
+    out: dict[str, None] = {}
     for root in exprs_of(definitions(fi.f)[k]):
         for n in walk(root):
             if n.kind == "Call" and n.call_type == "Halide" and n.name != fi.f.name:
-                out.add(n.name)
-    return out
+                out.setdefault(n.name)
+    return list(out)
 
 
 def _has_loop(fi: FuncInfo, k: int, var: str) -> bool:
@@ -62,6 +65,7 @@ class Placement:
     info: dict[str, FuncInfo]
     sites: dict[str, list[int]] = field(default_factory=dict)
     _busy: set[str] = field(default_factory=set)
+    _reach: dict[tuple[str, str], bool] = field(default_factory=dict)  # see reaches()
     # (Func, realization) -> the computation it is computed at (filled by place())
     consumers: dict[tuple[str, int], Any] = field(default_factory=dict)
 
@@ -120,10 +124,18 @@ class Placement:
         ``g``, calls ``p`` there: directly, through inlined Funcs, or through Funcs realized
         inside stage ``j`` of ``g`` (the loops that matter are always ``g``'s: a Func
         inlined into a Func computed at ``g``'s loop, or computed there itself, runs in
-        them too)."""
+        them too).
+
+        A callee that cannot reach ``p`` through any chain of calls is passed over before
+        its realization is asked: that may need the callee's own placement, which may be
+        the one being worked out (two Funcs computed at the same loop, ``p``'s placement
+        looking at its sibling, whose placement looks back at ``p``). Asked first, such
+        siblings were refused as a cycle although neither calls the other."""
         for c in stage_callees(self.info[h], k):
             if c == p:
                 return True
+            if not self.reaches(c, p):
+                continue
             ci = self.info[c]
             if ci.inline and self._uses_in(g, j, c, 0, p):
                 return True
@@ -131,6 +143,18 @@ class Placement:
                                             for s in range(len(definitions(ci.f)))):
                 return True
         return False
+
+    def reaches(self, c: str, p: str) -> bool:
+        """Whether some stage of ``c`` calls ``p``, directly or through other Funcs
+        (memoized: the call graph is a DAG, walked once per pair)."""
+        key = (c, p)
+        got = self._reach.get(key)
+        if got is None:
+            fi = self.info[c]
+            got = any(q == p or self.reaches(q, p)
+                      for k in range(len(definitions(fi.f))) for q in stage_callees(fi, k))
+            self._reach[key] = got
+        return got
 
     def reads(self, g: str, j: int, p: str) -> bool:
         """Whether stage ``j`` of ``g`` reads ``p`` once inlined Funcs are substituted."""
