@@ -81,15 +81,20 @@ def _as_list(r: Any) -> list[np.ndarray]:
                                                                           for x in r]
 
 
-def halide_runner(b: Bench) -> Runner:
+def halide_runner(b: Bench, strict: bool = False) -> Runner:
     """Halide's JIT-compiled pipelines (compiled here, outside the timing); ``pre`` is
-    ``Pipeline.realize(buffer_or_list)``, ``alloc`` is ``Pipeline.realize(sizes)``."""
+    ``Pipeline.realize(buffer_or_list)``, ``alloc`` is ``Pipeline.realize(sizes)``.
+    ``strict``: built for the host target with ``strict_float``, Halide's float semantics
+    made ours (no reassociation, no fused multiply-adds): the same values bit for bit."""
     b.set_inputs()
     pipes = []
     outs: list[np.ndarray] = []
+    target = hl.get_jit_target_from_environment()
+    if strict:
+        target = target.with_feature(hl.TargetFeature.StrictFloat)
     for funcs, sizes in b.groups:
         p = hl.Pipeline(funcs)
-        p.compile_jit()
+        p.compile_jit(target)
         arrays = [np.empty_like(a) for a in _as_list(p.realize(sizes))]
         bufs = [hl.Buffer(a) for a in arrays]  # views of the arrays (axes reversed)
         pipes.append((p, sizes, bufs[0] if len(bufs) == 1 else bufs))
@@ -147,13 +152,17 @@ def check(name: str, ref: list[np.ndarray], runner: Runner, exact: bool = False)
 
 
 def timed_row(name: str, schedule: str, halide: dict[str, Runner], ours: Runner,
-              reps: int, fma: Runner | None = None) -> list[object]:
+              reps: int, fma: Runner | None = None,
+              strict: Runner | None = None) -> list[object]:
     """Time all the candidates interleaved in one run (preallocated and allocating, ours
-    and each Halide schedule, and ``fma``, ours built with fused multiply-adds, if given);
-    the Halide figure is the best of its schedules."""
+    and each Halide schedule, ``fma``, ours built with fused multiply-adds, and
+    ``strict``, Halide built with strict_float, if given); the Halide figure is the best
+    of its schedules."""
     fns: dict[str, Callable[[], object]] = {}
     if fma is not None:
         fns["ours fma"] = fma.pre
+    if strict is not None:
+        fns["halide strict"] = strict.pre
     for s, r in halide.items():
         fns[f"halide {s}"] = r.pre
         fns[f"halide {s} alloc"] = r.alloc
@@ -167,7 +176,8 @@ def timed_row(name: str, schedule: str, halide: dict[str, Runner], ours: Runner,
             f"{o * 1e3:.2f}", f"{spread(t['ours']) * 100:.0f}%", f"{o / h:.2f}",
             f"{median_ratio(t['ours'], t[hs]):.2f}",
             f"{h_a * 1e3:.2f}", f"{o_a * 1e3:.2f}", f"{o_a / h_a:.2f}",
-            f"{min(t['ours fma']) / h:.2f}" if fma is not None else "-"]
+            f"{min(t['ours fma']) / h:.2f}" if fma is not None else "-",
+            f"{o / min(t['halide strict']):.2f}" if strict is not None else "-"]
 
 
 def fuse_nb(b: Bench) -> Callable[[Built], None]:
@@ -223,6 +233,10 @@ def main() -> None:
     ap.add_argument("--fma", action="store_true",
                     help="also time ours built with fused multiply-adds (fp_contract), as "
                     "Halide builds by default: the fma ratio column")
+    ap.add_argument("--strict", action="store_true",
+                    help="also time Halide built with strict_float (no reassociation, no "
+                    "fused multiply-adds: our float semantics; its outputs must equal ours "
+                    "bit for bit): the strict ratio column")
     a = ap.parse_args()
     with busy_neighbour(a.busy):
         run(a)
@@ -242,7 +256,10 @@ def run(a: argparse.Namespace) -> None:
         of = ours_runner(b, fp_contract=True) if a.fma else None
         if of is not None:
             check(name + " fma", ref, of)
-        rows.append(timed_row(name, "expert (same)", {"expert": h}, o, a.reps, of))
+        st = halide_runner(b, strict=True) if a.strict else None
+        if st is not None:  # the same semantics on both sides: the same bits
+            check(name + " strict_float", [x.copy() for x in o.pre()], st, exact=True)
+        rows.append(timed_row(name, "expert (same)", {"expert": h}, o, a.reps, of, st))
     if not a.only or "nb" in a.only:
         b = ALL["nb"](a.rows, a.cols, "expert")
         ref = b.halide_realize()
@@ -285,13 +302,15 @@ def run(a: argparse.Namespace) -> None:
                 f"{max(a.reps, MIN_REPS)} interleaved (ratio = ours / Halide)",
                 ["benchmark", "schedule", "Halide ms", "spread", "ours ms", "spread", "ratio",
                  "median ratio", "alloc Halide ms", "alloc ours ms", "alloc ratio",
-                 "fma ratio"], rows)
+                 "fma ratio", "strict ratio"], rows)
     print("ms, ratio: both sides write into outputs preallocated once (Halide "
           "realize(buffers), ours realize(out=)); spread: (median - best) / best of that side;"
           "\nmedian ratio: ours' median over Halide's (the figure to read with --busy"
           + (", as in this run" if a.busy else "") + ");"
           "\nfma ratio (--fma): ours built with fused multiply-adds, as Halide builds by "
           "default (x86 with FMA: its code has vfmadd), over Halide's time;"
+          "\nstrict ratio (--strict): ours over Halide built with strict_float (our float "
+          "semantics: its outputs equal ours bit for bit, checked);"
           "\nalloc: both sides allocate their outputs per call (realize(sizes)), timed in the "
           "same interleaved run.", flush=True)
     try:
