@@ -18,10 +18,10 @@ from middleend.service.client import RemoteClient, connect
 def opencl_cannot_build() -> str:
     """Why this host's OpenCL device cannot build any kernel ('' if it can, or if there is
     no device at all: the gpu files skip then on importorskip), probed once a session."""
-    from backends.gpu.target import GpuTarget
+    from backends.gpu.target import CANNOT_BUILD, GpuTarget
 
     problem = GpuTarget()._opencl_problem()
-    return problem if "cannot build kernels" in problem else ""
+    return problem if CANNOT_BUILD in problem else ""
 
 
 @pytest.hookimpl(wrapper=True)

@@ -63,8 +63,8 @@ def test_restart_keeps_the_cache(tmp_path: Path) -> None:
 
 def test_sigterm_that_a_grpc_thread_takes_still_stops_the_server(tmp_path: Path) -> None:
     """Linux gives a process's SIGTERM to any thread that does not block it; CPython runs
-    the handler only in the main thread. Aimed (tgkill) at each of the server's other
-    threads in turn, the signal must still stop it, gracefully and within seconds: the
+    the handler only in the main thread. Aimed (tgkill) at one of the server's other
+    threads, the signal must still stop it, gracefully and within seconds: the
     server used to sleep in an untimed wait that such a signal never woke (CI, one stop
     in eight under load)."""
     tgkill = getattr(ctypes.CDLL(None, use_errno=True), "tgkill", None)

@@ -39,6 +39,8 @@ from .plan import GpuPlan, plan
 PIP = "pip install pyopencl pocl-binary-distribution (the [gpu] extra)"
 NVCC = "install the CUDA toolkit (nvcc), or use dialect='opencl'"
 OPENCL_BUILD = ("-cl-fp32-correctly-rounded-divide-sqrt",)
+# how the availability says that an OpenCL device exists but its compiler builds nothing
+CANNOT_BUILD = "cannot build kernels"
 # limits a block is checked against: 0 or less would refuse every kernel (or, read as
 # unset, silently allow what the user meant to forbid), so such a value is a mistake
 POSITIVE = ("max_threads_per_block", "shared_memory_kib")
@@ -78,11 +80,8 @@ class GpuTarget(Target):
         return self._probe_opencl()[0]
 
     def _opencl_problem(self) -> str:
-        """Why there is no usable OpenCL device, in words."""
-        device, problem = self._probe_opencl()
-        if device is None:
-            return problem or f"no OpenCL device; {PIP}"
-        return ""
+        """Why there is no usable OpenCL device, in words ('' when there is one)."""
+        return self._probe_opencl()[1] or ""
 
     def _probe_opencl(self) -> tuple[str | None, str | None]:
         if self._ocl is None:
@@ -97,7 +96,7 @@ class GpuTarget(Target):
                 self._ocl = (None, f"no usable OpenCL device ({e}); {PIP}")
             else:
                 self._ocl = ((name, None) if problem is None else
-                             (None, f"the OpenCL device {name!r} cannot build kernels: "
+                             (None, f"the OpenCL device {name!r} {CANNOT_BUILD}: "
                                     f"{problem}"))
         return self._ocl
 
