@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -47,6 +48,19 @@ def _param_of(size: IExpr, params: tuple[str, ...]) -> tuple[str, int] | None:
         if size.op == "add" and (name := param(b)) is not None and isinstance(a, IInt):
             return name, a.value
     return None
+
+
+@dataclass(frozen=True)
+class CallPlan:
+    """A checked call, for repeating it (:meth:`Kernel.plan`): the parameters in signature
+    order and, per argument in signature order, its buffer name, what to allocate when
+    it was not passed (shape, dtype, zeroed; None: it was passed) and whether the kernel
+    writes it."""
+
+    params: tuple[int, ...]
+    names: tuple[str, ...]
+    absent: tuple[tuple[tuple[int, ...], np.dtype, bool] | None, ...]
+    writes: tuple[bool, ...]
 
 
 class Kernel(abc.ABC):
@@ -235,6 +249,28 @@ class Kernel(abc.ABC):
         return got
 
     def __call__(self, **kwargs: Any) -> dict[str, np.ndarray]:
+        params, arrays = self._checked(kwargs, allocate=True)
+        self.run_prepared(params, arrays)
+        return {b.name: a for b, a, w in zip(self._arguments, arrays, self._writes,
+                                             strict=True) if w}
+
+    def plan(self, **kwargs: Any) -> CallPlan:
+        """What a call with these arguments would pass, checked as the call checks them,
+        without running anything or allocating: for a front-end that repeats a call
+        (:meth:`run_prepared`)."""
+        params, arrays = self._checked(kwargs, allocate=False)
+        shapes = self._shapes_for(dict(zip(self.signature.params, params, strict=True)))
+        absent = tuple(None if a is not None else (shape, want, not b.fully_written)
+                       for a, b, shape, want in zip(arrays, self._arguments, shapes,
+                                                    self._dtypes, strict=True))
+        return CallPlan(tuple(params), tuple(b.name for b in self._arguments), absent,
+                        self._writes)
+
+    def _checked(self, kwargs: Mapping[str, Any], allocate: bool
+                 ) -> tuple[list[int], list[Any]]:
+        """The parameters (signature order) and the arrays (one per argument) of a call,
+        every argument checked; an argument not passed is allocated (zeroed where the
+        kernel does not write all of it), or None when not ``allocate``."""
         name = self.signature.name
         if not self._valid.issuperset(kwargs):
             unknown = sorted(set(kwargs) - self._valid)
@@ -246,19 +282,30 @@ class Kernel(abc.ABC):
                 raise KernelArgumentError(f"kernel {name}: missing {what} buffer {bname}")
         params = self._params(kwargs)
         shapes = self._shapes_for(params)
-        arrays: list[np.ndarray] = []
+        arrays: list[Any] = []
         for b, shape, want, writes in zip(self._arguments, shapes, self._dtypes, self._writes,
                                           strict=True):
             arr = kwargs.get(b.name, _ABSENT)
             if arr is _ABSENT:
                 # never hand back uninitialised memory: zero what the kernel does not write
                 alloc = np.empty if b.fully_written else np.zeros
-                arr = alloc(shape, dtype=want)
+                arr = alloc(shape, dtype=want) if allocate else None
             elif not (type(arr) is np.ndarray and arr.dtype == want and arr.shape == shape
                       and (fl := arr.flags).c_contiguous and fl.aligned
                       and (fl.writeable or not writes)):
                 arr = self._check(b, arr, shape)  # raises the error that applies
             arrays.append(arr)
+        return [params[p] for p in self.signature.params], arrays
+
+    def run_prepared(self, params: list[int], arrays: list[np.ndarray]) -> None:
+        """Run on ``params`` (signature order) and ``arrays`` (one per argument, in
+        signature order) that the caller has already checked as :meth:`__call__` checks
+        them: each of the declared dtype, of the shape these params give, C-contiguous,
+        aligned, writeable where written (a front-end that repeats a call it has checked
+        once, :mod:`frontends.halide.prepared`, calls this). The one check that depends
+        on where the arrays lie, that no output overlaps another argument, is made here;
+        a failing status raises :class:`KernelRuntimeError`."""
+        name = self.signature.name
         for i, j in self._pairs:
             a, o = arrays[i], arrays[j]
             if a.size and o.size and np.may_share_memory(a, o):
@@ -268,13 +315,11 @@ class Kernel(abc.ABC):
                     "another argument")
         # A checked out-of-bounds access falls back to element 0: it must exist.
         passed = [a if a.size else np.zeros(1, dtype=a.dtype) for a in arrays]
-        rc = self._invoke([params[p] for p in self.signature.params], passed)
+        rc = self._invoke(params, passed)
         if rc != 0:
             text = self._error_text(rc)
             if text is not None:
                 raise KernelRuntimeError(text)
             msg = RC_MESSAGES.get(rc, "kernel {name} failed with status " + str(rc))
             raise KernelRuntimeError(msg.format(name=name))
-        return {b.name: a for b, a, w in zip(self._arguments, arrays, self._writes,
-                                             strict=True) if w}
 

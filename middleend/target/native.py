@@ -36,7 +36,7 @@ class NativeKernel(Kernel):
         self._fn = fn
 
     def _invoke(self, params: list[int], arrays: list[np.ndarray]) -> int:
-        return int(self._fn(*params, *(a.ctypes.data for a in arrays)))
+        return int(self._fn(*params, *[a.__array_interface__["data"][0] for a in arrays]))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.signature.name!r}, {str(self.library_path)!r})"
