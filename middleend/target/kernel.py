@@ -317,9 +317,20 @@ class Kernel(abc.ABC):
         passed = [a if a.size else np.zeros(1, dtype=a.dtype) for a in arrays]
         rc = self._invoke(params, passed)
         if rc != 0:
-            text = self._error_text(rc)
-            if text is not None:
-                raise KernelRuntimeError(text)
-            msg = RC_MESSAGES.get(rc, "kernel {name} failed with status " + str(rc))
-            raise KernelRuntimeError(msg.format(name=name))
+            self.raise_status(rc)
+
+    def raise_status(self, rc: int) -> None:
+        """Raise the :class:`KernelRuntimeError` of a failing status ``rc``."""
+        text = self._error_text(rc)
+        if text is not None:
+            raise KernelRuntimeError(text)
+        msg = RC_MESSAGES.get(rc, "kernel {name} failed with status " + str(rc))
+        raise KernelRuntimeError(msg.format(name=self.signature.name))
+
+    def raw_entry(self) -> Callable[..., int] | None:
+        """The kernel's C entry point, called as ``entry(*params, *addresses)`` (the
+        arrays' data addresses, in signature order), where :meth:`_invoke` is exactly that
+        call (a shared object called in-process); None elsewhere. For a front-end's
+        repeated call, which makes :meth:`run_prepared`'s checks itself."""
+        return None
 
