@@ -80,3 +80,27 @@ def test_out_of_bounds_in_a_worker_is_reported() -> None:
     idx[4000] = 99  # read by the last tiles, which a worker may take
     with pytest.raises(me.KernelRuntimeError, match="out of bounds"):
         k(idx=idx, tab=tab)
+
+
+@pytest.mark.parametrize("threads", ["1", "2", "3", "8"])
+def test_every_iteration_runs_once_for_any_count(threads: str,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each thread starts on its own share of consecutive iterations and then takes what
+    is left of the others': for loop lengths below, at and above the thread count, and
+    not multiples of it, every iteration runs (a skipped one would leave its row of the
+    NaN-filled output as it was) before the call returns."""
+    monkeypatch.setenv("MIDDLEEND_NUM_THREADS", threads)
+    with me.Function("shares") as f:
+        n = me.Param("N")
+        i, j = me.Var("i", 0, n), me.Var("j", 0, 4)
+        a = me.Input("a", [n, 4], me.float32)
+        acc = me.Computation("acc", [i, j], a[i, j] * 2 + 1)
+        acc.parallelize("i")
+    k = f.compile()
+    rng = np.random.default_rng(7)
+    for count in (1, 2, 3, 5, 7, 8, 9, 64, 257):
+        x = rng.random((count, 4), dtype=np.float32)
+        out = np.full((count, 4), np.nan, np.float32)
+        k(a=x, acc=out, N=count)
+        np.testing.assert_array_equal(out, x * np.float32(2) + 1)
+    assert "me_parallel_for(" in k.source
