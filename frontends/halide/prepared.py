@@ -175,6 +175,5 @@ def prepare(sizes: Sequence[int], inputs: Mapping[str, Any], out: Any,
         None if out is None else isinstance(out, list | tuple), tuple(outs), tuple(allocs),
         tuple(base), tuple(0 if a is None else a.__array_interface__["data"][0]
                            for a in base),
-        tuple(nbytes), tuple((i, j) for i in range(n) for j in range(i + 1, n)
-                             if plan.writes[i] or plan.writes[j]),
+        tuple(nbytes), plan.pairs,
         kernel, entry, plan.params, tuple((index[r.key], r) for r in regions))

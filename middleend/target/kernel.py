@@ -55,12 +55,13 @@ class CallPlan:
     """A checked call, for repeating it (:meth:`Kernel.plan`): the parameters in signature
     order and, per argument in signature order, its buffer name, what to allocate when
     it was not passed (shape, dtype, zeroed; None: it was passed) and whether the kernel
-    writes it."""
+    writes it; ``pairs``: the arguments (indices) that must not overlap in memory."""
 
     params: tuple[int, ...]
     names: tuple[str, ...]
     absent: tuple[tuple[tuple[int, ...], np.dtype, bool] | None, ...]
     writes: tuple[bool, ...]
+    pairs: tuple[tuple[int, int], ...]
 
 
 class Kernel(abc.ABC):
@@ -264,7 +265,7 @@ class Kernel(abc.ABC):
                        for a, b, shape, want in zip(arrays, self._arguments, shapes,
                                                     self._dtypes, strict=True))
         return CallPlan(tuple(params), tuple(b.name for b in self._arguments), absent,
-                        self._writes)
+                        self._writes, self._pairs)
 
     def _checked(self, kwargs: Mapping[str, Any], allocate: bool
                  ) -> tuple[list[int], list[Any]]:
