@@ -79,7 +79,7 @@ def host_isa(cc: list[str]) -> tuple[str, str]:
     arch = "x86-64" if "__x86_64__" in names else ("aarch64" if "__aarch64__" in names
                                                    else "other")
     if "avx2" in isa and any(n.startswith("__tune_znver") for n in names) and \
-            not fast_gathers(_cpu_identity()):
+            not fast_gathers(_cpu_identity(), "avx512f" in isa):
         isa.append(SLOW_GATHERS)
     digest = hashlib.sha256("\n".join(macros).encode()).hexdigest()
     return f"{arch} {' '.join(isa) or 'baseline'}", digest
@@ -108,7 +108,8 @@ SLOW_GATHERS = "slow-gathers"
 _NO_GATHER = ("-mtune-ctrl=^use_gather_8parts", "-mtune-ctrl=^use_gather")
 
 
-# The first AMD family whose gathers beat the loads they replace: Zen 5 (family 1Ah).
+# The first AMD family whose gathers beat the loads they replace whatever its vectors: Zen 5
+# (family 1Ah). In family 19h, Zen 4 (AVX-512) does and Zen 3 (AVX2) does not.
 _FAST_GATHER_FAMILY = 0x1A
 
 
@@ -128,15 +129,24 @@ def _cpu_identity() -> tuple[str, int] | None:
         return None
 
 
-def fast_gathers(cpu: tuple[str, int] | None) -> bool:
-    """Whether an AMD CPU (``(vendor, family)``, :func:`_cpu_identity`) gathers faster than
-    it loads the lanes one by one, so a build for it keeps the compiler's gathers even
-    where the compiler's tuning is a slow-gather Zen's. Zen 5 (family 1Ah) does:
-    warpAffine's bilinear reads, 2112x3520x3, one run, interleaved, the same bits: 30.7 ms
-    with gcc 12's scalar loads and inserts, 21.4 ms with its 16-lane vgatherdps (Halide
-    27-29 ms). Zen 1-4 (families 17h, 19h) do not (Zen 3 measured, see
-    :func:`vector_flags`; Zen 4 as gcc's own later tuning, not measured here)."""
-    return cpu is not None and cpu[0] == "AuthenticAMD" and cpu[1] >= _FAST_GATHER_FAMILY
+def fast_gathers(cpu: tuple[str, int] | None, avx512: bool = False) -> bool:
+    """Whether an AMD CPU (``(vendor, family)``, :func:`_cpu_identity`; ``avx512``: the
+    build's ISA has AVX-512F) gathers faster than it loads the lanes one by one, so a build
+    for it keeps the compiler's gathers even where the compiler's tuning is a slow-gather
+    Zen's. warpAffine's bilinear reads, 2112x3520x3, one run, interleaved, the same bits:
+
+    - Zen 5 (family 1Ah): 30.7 ms with gcc 12's scalar loads and inserts, 21.4 ms with its
+      16-lane vgatherdps (Halide 27-29 ms);
+    - Zen 4 (family 19h with AVX-512): best of 15, three rounds, 31.1-33.8 ms without
+      gathers, 27.4-30.3 ms with them (Halide 31.4-33.8 ms);
+    - Zen 3 (family 19h, AVX2 only): 145 ms with gathers, 100 ms without (see
+      :func:`vector_flags`). Zen 1 and 2 (family 17h) follow gcc's own tuning, which leaves
+      8-element gathers out for them.
+
+    Family 19h holds both Zen 3 and Zen 4; AVX-512 tells them apart."""
+    if cpu is None or cpu[0] != "AuthenticAMD":
+        return False
+    return cpu[1] >= _FAST_GATHER_FAMILY or (cpu[1] == 0x19 and avx512)
 
 
 @functools.lru_cache(maxsize=8)
@@ -177,8 +187,8 @@ def vector_flags(isa_summary: str, cc: list[str] | None = None) -> tuple[str, ..
     8-element gathers (:func:`no_gather_flag`): a Zen 3 gathers slower than it loads the 8
     values one by one and inserts them, what Halide's code does on AVX2. warpAffine's
     bilinear reads, measured on a 2-core Zen 3 in one run, interleaved: 145 -> 100 ms, the
-    same bits (Halide 92-104 ms). gcc's own tuning tables already leave 8-element
-    gathers out for Zen 1, 2 and 4; gcc 12's keep them for Zen 3."""
+    same bits (Halide 92-104 ms). gcc 12 tunes a Zen 4 or Zen 5 as a Zen 3 too; those
+    keep their gathers (:func:`fast_gathers`)."""
     isa = isa_summary.split()
     return (("-mprefer-vector-width=512",) if "avx512f" in isa else ()) + \
         (("-mno-avx512fp16",) if "avx512fp16" in isa else ()) + \
