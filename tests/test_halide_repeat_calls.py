@@ -3,10 +3,13 @@ previous one (sizes, input shapes, strides and dtypes, Param values, ``out=`` sh
 repeats it without re-checking what it decided; any difference takes the ordinary path.
 Every call here is checked against Halide's own realize of the same inputs, under a few
 schedules, and the counters say which path each call took, so the tests fail if the
-repeated path is never taken or taken when it must not be."""
+repeated path is never taken or taken when it must not be. Every test runs twice: with the
+repeated calls' checks made in C (:mod:`frontends.halide.fastcall`, where it builds) and
+with them made in Python (``MIDDLEEND_NO_FASTCALL=1``)."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import halide as hl
@@ -15,10 +18,27 @@ import pytest
 from halide_util import assert_same, halide_realize
 
 from frontends.halide import HalideCheckError, compile_pipeline
+from frontends.halide.fastcall import OFF_ENV, stub_type
 from frontends.halide.pipeline import HalideKernel
 from middleend.ir.errors import KernelArgumentError
 
 SCHEDULES = ["default", "vectorized", "tiled"]
+
+
+@pytest.fixture(autouse=True, params=["c", "python"])
+def path(request: Any, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Which path repeated out= calls take: "c" needs the extension (it must build in CI,
+    where the Python headers are installed), "python" turns it off."""
+    if request.param == "python":
+        monkeypatch.setenv(OFF_ENV, "1")
+    else:
+        monkeypatch.delenv(OFF_ENV, raising=False)
+        stub, why = stub_type()
+        if stub is None:
+            if os.environ.get("CI"):
+                pytest.fail(f"the fast-call extension must build in CI: {why}")
+            pytest.skip(why)
+    return str(request.param)
 
 
 def _pipeline(schedule: str) -> tuple[list[hl.Func], hl.ImageParam, hl.Param, hl.Pipeline]:
@@ -231,3 +251,89 @@ def test_a_param_of_the_other_zero_is_not_the_same_call() -> None:
         want = np.asarray(hl.Pipeline(f).realize([16]))
         got = k.realize(16, zin=v, zw=zero)
         assert np.array_equal(got, want) and np.isinf(got).all(), (zero, got[:2], want[:2])
+
+
+def test_out_calls_take_the_path_chosen(path: str) -> None:
+    """A prepared call with out= arrays gets the C check (a Stub) where the extension is
+    on, and none where it is off; an allocating call never does (its outputs are made
+    per call, in Python). Either way, the repeats are Halide's results."""
+    _, a, w, pipe = _pipeline("vectorized")
+    k = compile_pipeline(pipe, fp_contract=False)
+    img = _image(np.random.default_rng(5), 12, 20)
+    outs = [np.empty((12, 20), np.float32), np.empty((12, 20), np.float32)]
+    for _ in range(3):
+        got = k.realize([20, 12], out=outs, rin=img, rw=0.75)
+    assert k.repeats == 1
+    assert (k._prepared[0].stub is not None) == (path == "c")
+    assert_same(got, _halide(a, w, pipe, img, 0.75, [20, 12]))
+    for _ in range(3):
+        got = k.realize([20, 12], rin=img, rw=0.75)
+    assert k.repeats == 3 and k._prepared[0].stub is None  # prepared by the first
+    assert_same(got, _halide(a, w, pipe, img, 0.75, [20, 12]))
+
+
+def test_out_calls_tell_the_two_zeros_apart() -> None:
+    """As for allocating calls: with out=, a Param of the other zero is another call."""
+    x = hl.Var("x")
+    a = hl.ImageParam(hl.Float(32), 1, "zoin")
+    w = hl.Param(hl.Float(32), "zow")
+    f = hl.Func("zodiv")
+    f[x] = a[x] / w
+    k = compile_pipeline(f)
+    v = np.linspace(1, 2, 16, dtype=np.float32)
+    out = np.empty(16, np.float32)
+    for _ in range(3):
+        k.realize(16, out=out, zoin=v, zow=-0.0)
+    assert k.repeats == 1
+    for zero in (0.0, -0.0, 0.0):
+        a.set(hl.Buffer(v))
+        w.set(zero)
+        want = np.asarray(hl.Pipeline(f).realize([16]))
+        assert k.realize(16, out=out, zoin=v, zow=zero) is out
+        assert np.array_equal(out, want) and np.isinf(out).all(), (zero, out[:2], want[:2])
+    assert k.repeats == 3  # -0.0 repeated the prepared call; each 0.0 was prepared anew
+
+
+def test_out_lists_and_tuples_return_what_the_first_call_did() -> None:
+    """Outputs given as a tuple or a list: a repeated call returns a list of the very
+    arrays given, as the first call does; a list of one output returns the array."""
+    _, a, w, pipe = _pipeline("default")
+    k = compile_pipeline(pipe, fp_contract=False)
+    img = _image(np.random.default_rng(6), 9, 11)
+    o1, o2 = np.empty((9, 11), np.float32), np.empty((9, 11), np.float32)
+    for form in (tuple, list):
+        got = [k.realize([11, 9], out=form([o1, o2]), rin=img, rw=1.25) for _ in range(3)]
+        for g in got:
+            assert type(g) is list and g[0] is o1 and g[1] is o2
+    assert k.repeats == 4  # the tuple's third call and every list call (same form)
+    assert_same([o1, o2], _halide(a, w, pipe, img, 1.25, [11, 9]))
+    x = hl.Var("x")
+    b = hl.ImageParam(hl.Int(32), 1, "lin")
+    f = hl.Func("l1")
+    f[x] = b[x] + 1
+    k1 = compile_pipeline(f)
+    v, out = np.arange(8, dtype=np.int32), np.empty(8, np.int32)
+    for _ in range(3):
+        assert k1.realize(8, out=[out], lin=v) is out
+    assert k1.repeats == 1 and np.array_equal(out, v + 1)
+
+
+def test_out_calls_with_another_input_layout_are_not_repeats(setup: Any) -> None:
+    """A prepared out= call, then the same values in another layout (Fortran order, a
+    strided view, another dtype's view): each result is Halide's, none is a repeat."""
+    k, a, w, pipe = setup
+    img = _image(np.random.default_rng(7), 14, 22)
+    outs = [np.empty((14, 22), np.float32), np.empty((14, 22), np.float32)]
+    for _ in range(3):
+        k.realize([22, 14], out=outs, rin=img, rw=0.5)
+    before = k.repeats
+    assert before == 1
+    want = _halide(a, w, pipe, img, 0.5, [22, 14])
+    wide = np.zeros((14, 44), np.float32)
+    wide[:, ::2] = img
+    for other in (np.asfortranarray(img), wide[:, ::2]):
+        assert other.shape == img.shape and other.strides != img.strides
+        assert_same(k.realize([22, 14], out=outs, rin=other, rw=0.5), want)
+    assert k.repeats == before
+    assert_same(k.realize([22, 14], out=outs, rin=img, rw=0.5), want)
+    assert k.repeats == before + 1

@@ -19,6 +19,22 @@ def c_declaration(program: Program) -> str:
     return f"int {name}({', '.join(args) or 'void'})"
 
 
+def packed_definition(program: Program) -> str:
+    """``int me_<name>_packed(const int64_t *me_w)``: the entry point called with its
+    arguments as one array of 64-bit words (the params, then each buffer's address, in
+    :func:`c_declaration`'s order). Why: a caller written in C that serves any kernel (the
+    Halide front-end's repeated calls, ``frontends/halide/fastcall.c``) cannot call a
+    function whose number of arguments it learns at run time; this one it can."""
+    name = ident(f"me_{program.name}", "kernel name")
+    words = [f"me_w[{k}]" for k in range(len(program.params))]
+    for k, b in enumerate(program.arguments, start=len(program.params)):
+        const = "const " if b.role == "input" else ""
+        words.append(f"({const}{b.dtype.c_name}*)(uintptr_t)me_w[{k}]")
+    return (f"int {name}_packed(const int64_t *me_w);\n"
+            f"int {name}_packed(const int64_t *me_w)\n{{\n"
+            f"    (void)me_w;\n    return {name}({', '.join(words)});\n}}")
+
+
 def generate_header(program: Program) -> str:
     """A C header declaring the entry point, for callers outside Python."""
     guard = ident(f"ME_{program.name.upper()}_H", "header guard")

@@ -8,6 +8,7 @@ import hashlib
 import os
 import shlex
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 from backends.clike.build import (
@@ -228,7 +229,8 @@ def flags_for(fp_contract: bool = False, isa: str | None = None) -> tuple[str, .
 
 
 def compile_shared(source: str, directory: Path | None = None,
-                   fp_contract: bool = False) -> BuiltLibrary:
+                   fp_contract: bool = False, include_dirs: Sequence[str] = ()
+                   ) -> BuiltLibrary:
     """Compile ``source`` to ``<cache>/<key>.so`` unless it is already there (the key also
     covers the host's instruction set: ``-march=native`` differs between machines).
 
@@ -240,7 +242,8 @@ def compile_shared(source: str, directory: Path | None = None,
     check_source_size(source, "C compiler", limits)  # before any compiler runs
     cc = compiler()
     summary, digest = host_isa(cc)
-    return build_cached(source, cc, flags_for(fp_contract, summary),
+    flags = flags_for(fp_contract, summary) + tuple(f"-I{d}" for d in include_dirs)
+    return build_cached(source, cc, flags,
                         compiler_identity(cc) + "\0" + digest,
                         directory if directory is not None else cache_dir(), ".c",
                         "C compiler", ["-lm"], limits)

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from backends.clike.cexpr import ExprPrinter, fn_name, ident, iexpr_c
 from backends.clike.cruntime import runtime_text
 from backends.clike.cstmt import comment, dims_lines, statement_lines
-from backends.clike.entry import c_declaration, generate_header
+from backends.clike.entry import c_declaration, generate_header, packed_definition
 from backends.clike.printer import LoopPrinter
 from backends.cpu import deinterleave, vtile
 from backends.cpu.pool import POOL_C, POOL_HEADERS
@@ -202,6 +202,7 @@ class CPrinter(LoopPrinter):
         self.emit(1, "if (__atomic_load_n(&me_oom, __ATOMIC_RELAXED)) return 2;")
         self.emit(1, "return __atomic_load_n(&me_err, __ATOMIC_RELAXED) ? 1 : 0;")
         self.emit(0, "}")
+        self.lines.append(packed_definition(p))
         locks = [LOCK_C] if self.locks else []
         if self.deint_arrays:
             locks.append(deinterleave.DEINT_C)

@@ -4,7 +4,7 @@ shared object and called through ctypes."""
 from __future__ import annotations
 
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -101,8 +101,8 @@ class CpuTarget(Target):
     def generate(self, program: Program, options: Mapping[str, Any]) -> list[SourceText]:
         return [SourceText(f"{program.name}.c", "c", generate_c(program))]
 
-    def build_host_library(self, source: str) -> Path:
-        return compile_shared(source).path
+    def build_host_library(self, source: str, include_dirs: Sequence[str] = ()) -> Path:
+        return compile_shared(source, include_dirs=include_dirs).path
 
     def build(self, program: Program, sources: list[SourceText],
               options: Mapping[str, Any]) -> tuple[Artifact, str]:

@@ -7,15 +7,18 @@ Two figures per side, interleaved in one run, on the same inputs and preallocate
 caches), and ``cold``, each call after a 64 MB array has been swept (untimed), as after a
 kernel that streamed a large image: on a 2 ms pipeline the call's cold cost is what adds
 to the kernel's time (``compare.py``). The repeated call of ours takes the prepared path
-(``frontends/halide/prepared.py``); ``unprepared`` is ours as a call that repeats no
-earlier one costs (its build looked up, Halide's checks and the kernel's made), measured
-by making the kernel forget its prepared calls before each call.
+(``frontends/halide/prepared.py``), its checks made in C (``frontends/halide/fastcall.py``)
+where that extension builds; ``python`` is the same repeated call with its checks made in
+Python (prepared with ``MIDDLEEND_NO_FASTCALL=1``); ``unprepared`` is ours as a call that
+repeats no earlier one costs (its build looked up, Halide's checks and the kernel's made),
+measured by making the kernel forget its prepared calls before each call.
 
     python benchmarks/halide/call_overhead.py [--reps N] [--size S]"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -31,6 +34,7 @@ import numpy as np  # noqa: E402
 from common import print_table  # noqa: E402
 
 from frontends.halide import compile_pipeline  # noqa: E402
+from frontends.halide.fastcall import OFF_ENV, stub_type  # noqa: E402
 from frontends.halide.paper import ALL  # noqa: E402
 
 SWEEP = np.ones(16 << 20, np.float32)  # 64 MB: more than any L3 here
@@ -73,9 +77,20 @@ def sides(name: str, size: int) -> tuple[int, dict[str, Callable[[], object]]]:
         k._prepared, k._last_built = (), None
         return k.realize(sizes, out=o_dst, **b.inputs)
 
-    return size, {"halide": lambda: p.realize(h_dst),
-                  "ours": lambda: k.realize(sizes, out=o_dst, **b.inputs),
-                  "ours unprepared": unprepared}
+    # the same kernel's calls prepared with the C checks off: the Python path's cost
+    py = compile_pipeline(funcs, fp_contract=False)
+    os.environ[OFF_ENV] = "1"
+    try:
+        for _ in range(2):
+            py.realize(sizes, out=o_dst, **b.inputs)
+    finally:
+        del os.environ[OFF_ENV]
+    assert py._prepared and py._prepared[0].stub is None
+    fns = {"halide": lambda: p.realize(h_dst),
+           "ours": lambda: k.realize(sizes, out=o_dst, **b.inputs),
+           "ours python": lambda: py.realize(sizes, out=o_dst, **b.inputs),
+           "ours unprepared": unprepared}
+    return size, fns
 
 
 def timed(fns: dict[str, Callable[[], object]], reps: int) -> dict[str, tuple[float, float]]:
@@ -102,16 +117,22 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=60)
     ap.add_argument("--size", type=int, default=32)
     args = ap.parse_args()
+    ok, why = stub_type()
     rows = []
     for name in ALL:
         size, fns = sides(name, args.size)
         t = timed(fns, args.reps)
-        (hh, hc), (oh, oc), (fh, fc) = t["halide"], t["ours"], t["ours unprepared"]
-        rows.append([name, size, f"{hh:.1f}", f"{oh:.1f}", f"{oh / hh:.1f}", f"{fh:.1f}",
-                     f"{hc:.1f}", f"{oc:.1f}", f"{oc / hc:.1f}", f"{fc:.1f}"])
+        (hh, hc), (oh, oc), (ph, pc), (fh, fc) = (t["halide"], t["ours"], t["ours python"],
+                                                   t["ours unprepared"])
+        rows.append([name, size, f"{hh:.1f}", f"{oh:.1f}", f"{oh / hh:.1f}", f"{ph:.1f}",
+                     f"{fh:.1f}", f"{hc:.1f}", f"{oc:.1f}", f"{oc / hc:.1f}", f"{pc:.1f}",
+                     f"{fc:.1f}"])
     print_table(f"realize call cost, median of {args.reps} (us; ratio = ours / Halide)",
-                ["pipeline", "image", "hot Halide", "hot ours", "ratio", "hot unprepared",
-                 "cold Halide", "cold ours", "ratio", "cold unprepared"], rows)
+                ["pipeline", "image", "hot Halide", "hot ours", "ratio", "hot python",
+                 "hot unprepared", "cold Halide", "cold ours", "ratio", "cold python",
+                 "cold unprepared"], rows)
+    if not ok:
+        print(f"ours: the C checks are off here ({why}): 'ours' is the Python path too")
 
 
 if __name__ == "__main__":

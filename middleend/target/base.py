@@ -184,10 +184,11 @@ class Target(abc.ABC):
         target has no C-callable entry point)."""
         return ""
 
-    def build_host_library(self, source: str) -> Path:
+    def build_host_library(self, source: str, include_dirs: Sequence[str] = ()) -> Path:
         """A shared library of the C ``source``, built for this process by the target's
-        host compiler: a front-end's host-side shim (the Halide front-end's call of an
-        extern stage). Targets without a host C compiler refuse."""
+        host compiler (``include_dirs``: more header directories, ``-I``): a front-end's
+        host-side shim (the Halide front-end's call of an extern stage, its CPython
+        extension for repeated calls). Targets without a host C compiler refuse."""
         raise TargetError(f"the {self.name} target builds no host C library", target=self.name)
 
     @abc.abstractmethod

@@ -335,3 +335,11 @@ class Kernel(abc.ABC):
         repeated call, which makes :meth:`run_prepared`'s checks itself."""
         return None
 
+    def packed_entry(self) -> int | None:
+        """The address of the kernel's packed C entry, ``int me_<name>_packed(const
+        int64_t *words)`` (:func:`backends.clike.entry.packed_definition`: the params,
+        then the arrays' data addresses, as :meth:`raw_entry` takes them), where the
+        kernel has one and :meth:`_invoke` is exactly that call; None elsewhere. For a
+        caller written in C (:mod:`frontends.halide.fastcall`)."""
+        return None
+

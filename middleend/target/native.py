@@ -43,5 +43,16 @@ class NativeKernel(Kernel):
         work around the call, a C-simulation's, keeps it to itself)."""
         return self._fn if type(self)._invoke is NativeKernel._invoke else None
 
+    def packed_entry(self) -> int | None:
+        """``<entry>_packed``'s address where the library exports it (the cpu target's
+        do) and ``_invoke`` is this class's own."""
+        if self.raw_entry() is None:
+            return None
+        try:
+            fn = getattr(self._lib, self.entry + "_packed")
+        except AttributeError:
+            return None
+        return ctypes.cast(fn, ctypes.c_void_p).value
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.signature.name!r}, {str(self.library_path)!r})"

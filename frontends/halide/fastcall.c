@@ -1,0 +1,435 @@
+/* A repeated realize call in C: frontends/halide/fastcall.py builds this CPython extension
+   once per Python, numpy and compiler, and frontends/halide/prepared.py makes one Stub per
+   prepared call whose kernel has a packed C entry (backends/clike/entry.py).
+
+   Why C: the checks of a prepared call (frontends/halide/prepared.py, Prepared.call) cost
+   5 us in Python on a warm interpreter and 60 us after a kernel has streamed a large image
+   through the caches (every bytecode, object and dict they touch is then a miss); here
+   they read a few words of each argument. A Stub makes exactly the checks Prepared.call
+   makes, on the same data, for the calls that pass preallocated outputs (out=); anything
+   it does not handle returns `miss` and the caller takes the Python path, whose answers
+   and errors are the ones users see. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef int (*packed_entry)(const int64_t *);
+
+/* One array argument the call checks: where its data address goes among the entry's
+   words, and what it must look like. */
+typedef struct {
+    Py_ssize_t slot;         /* index among the entry's words (params first) */
+    int ndim;
+    npy_intp shape[NPY_MAXDIMS];
+    npy_intp strides[NPY_MAXDIMS];   /* images only */
+    PyArray_Descr *dtype;    /* owned */
+    PyObject *name;          /* images only: the input's name (owned) */
+} ArraySpec;
+
+typedef struct {
+    PyObject *name;   /* owned */
+    PyObject *type;   /* owned: int, bool or float exactly */
+    PyObject *value;  /* owned */
+} ScalarSpec;
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    Py_ssize_t nsizes;
+    int64_t *sizes;
+    Py_ssize_t nimages, nscalars, nouts;
+    ArraySpec *images, *outs;
+    ScalarSpec *scalars;
+    int out_list;
+    Py_ssize_t nwords, nparams;  /* the entry's words: params, then one per array */
+    int64_t *fixed;              /* the words every call passes (0 where a call fills) */
+    int64_t *nbytes;             /* per array argument */
+    Py_ssize_t npairs;
+    Py_ssize_t *pairs;           /* array arguments that must not overlap, two by two */
+    packed_entry entry;
+    PyObject *on_error;          /* called with a failing status; raises */
+    PyObject *miss;              /* what a call that does not match returns */
+    PyObject *keep;              /* what the words' fixed addresses point into */
+} Stub;
+
+static void spec_clear(ArraySpec *a, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; a != NULL && i < n; i++) {
+        Py_XDECREF(a[i].dtype);
+        Py_XDECREF(a[i].name);
+    }
+    PyMem_Free(a);
+}
+
+static void stub_dealloc(Stub *s) {
+    spec_clear(s->images, s->nimages);
+    spec_clear(s->outs, s->nouts);
+    for (Py_ssize_t i = 0; s->scalars != NULL && i < s->nscalars; i++) {
+        Py_XDECREF(s->scalars[i].name);
+        Py_XDECREF(s->scalars[i].type);
+        Py_XDECREF(s->scalars[i].value);
+    }
+    PyMem_Free(s->scalars);
+    PyMem_Free(s->sizes);
+    PyMem_Free(s->fixed);
+    PyMem_Free(s->nbytes);
+    PyMem_Free(s->pairs);
+    Py_XDECREF(s->on_error);
+    Py_XDECREF(s->miss);
+    Py_XDECREF(s->keep);
+    Py_TYPE(s)->tp_free((PyObject *)s);
+}
+
+/* int64 values of a tuple of ints into a fresh array of n (the tuple's length). */
+static int64_t *int64s(PyObject *t, Py_ssize_t *n, const char *what) {
+    if (!PyTuple_Check(t)) {
+        PyErr_Format(PyExc_TypeError, "Stub: %s must be a tuple of ints", what);
+        return NULL;
+    }
+    *n = PyTuple_GET_SIZE(t);
+    int64_t *v = PyMem_Calloc(*n > 0 ? (size_t)*n : 1, sizeof(int64_t));
+    if (v == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < *n; i++) {
+        v[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(t, i));
+        if (v[i] == -1 && PyErr_Occurred()) {
+            PyMem_Free(v);
+            return NULL;
+        }
+    }
+    return v;
+}
+
+/* (name or None, dtype, slot, shape, strides or None) per array into specs. */
+static ArraySpec *array_specs(PyObject *t, Py_ssize_t *n, Py_ssize_t nwords, int named,
+                              const char *what) {
+    if (!PyTuple_Check(t)) {
+        PyErr_Format(PyExc_TypeError, "Stub: %s must be a tuple", what);
+        return NULL;
+    }
+    *n = PyTuple_GET_SIZE(t);
+    ArraySpec *a = PyMem_Calloc(*n > 0 ? (size_t)*n : 1, sizeof(ArraySpec));
+    if (a == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < *n; i++) {
+        PyObject *name, *dtype, *shape, *strides;
+        Py_ssize_t slot;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(t, i), "OO!nO!O", &name, &PyArrayDescr_Type,
+                              &dtype, &slot, &PyTuple_Type, &shape, &strides))
+            goto fail;
+        Py_ssize_t nd = PyTuple_GET_SIZE(shape);
+        if (slot < 0 || slot >= nwords || nd > NPY_MAXDIMS ||
+            (named && (!PyUnicode_CheckExact(name) || !PyTuple_Check(strides) ||
+                       PyTuple_GET_SIZE(strides) != nd))) {
+            PyErr_Format(PyExc_ValueError, "Stub: malformed %s entry %zd", what, i);
+            goto fail;
+        }
+        a[i].slot = slot;
+        a[i].ndim = (int)nd;
+        Py_INCREF(dtype);
+        a[i].dtype = (PyArray_Descr *)dtype;
+        if (named) {
+            Py_INCREF(name);
+            a[i].name = name;
+        }
+        for (Py_ssize_t d = 0; d < nd; d++) {
+            a[i].shape[d] = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, d));
+            if (named)
+                a[i].strides[d] = PyLong_AsSsize_t(PyTuple_GET_ITEM(strides, d));
+        }
+        if (PyErr_Occurred())
+            goto fail;
+    }
+    return a;
+fail:
+    spec_clear(a, *n);
+    return NULL;
+}
+
+static PyObject *stub_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf,
+                                 PyObject *kwnames);
+
+/* Stub(sizes, images, scalars, out_list, outs, fixed, nparams, nbytes, pairs, entry,
+        on_error, miss, keep): see frontends/halide/fastcall.py, which makes them. */
+static PyObject *stub_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    PyObject *sizes, *images, *scalars, *outs, *fixed, *nbytes, *pairs, *on_error, *miss,
+        *keep;
+    int out_list;
+    Py_ssize_t nparams;
+    unsigned long long entry;
+    if (kw != NULL && PyDict_GET_SIZE(kw) > 0) {
+        PyErr_SetString(PyExc_TypeError, "Stub takes no keyword arguments");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "O!O!O!pO!O!nO!O!KOOO", &PyTuple_Type, &sizes,
+                          &PyTuple_Type, &images, &PyTuple_Type, &scalars, &out_list,
+                          &PyTuple_Type, &outs, &PyTuple_Type, &fixed, &nparams,
+                          &PyTuple_Type, &nbytes, &PyTuple_Type, &pairs, &entry, &on_error,
+                          &miss, &keep))
+        return NULL;
+    if (entry == 0 || !PyCallable_Check(on_error)) {
+        PyErr_SetString(PyExc_ValueError, "Stub: no entry, or on_error is not callable");
+        return NULL;
+    }
+    Stub *s = (Stub *)type->tp_alloc(type, 0);
+    if (s == NULL)
+        return NULL;
+    s->vectorcall = stub_vectorcall;
+    s->out_list = out_list;
+    s->nparams = nparams;
+    s->entry = (packed_entry)(uintptr_t)entry;
+    Py_INCREF(on_error);
+    s->on_error = on_error;
+    Py_INCREF(miss);
+    s->miss = miss;
+    Py_INCREF(keep);
+    s->keep = keep;
+    Py_ssize_t narrays, n2;
+    if ((s->sizes = int64s(sizes, &s->nsizes, "sizes")) == NULL ||
+        (s->fixed = int64s(fixed, &s->nwords, "fixed")) == NULL ||
+        (s->nbytes = int64s(nbytes, &narrays, "nbytes")) == NULL)
+        goto fail;
+    if (nparams < 0 || nparams + narrays != s->nwords) {
+        PyErr_SetString(PyExc_ValueError, "Stub: params and arrays do not add up");
+        goto fail;
+    }
+    if ((s->images = array_specs(images, &s->nimages, s->nwords, 1, "images")) == NULL ||
+        (s->outs = array_specs(outs, &s->nouts, s->nwords, 0, "outs")) == NULL)
+        goto fail;
+    s->nscalars = PyTuple_GET_SIZE(scalars);
+    s->scalars = PyMem_Calloc(s->nscalars > 0 ? (size_t)s->nscalars : 1, sizeof(ScalarSpec));
+    if (s->scalars == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < s->nscalars; i++) {
+        PyObject *name, *kind, *value;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(scalars, i), "UOO", &name, &kind, &value))
+            goto fail;
+        if (kind != (PyObject *)&PyLong_Type && kind != (PyObject *)&PyBool_Type &&
+            kind != (PyObject *)&PyFloat_Type) {
+            PyErr_SetString(PyExc_ValueError, "Stub: a scalar must be an int, bool or float");
+            goto fail;
+        }
+        Py_INCREF(name);
+        Py_INCREF(kind);
+        Py_INCREF(value);
+        s->scalars[i] = (ScalarSpec){name, kind, value};
+    }
+    n2 = PyTuple_GET_SIZE(pairs);
+    s->npairs = n2;
+    s->pairs = PyMem_Calloc(n2 > 0 ? 2 * (size_t)n2 : 1, sizeof(Py_ssize_t));
+    if (s->pairs == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < n2; i++) {
+        Py_ssize_t a, b;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(pairs, i), "nn", &a, &b))
+            goto fail;
+        if (a < 0 || b < 0 || a >= narrays || b >= narrays) {
+            PyErr_SetString(PyExc_ValueError, "Stub: a pair names no array argument");
+            goto fail;
+        }
+        s->pairs[2 * i] = a;
+        s->pairs[2 * i + 1] = b;
+    }
+    return (PyObject *)s;
+fail:
+    Py_DECREF(s);
+    return NULL;
+}
+
+/* Whether `a` is exactly an ndarray of spec's shape and dtype. */
+static int same_array(PyObject *a, const ArraySpec *spec) {
+    if (Py_TYPE(a) != &PyArray_Type)
+        return 0;
+    PyArrayObject *arr = (PyArrayObject *)a;
+    if (PyArray_NDIM(arr) != spec->ndim)
+        return 0;
+    npy_intp *shape = PyArray_DIMS(arr);
+    for (int d = 0; d < spec->ndim; d++)
+        if (shape[d] != spec->shape[d])
+            return 0;
+    return PyArray_DESCR(arr) == spec->dtype || PyArray_EquivTypes(PyArray_DESCR(arr),
+                                                                   spec->dtype);
+}
+
+#define MAX_WORDS 256
+
+static PyObject *stub_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf,
+                                 PyObject *kwnames) {
+    Stub *s = (Stub *)op;
+    if (PyVectorcall_NARGS(nargsf) != 3 || kwnames != NULL) {
+        PyErr_SetString(PyExc_TypeError, "a Stub takes (sizes, inputs, out)");
+        return NULL;
+    }
+    PyObject *sizes = args[0], *inputs = args[1], *out = args[2];
+    PyObject *const *items;
+    Py_ssize_t n;
+    if (PyList_CheckExact(sizes)) {
+        items = ((PyListObject *)sizes)->ob_item;
+        n = PyList_GET_SIZE(sizes);
+    } else if (PyTuple_CheckExact(sizes)) {
+        items = ((PyTupleObject *)sizes)->ob_item;
+        n = PyTuple_GET_SIZE(sizes);
+    } else
+        goto miss;
+    if (n != s->nsizes)
+        goto miss;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int overflow;
+        if (!PyLong_CheckExact(items[i]))
+            goto miss;
+        long long v = PyLong_AsLongLongAndOverflow(items[i], &overflow);
+        if (overflow || v != s->sizes[i])
+            goto miss;
+    }
+    if (!PyDict_CheckExact(inputs) ||
+        PyDict_GET_SIZE(inputs) != s->nimages + s->nscalars || s->nwords > MAX_WORDS)
+        goto miss;
+    int64_t words[MAX_WORDS];
+    memcpy(words, s->fixed, (size_t)s->nwords * sizeof(int64_t));
+    for (Py_ssize_t i = 0; i < s->nimages; i++) {
+        const ArraySpec *spec = &s->images[i];
+        PyObject *a = PyDict_GetItemWithError(inputs, spec->name);
+        if (a == NULL) {
+            if (PyErr_Occurred())
+                return NULL;
+            goto miss;
+        }
+        if (!same_array(a, spec) || !PyArray_ISALIGNED((PyArrayObject *)a))
+            goto miss;
+        npy_intp *strides = PyArray_STRIDES((PyArrayObject *)a);
+        for (int d = 0; d < spec->ndim; d++)
+            if (strides[d] != spec->strides[d])
+                goto miss;
+        words[spec->slot] = (int64_t)(intptr_t)PyArray_DATA((PyArrayObject *)a);
+    }
+    for (Py_ssize_t i = 0; i < s->nscalars; i++) {
+        const ScalarSpec *spec = &s->scalars[i];
+        PyObject *v = PyDict_GetItemWithError(inputs, spec->name);
+        if (v == NULL) {
+            if (PyErr_Occurred())
+                return NULL;
+            goto miss;
+        }
+        if ((PyObject *)Py_TYPE(v) != spec->type)
+            goto miss;
+        if (spec->type == (PyObject *)&PyFloat_Type) {
+            double x = PyFloat_AS_DOUBLE(v), y = PyFloat_AS_DOUBLE(spec->value);
+            if (!(x == y) || signbit(x) != signbit(y))
+                goto miss;  /* NaN never matches; -0.0 is not 0.0 (1 / w tells them apart) */
+        } else {
+            int eq = PyObject_RichCompareBool(v, spec->value, Py_EQ);
+            if (eq < 0)
+                return NULL;
+            if (!eq)
+                goto miss;
+        }
+    }
+    PyObject *const *given;
+    Py_ssize_t ngiven;
+    if (s->out_list) {
+        if (PyList_CheckExact(out)) {
+            given = ((PyListObject *)out)->ob_item;
+            ngiven = PyList_GET_SIZE(out);
+        } else if (PyTuple_CheckExact(out)) {
+            given = ((PyTupleObject *)out)->ob_item;
+            ngiven = PyTuple_GET_SIZE(out);
+        } else
+            goto miss;
+    } else {
+        given = &args[2];
+        ngiven = 1;
+    }
+    if (ngiven != s->nouts)
+        goto miss;
+    for (Py_ssize_t i = 0; i < ngiven; i++) {
+        if (!same_array(given[i], &s->outs[i]) ||
+            !PyArray_CHKFLAGS((PyArrayObject *)given[i], NPY_ARRAY_CARRAY))
+            goto miss;  /* C-contiguous, aligned and writeable */
+        words[s->outs[i].slot] = (int64_t)(intptr_t)PyArray_DATA((PyArrayObject *)given[i]);
+    }
+    const int64_t *addr = words + s->nparams;
+    for (Py_ssize_t k = 0; k < s->npairs; k++) {
+        Py_ssize_t i = s->pairs[2 * k], j = s->pairs[2 * k + 1];
+        if (addr[i] < addr[j] + s->nbytes[j] && addr[j] < addr[i] + s->nbytes[i])
+            goto miss;  /* they overlap: the ordinary path says so */
+    }
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = s->entry(words);
+    Py_END_ALLOW_THREADS
+    if (rc != 0) {
+        PyObject *r = PyObject_CallFunction(s->on_error, "i", rc);
+        if (r != NULL) {
+            Py_DECREF(r);
+            PyErr_Format(PyExc_RuntimeError, "the kernel returned status %d", rc);
+        }
+        return NULL;
+    }
+    if (!s->out_list) {
+        Py_INCREF(out);
+        return out;
+    }
+    if (ngiven == 1) {
+        Py_INCREF(given[0]);
+        return given[0];
+    }
+    PyObject *res = PyList_New(ngiven);
+    if (res == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < ngiven; i++) {
+        Py_INCREF(given[i]);
+        PyList_SET_ITEM(res, i, given[i]);
+    }
+    return res;
+miss:
+    Py_INCREF(s->miss);
+    return s->miss;
+}
+
+static PyTypeObject StubType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "_me_fastcall.Stub",
+    .tp_basicsize = sizeof(Stub),
+    .tp_dealloc = (destructor)stub_dealloc,
+    .tp_vectorcall_offset = offsetof(Stub, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "A prepared realize call checked and made in C.",
+    .tp_new = stub_new,
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_me_fastcall",
+    "Repeated realize calls in C (frontends/halide/fastcall.py).", -1, NULL,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__me_fastcall(void) {
+    import_array();
+    if (PyType_Ready(&StubType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    Py_INCREF(&StubType);
+    if (PyModule_AddObject(m, "Stub", (PyObject *)&StubType) < 0) {
+        Py_DECREF(&StubType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,100 @@
+"""Repeated ``realize`` calls checked and made in C: a small CPython extension
+(``fastcall.c``), built on first use with the host's C compiler against this Python's and
+numpy's headers by the cpu target's compiler, in its build cache like the kernels (keyed by
+the source, which names the Python and numpy versions, the compiler and the host).
+
+Why: a prepared call's checks (:meth:`frontends.halide.prepared.Prepared.call`) cost about
+5 us in Python with the interpreter's code and data in the caches and 60 us after a kernel
+has streamed a large image (Halide's whole ``realize(buffer)``: 2 and 25-55 us); in C they
+read a few words of each argument.
+
+Where the extension cannot be built (no ``Python.h``: a Python without its development
+headers; no C compiler), :func:`stub_type` says why and the Python path serves every call:
+the same results, more overhead. ``MIDDLEEND_NO_FASTCALL=1`` turns it off (to compare the
+two, or to rule it out)."""
+
+from __future__ import annotations
+
+import functools
+import importlib.machinery
+import importlib.util
+import logging
+import os
+import sys
+import sysconfig
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from middleend.api.hostlib import host_library
+from middleend.ir.errors import MiddleEndError
+
+log = logging.getLogger(__name__)
+
+_MODULE = "_me_fastcall"
+OFF_ENV = "MIDDLEEND_NO_FASTCALL"
+
+
+@functools.lru_cache(maxsize=1)
+def _load() -> tuple[Any, str]:
+    """(the extension's ``Stub`` type or None, why not); built (by the cpu target's
+    compiler and cache, :func:`middleend.api.hostlib.host_library`) and imported once per
+    process. The source starts with a comment naming this Python's version and ABI and
+    numpy's version: the build cache keys on the source, and an extension built for
+    another Python or numpy must not be loaded."""
+    include = sysconfig.get_paths().get("include", "")
+    if not include or not (Path(include) / "Python.h").exists():
+        return None, f"this Python has no development headers (no Python.h in {include!r})"
+    built_for = (f"/* built for Python {sys.version.split()[0]} "
+                 f"({sysconfig.get_config_var('EXT_SUFFIX') or '?'}), numpy {np.__version__}"
+                 " */\n")
+    source = built_for + Path(__file__).with_name("fastcall.c").read_text()
+    try:
+        path = host_library(source, include_dirs=(include, np.get_include()))
+        loader = importlib.machinery.ExtensionFileLoader(_MODULE, str(path))
+        spec = importlib.util.spec_from_file_location(_MODULE, path, loader=loader)
+        assert spec is not None
+        module = importlib.util.module_from_spec(spec)
+        loader.exec_module(module)
+    except (MiddleEndError, OSError, ImportError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        log.info("repeated realize calls take the Python path: %s", first)
+        return None, f"the fast-call extension could not be built or loaded: {first}"
+    return module.Stub, ""
+
+
+def stub_type() -> tuple[Any, str]:
+    """The ``Stub`` type and "" where the extension is usable, else (None, the reason)."""
+    if os.environ.get(OFF_ENV) == "1":
+        return None, f"${OFF_ENV}=1"
+    return _load()
+
+
+def make_stub(*, sizes: tuple[int, ...],
+              images: tuple[tuple[str, tuple[int, ...], tuple[int, ...], np.dtype, int], ...],
+              scalars: tuple[tuple[str, type, Any], ...], out_list: bool,
+              outs: tuple[tuple[tuple[int, ...], np.dtype, int], ...], params: tuple[int, ...],
+              base_addresses: tuple[int, ...], nbytes: tuple[int, ...],
+              pairs: tuple[tuple[int, int], ...], entry: int,
+              on_error: Callable[[int], None], miss: object,
+              keep: object) -> Callable[[Any, Any, Any], Any] | None:
+    """A C function of ``(sizes, inputs, out)`` that returns what
+    :meth:`~frontends.halide.prepared.Prepared.call` returns for a call with preallocated
+    outputs (the arrays given, the kernel run on them), or ``miss``; None where the
+    extension is not usable or the call has a scalar it does not compare (only Python
+    ints, bools and floats: a numpy scalar takes the Python path). Arguments as
+    :class:`~frontends.halide.prepared.Prepared` keeps them (positions among the array
+    arguments); ``entry``: :meth:`~middleend.target.kernel.Kernel.packed_entry`."""
+    stub, _ = stub_type()
+    if stub is None or any(kind not in (int, bool, float) for _, kind, _ in scalars):
+        return None
+    p = len(params)
+    fixed = (*params, *base_addresses)
+    return stub(sizes,
+                tuple((name, dtype, p + pos, shape, strides)
+                      for name, shape, strides, dtype, pos in images),
+                scalars, out_list,
+                tuple((None, dtype, p + pos, shape, None) for shape, dtype, pos in outs),
+                fixed, p, nbytes, pairs, entry, on_error, miss, keep)

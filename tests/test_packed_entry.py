@@ -1,0 +1,107 @@
+"""The packed entry point every cpu kernel exports beside its own
+(:func:`backends.clike.entry.packed_definition`): ``int me_<name>_packed(const int64_t
+*words)``, the params then the buffers' addresses in one array. A C caller that serves any
+kernel (the Halide front-end's repeated calls) calls this one; it must run exactly the
+kernel's own entry on those arguments."""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+import pytest
+
+import middleend as me
+
+
+def _packed(kernel: me.Kernel) -> ctypes._CFuncPtr:
+    address = kernel.packed_entry()
+    assert address, "a cpu kernel exports a packed entry"
+    return ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_int64))(address)
+
+
+@pytest.mark.parametrize("schedule", ["plain", "tiled", "parallel"])
+def test_the_packed_entry_runs_the_kernel_on_its_words(schedule: str) -> None:
+    """Two params (sizes), one input, two outputs: the words in declaration order give
+    the numpy result, and the same as calling the kernel itself."""
+    with me.Function("packed2") as f:
+        n, m = me.Param("N"), me.Param("M")
+        i, j = me.Var("i", 0, n), me.Var("j", 0, m)
+        inp = me.Input("inp", [n, m], me.float32)
+        s = me.Computation("s", [i, j], inp[i, j] * 2.0 + 1.0)
+        t = me.Computation("t", [i, j], inp[i, j] - s[i, j])
+        if schedule == "tiled":
+            s.tile(i, j, 4, 8, "i0", "j0", "i1", "j1")
+        elif schedule == "parallel":
+            s.parallelize("i")
+            t.parallelize("i")
+    k = f.compile(outputs=[s, t])
+    a = np.random.default_rng(0).random((13, 21), dtype=np.float32)
+    ref = k(inp=a)
+    names = [b.name for b in k.signature.arguments]
+    assert [p for p in k.signature.params] == ["N", "M"] and names == ["inp", "s", "t"]
+    outs = {"s": np.full_like(a, np.nan), "t": np.full_like(a, np.nan)}
+    words = (ctypes.c_int64 * 5)(13, 21, a.ctypes.data, outs["s"].ctypes.data,
+                                 outs["t"].ctypes.data)
+    assert _packed(k)(words) == 0
+    np.testing.assert_allclose(outs["s"], a * np.float32(2) + np.float32(1), rtol=1e-6)
+    np.testing.assert_allclose(outs["t"], a - outs["s"], rtol=1e-6)
+    for name in ("s", "t"):
+        np.testing.assert_array_equal(outs[name], ref[name])
+
+
+def test_the_packed_entry_returns_the_kernels_status() -> None:
+    """A data-dependent read out of bounds: the packed entry returns the status the
+    kernel's own entry returns (1), and the kernel's call raises for it."""
+    with me.Function("packedg") as f:
+        i = me.Var("i", 0, 4)
+        src = me.Input("src", [8], me.float32)
+        idx = me.Input("idx", [4], me.int32)
+        g = me.Computation("g", [i], src[idx[i]])
+    k = f.compile(outputs=[g])
+    src_a = np.arange(8, dtype=np.float32)
+    idx_a = np.array([1, 2, 30, 3], np.int32)
+    out = np.zeros(4, np.float32)
+    words = (ctypes.c_int64 * 3)(src_a.ctypes.data, idx_a.ctypes.data, out.ctypes.data)
+    assert _packed(k)(words) == 1
+    with pytest.raises(me.KernelRuntimeError, match="out of bounds"):
+        k(src=src_a, idx=idx_a)
+
+
+def test_a_fast_call_raises_the_kernels_status() -> None:
+    """The Halide front-end's C call (:func:`frontends.halide.fastcall.make_stub`) on the
+    same kernel: in-bounds indices give the gather, an index out of bounds raises the
+    kernel's own error (through ``on_error``), and a call it does not match (another
+    dtype, a size that differs) returns ``miss`` without running the kernel."""
+    import os
+
+    from frontends.halide.fastcall import make_stub, stub_type
+
+    if stub_type()[0] is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"the fast-call extension must build in CI: {stub_type()[1]}")
+        pytest.skip(stub_type()[1])
+    with me.Function("packedh") as f:
+        i = me.Var("i", 0, 4)
+        src = me.Input("src", [8], me.float32)
+        idx = me.Input("idx", [4], me.int32)
+        g = me.Computation("g", [i], src[idx[i]])
+    k = f.compile(outputs=[g])
+    miss = object()
+    f32, i32 = np.dtype(np.float32), np.dtype(np.int32)
+    stub = make_stub(sizes=(4,), images=(("src", (8,), (4,), f32, 0), ("idx", (4,), (4,), i32, 1)),
+                     scalars=(), out_list=False, outs=(((4,), f32, 2),), params=(),
+                     base_addresses=(0, 0, 0), nbytes=(32, 16, 16), pairs=((0, 2), (1, 2)),
+                     entry=k.packed_entry(), on_error=k.raise_status, miss=miss, keep=())
+    assert stub is not None
+    src_a = np.arange(8, dtype=np.float32) * 10
+    out = np.full(4, np.nan, np.float32)
+    assert stub([4], {"src": src_a, "idx": np.array([7, 0, 3, 3], np.int32)}, out) is out
+    np.testing.assert_array_equal(out, [70, 0, 30, 30])
+    with pytest.raises(me.KernelRuntimeError, match="out of bounds in kernel packedh"):
+        stub([4], {"src": src_a, "idx": np.array([1, 2, 30, 3], np.int32)}, out)
+    out[:] = -1
+    for sizes, idx_a in (([5], np.array([1, 2, 3, 4], np.int32)),
+                         ([4], np.array([1, 2, 3, 4], np.int64))):
+        assert stub(sizes, {"src": src_a, "idx": idx_a}, out) is miss
+    assert (out == -1).all()
