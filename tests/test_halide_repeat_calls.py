@@ -232,9 +232,11 @@ def test_a_pipeline_with_one_output_returns_the_array() -> None:
         assert_same(got, halide_realize([f], [50], [(a, v)]))
 
 
-def test_a_param_of_the_other_zero_is_not_the_same_call() -> None:
+@pytest.mark.parametrize("given", [False, True], ids=["allocating", "out"])
+def test_a_param_of_the_other_zero_is_not_the_same_call(given: bool) -> None:
     """-0.0 == 0.0, but a pipeline dividing by the Param tells them apart (-inf, +inf):
-    a call with the other zero is not a repeat of the prepared one."""
+    a call with the other zero is not a repeat of the prepared one, whether it allocates
+    its output or is given one (the C checks' path)."""
     x = hl.Var("x")
     a = hl.ImageParam(hl.Float(32), 1, "zin")
     w = hl.Param(hl.Float(32), "zw")
@@ -242,15 +244,18 @@ def test_a_param_of_the_other_zero_is_not_the_same_call() -> None:
     f[x] = a[x] / w
     k = compile_pipeline(f)
     v = np.linspace(1, 2, 16, dtype=np.float32)
+    out = np.empty(16, np.float32) if given else None
     for _ in range(3):
-        k.realize(16, zin=v, zw=0.0)
+        k.realize(16, out=out, zin=v, zw=0.0)
     assert k.repeats == 1
     for zero in (-0.0, 0.0, -0.0):
         a.set(hl.Buffer(v))
         w.set(zero)
         want = np.asarray(hl.Pipeline(f).realize([16]))
-        got = k.realize(16, zin=v, zw=zero)
+        got = k.realize(16, out=out, zin=v, zw=zero)
+        assert got is out or not given
         assert np.array_equal(got, want) and np.isinf(got).all(), (zero, got[:2], want[:2])
+    assert k.repeats == 3  # the first -0.0 was prepared anew; then each zero repeated its own
 
 
 def test_out_calls_take_the_path_chosen(path: str) -> None:
@@ -270,28 +275,6 @@ def test_out_calls_take_the_path_chosen(path: str) -> None:
         got = k.realize([20, 12], rin=img, rw=0.75)
     assert k.repeats == 3 and k._prepared[0].stub is None  # prepared by the first
     assert_same(got, _halide(a, w, pipe, img, 0.75, [20, 12]))
-
-
-def test_out_calls_tell_the_two_zeros_apart() -> None:
-    """As for allocating calls: with out=, a Param of the other zero is another call."""
-    x = hl.Var("x")
-    a = hl.ImageParam(hl.Float(32), 1, "zoin")
-    w = hl.Param(hl.Float(32), "zow")
-    f = hl.Func("zodiv")
-    f[x] = a[x] / w
-    k = compile_pipeline(f)
-    v = np.linspace(1, 2, 16, dtype=np.float32)
-    out = np.empty(16, np.float32)
-    for _ in range(3):
-        k.realize(16, out=out, zoin=v, zow=-0.0)
-    assert k.repeats == 1
-    for zero in (0.0, -0.0, 0.0):
-        a.set(hl.Buffer(v))
-        w.set(zero)
-        want = np.asarray(hl.Pipeline(f).realize([16]))
-        assert k.realize(16, out=out, zoin=v, zow=zero) is out
-        assert np.array_equal(out, want) and np.isinf(out).all(), (zero, out[:2], want[:2])
-    assert k.repeats == 3  # -0.0 repeated the prepared call; each 0.0 was prepared anew
 
 
 def test_out_lists_and_tuples_return_what_the_first_call_did() -> None:

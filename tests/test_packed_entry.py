@@ -20,6 +20,16 @@ def _packed(kernel: me.Kernel) -> ctypes._CFuncPtr:
     return ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_int64))(address)
 
 
+def _gather(name: str) -> me.Kernel:
+    """``g[i] = src[idx[i]]``, 4 of 8: an index out of bounds is the kernel's status 1."""
+    with me.Function(name) as f:
+        i = me.Var("i", 0, 4)
+        src = me.Input("src", [8], me.float32)
+        idx = me.Input("idx", [4], me.int32)
+        g = me.Computation("g", [i], src[idx[i]])
+    return f.compile(outputs=[g])
+
+
 @pytest.mark.parametrize("schedule", ["plain", "tiled", "parallel"])
 def test_the_packed_entry_runs_the_kernel_on_its_words(schedule: str) -> None:
     """Two params (sizes), one input, two outputs: the words in declaration order give
@@ -53,12 +63,7 @@ def test_the_packed_entry_runs_the_kernel_on_its_words(schedule: str) -> None:
 def test_the_packed_entry_returns_the_kernels_status() -> None:
     """A data-dependent read out of bounds: the packed entry returns the status the
     kernel's own entry returns (1), and the kernel's call raises for it."""
-    with me.Function("packedg") as f:
-        i = me.Var("i", 0, 4)
-        src = me.Input("src", [8], me.float32)
-        idx = me.Input("idx", [4], me.int32)
-        g = me.Computation("g", [i], src[idx[i]])
-    k = f.compile(outputs=[g])
+    k = _gather("packedg")
     src_a = np.arange(8, dtype=np.float32)
     idx_a = np.array([1, 2, 30, 3], np.int32)
     out = np.zeros(4, np.float32)
@@ -81,12 +86,7 @@ def test_a_fast_call_raises_the_kernels_status() -> None:
         if os.environ.get("CI"):
             pytest.fail(f"the fast-call extension must build in CI: {stub_type()[1]}")
         pytest.skip(stub_type()[1])
-    with me.Function("packedh") as f:
-        i = me.Var("i", 0, 4)
-        src = me.Input("src", [8], me.float32)
-        idx = me.Input("idx", [4], me.int32)
-        g = me.Computation("g", [i], src[idx[i]])
-    k = f.compile(outputs=[g])
+    k = _gather("packedh")
     miss = object()
     f32, i32 = np.dtype(np.float32), np.dtype(np.int32)
     stub = make_stub(sizes=(4,), images=(("src", (8,), (4,), f32, 0), ("idx", (4,), (4,), i32, 1)),
