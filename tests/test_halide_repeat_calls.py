@@ -4,7 +4,7 @@ repeats it without re-checking what it decided; any difference takes the ordinar
 Every call here is checked against Halide's own realize of the same inputs, under a few
 schedules, and the counters say which path each call took, so the tests fail if the
 repeated path is never taken or taken when it must not be. Every test runs twice: with the
-repeated calls' checks made in C (:mod:`frontends.halide.fastcall`, where it builds) and
+repeated calls' checks made in C (:mod:`frontends.fastcall`, where it builds) and
 with them made in Python (``MIDDLEEND_NO_FASTCALL=1``)."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 from halide_util import assert_same, halide_realize
 
+from frontends.fastcall import OFF_ENV, stub_type
 from frontends.halide import HalideCheckError, compile_pipeline
-from frontends.halide.fastcall import OFF_ENV, stub_type
 from frontends.halide.pipeline import HalideKernel
 from middleend.ir.errors import KernelArgumentError
 

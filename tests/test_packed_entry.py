@@ -74,13 +74,13 @@ def test_the_packed_entry_returns_the_kernels_status() -> None:
 
 
 def test_a_fast_call_raises_the_kernels_status() -> None:
-    """The Halide front-end's C call (:func:`frontends.halide.fastcall.make_stub`) on the
+    """The Halide front-end's C call (:func:`frontends.fastcall.make_stub`) on the
     same kernel: in-bounds indices give the gather, an index out of bounds raises the
     kernel's own error (through ``on_error``), and a call it does not match (another
     dtype, a size that differs) returns ``miss`` without running the kernel."""
     import os
 
-    from frontends.halide.fastcall import make_stub, stub_type
+    from frontends.fastcall import make_stub, stub_type
 
     if stub_type()[0] is None:
         if os.environ.get("CI"):

@@ -23,7 +23,7 @@ def packed_definition(program: Program) -> str:
     """``int me_<name>_packed(const int64_t *me_w)``: the entry point called with its
     arguments as one array of 64-bit words (the params, then each buffer's address, in
     :func:`c_declaration`'s order). Why: a caller written in C that serves any kernel (the
-    Halide front-end's repeated calls, ``frontends/halide/fastcall.c``) cannot call a
+    Halide front-end's repeated calls, ``frontends/fastcall.c``) cannot call a
     function whose number of arguments it learns at run time; this one it can."""
     name = ident(f"me_{program.name}", "kernel name")
     words = [f"me_w[{k}]" for k in range(len(program.params))]

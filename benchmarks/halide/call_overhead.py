@@ -7,7 +7,7 @@ Two figures per side, interleaved in one run, on the same inputs and preallocate
 caches), and ``cold``, each call after a 64 MB array has been swept (untimed), as after a
 kernel that streamed a large image: on a 2 ms pipeline the call's cold cost is what adds
 to the kernel's time (``compare.py``). The repeated call of ours takes the prepared path
-(``frontends/halide/prepared.py``), its checks made in C (``frontends/halide/fastcall.py``)
+(``frontends/halide/prepared.py``), its checks made in C (``frontends/fastcall.py``)
 where that extension builds; ``python`` is the same repeated call with its checks made in
 Python (prepared with ``MIDDLEEND_NO_FASTCALL=1``); ``unprepared`` is ours as a call that
 repeats no earlier one costs (its build looked up, Halide's checks and the kernel's made),
@@ -33,8 +33,8 @@ import halide as hl  # noqa: E402
 import numpy as np  # noqa: E402
 from common import print_table  # noqa: E402
 
+from frontends.fastcall import OFF_ENV, stub_type  # noqa: E402
 from frontends.halide import compile_pipeline  # noqa: E402
-from frontends.halide.fastcall import OFF_ENV, stub_type  # noqa: E402
 from frontends.halide.paper import ALL  # noqa: E402
 
 SWEEP = np.ones(16 << 20, np.float32)  # 64 MB: more than any L3 here

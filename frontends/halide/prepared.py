@@ -18,7 +18,7 @@ that no output overlaps another argument, is made again (on the addresses, as
 a non-contiguous input included, takes the ordinary path, whose errors are the ones users
 see. A :class:`Prepared` keeps no array of a call, only shapes (and the build's own
 constant inputs). Where the call passes ``out=`` arrays and the kernel has a packed C
-entry, the same checks and the call run in C (:mod:`.fastcall`: 23-52 us against 66-118
+entry, the same checks and the call run in C (:mod:`frontends.fastcall`: 23-52 us against 66-118
 us in Python after a large kernel, Halide 38-72), this Python code serving what the C
 stub does not match. :class:`~frontends.halide.pipeline.HalideKernel` prepares a call that
 takes the build the call before it took (a caller whose sizes change every call pays
@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from frontends.halide.fastcall import make_stub
+from frontends.fastcall import make_stub
 from frontends.halide.outputs import OutputArray
 
 MISS = object()  # what Prepared.call returns for a call it does not match
@@ -54,7 +54,7 @@ class Prepared:
     must not overlap (one of them written); ``returned``, per array realize returns, its
     argument and region. ``entry``: the kernel's C entry (``Kernel.raw_entry``), called
     directly, or None (``Kernel.run_prepared``). ``stub``: the same call checked and made
-    in C (:func:`.fastcall.make_stub`), tried first; None where there is none (an
+    in C (:func:`frontends.fastcall.make_stub`), tried first; None where there is none (an
     allocating call, a kernel without a packed entry, no extension)."""
 
     sizes: tuple[int, ...]

@@ -340,6 +340,6 @@ class Kernel(abc.ABC):
         int64_t *words)`` (:func:`backends.clike.entry.packed_definition`: the params,
         then the arrays' data addresses, as :meth:`raw_entry` takes them), where the
         kernel has one and :meth:`_invoke` is exactly that call; None elsewhere. For a
-        caller written in C (:mod:`frontends.halide.fastcall`)."""
+        caller written in C (:mod:`frontends.fastcall`)."""
         return None
 

@@ -1,12 +1,14 @@
-"""Repeated ``realize`` calls checked and made in C: a small CPython extension
-(``fastcall.c``), built on first use with the host's C compiler against this Python's and
-numpy's headers by the cpu target's compiler, in its build cache like the kernels (keyed by
-the source, which names the Python and numpy versions, the compiler and the host).
+"""Repeated kernel calls checked and made in C, for the front-ends: a small CPython
+extension (``fastcall.c``), built on first use against this Python's and numpy's headers
+by the cpu target's compiler, in its build cache like the kernels (keyed by the source,
+which names the Python and numpy versions, the compiler and the host). Its stubs call the
+packed entry every cpu kernel exports (:meth:`~middleend.target.kernel.Kernel.packed_entry`).
 
-Why: a prepared call's checks (:meth:`frontends.halide.prepared.Prepared.call`) cost about
-5 us in Python with the interpreter's code and data in the caches and 60 us after a kernel
-has streamed a large image (Halide's whole ``realize(buffer)``: 2 and 25-55 us); in C they
-read a few words of each argument.
+Why: a repeated call's checks (:meth:`frontends.halide.prepared.Prepared.call`, a Julia
+kernel's specialization lookup and the kernel's own checks) cost 5-30 us in Python with the
+interpreter's code and data in the caches and 60-150 us after a kernel has streamed a large
+image (Halide's whole ``realize(buffer)``: 2 and 25-55 us); in C they read a few words of
+each argument.
 
 Where the extension cannot be built (no ``Python.h``: a Python without its development
 headers; no C compiler), :func:`stub_type` says why and the Python path serves every call:
@@ -39,7 +41,7 @@ OFF_ENV = "MIDDLEEND_NO_FASTCALL"
 
 @functools.lru_cache(maxsize=1)
 def _load() -> tuple[Any, str]:
-    """(the extension's ``Stub`` type or None, why not); built (by the cpu target's
+    """(the extension module or None, why not); built (by the cpu target's
     compiler and cache, :func:`middleend.api.hostlib.host_library`) and imported once per
     process. The source starts with a comment naming this Python's version and ABI and
     numpy's version: the build cache keys on the source, and an extension built for
@@ -62,14 +64,19 @@ def _load() -> tuple[Any, str]:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         log.info("repeated realize calls take the Python path: %s", first)
         return None, f"the fast-call extension could not be built or loaded: {first}"
-    return module.Stub, ""
+    return module, ""
+
+
+def _module() -> tuple[Any, str]:
+    if os.environ.get(OFF_ENV) == "1":
+        return None, f"${OFF_ENV}=1"
+    return _load()
 
 
 def stub_type() -> tuple[Any, str]:
     """The ``Stub`` type and "" where the extension is usable, else (None, the reason)."""
-    if os.environ.get(OFF_ENV) == "1":
-        return None, f"${OFF_ENV}=1"
-    return _load()
+    module, why = _module()
+    return (None, why) if module is None else (module.Stub, "")
 
 
 def make_stub(*, sizes: tuple[int, ...],
@@ -98,3 +105,32 @@ def make_stub(*, sizes: tuple[int, ...],
                 scalars, out_list,
                 tuple((None, dtype, p + pos, shape, None) for shape, dtype, pos in outs),
                 fixed, p, nbytes, pairs, entry, on_error, miss, keep)
+
+
+def make_args_stub(*, nargs: int,
+                   images: tuple[tuple[int, np.dtype, int, tuple[int, ...], tuple[int, ...],
+                                       bool], ...],
+                   values: tuple[tuple[int, int], ...], ints: tuple[tuple[int, int], ...],
+                   params: tuple[int, ...], nbytes: tuple[int, ...],
+                   pairs: tuple[tuple[int, int], ...], result: int | None, entry: int,
+                   on_error: Callable[[int], None], miss: object
+                   ) -> Callable[[tuple[Any, ...]], Any] | None:
+    """A C function of a call's tuple of positional arguments (``nargs`` of them) that runs
+    the kernel and returns argument ``result`` (None: returns None), or returns ``miss``
+    without running anything; None where the extension is not usable. Per array argument
+    (``images``): its position, dtype, array-argument position, shape, strides and
+    whether the kernel writes it (it must then be writeable); ``values``: (position,
+    array-argument position) per Float64 scalar, handed to the kernel as a one-element
+    array; ``ints``: (position, value) per Int argument the kernel was specialized for;
+    ``params``, ``nbytes``, ``pairs`` as :class:`~middleend.target.kernel.CallPlan` has
+    them; ``entry``: :meth:`~middleend.target.kernel.Kernel.packed_entry`."""
+    module, _ = _module()
+    if module is None:
+        return None
+    p = len(params)
+    fixed = (*params, *([0] * len(nbytes)))
+    return module.ArgsStub(
+        nargs, tuple((k, dtype, p + pos, shape, strides, writes)
+                     for k, dtype, pos, shape, strides, writes in images),
+        tuple((k, p + pos) for k, pos in values), ints, fixed, p, nbytes, pairs,
+        -1 if result is None else result, entry, on_error, miss, ())

@@ -1,14 +1,17 @@
-/* A repeated realize call in C: frontends/halide/fastcall.py builds this CPython extension
-   once per Python, numpy and compiler, and frontends/halide/prepared.py makes one Stub per
-   prepared call whose kernel has a packed C entry (backends/clike/entry.py).
+/* Repeated kernel calls in C: frontends/fastcall.py builds this CPython extension once per
+   Python, numpy and compiler. Two kinds of prepared call, each calling the packed C entry
+   every cpu kernel exports (backends/clike/entry.py):
+   - Stub: the Halide front-end's realize(sizes, inputs, out) with preallocated outputs
+     (frontends/halide/prepared.py), one per prepared call;
+   - ArgsStub: the Julia front-end's call with positional arguments (frontends/julia/api.py),
+     one per compiled specialization.
 
-   Why C: the checks of a prepared call (frontends/halide/prepared.py, Prepared.call) cost
-   5 us in Python on a warm interpreter and 60 us after a kernel has streamed a large image
-   through the caches (every bytecode, object and dict they touch is then a miss); here
-   they read a few words of each argument. A Stub makes exactly the checks Prepared.call
-   makes, on the same data, for the calls that pass preallocated outputs (out=); anything
-   it does not handle returns `miss` and the caller takes the Python path, whose answers
-   and errors are the ones users see. */
+   Why C: the checks of a repeated call cost 5 us in Python on a warm interpreter and
+   60-100 us after a kernel has streamed a large image through the caches (every bytecode,
+   object and dict they touch is then a miss); here they read a few words of each
+   argument. A stub makes exactly the checks of the Python path it stands for, on the same
+   data; anything it does not handle returns `miss` and the caller takes the Python path,
+   whose answers and errors are the ones users see. */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -26,6 +29,8 @@ typedef int (*packed_entry)(const int64_t *);
    words, and what it must look like. */
 typedef struct {
     Py_ssize_t slot;         /* index among the entry's words (params first) */
+    Py_ssize_t index;        /* ArgsStub: the argument's position */
+    int writes;              /* ArgsStub: the kernel writes it (it must be writeable) */
     int ndim;
     npy_intp shape[NPY_MAXDIMS];
     npy_intp strides[NPY_MAXDIMS];   /* images only */
@@ -160,7 +165,7 @@ static PyObject *stub_vectorcall(PyObject *op, PyObject *const *args, size_t nar
                                  PyObject *kwnames);
 
 /* Stub(sizes, images, scalars, out_list, outs, fixed, nparams, nbytes, pairs, entry,
-        on_error, miss, keep): see frontends/halide/fastcall.py, which makes them. */
+        on_error, miss, keep): see frontends/fastcall.py, which makes them. */
 static PyObject *stub_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
     PyObject *sizes, *images, *scalars, *outs, *fixed, *nbytes, *pairs, *on_error, *miss,
         *keep;
@@ -400,6 +405,249 @@ miss:
     return s->miss;
 }
 
+/* ---------------------------------------------------------------- ArgsStub */
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    Py_ssize_t nargs, narrays, nimages, nvalues, nints;
+    ArraySpec *images;
+    Py_ssize_t *values;          /* (index, slot) per Float64 scalar passed by address */
+    Py_ssize_t *int_index;       /* per specialized Int argument: its position ... */
+    long long *int_value;        /* ... and the value the specialization was built for */
+    Py_ssize_t nwords, nparams;
+    int64_t *fixed;
+    int64_t *nbytes;
+    Py_ssize_t npairs;
+    Py_ssize_t *pairs;
+    Py_ssize_t result;           /* the argument returned, or -1: None */
+    packed_entry entry;
+    PyObject *on_error, *miss, *keep;
+} ArgsStub;
+
+static void args_stub_dealloc(ArgsStub *s) {
+    spec_clear(s->images, s->nimages);
+    PyMem_Free(s->values);
+    PyMem_Free(s->int_index);
+    PyMem_Free(s->int_value);
+    PyMem_Free(s->fixed);
+    PyMem_Free(s->nbytes);
+    PyMem_Free(s->pairs);
+    Py_XDECREF(s->on_error);
+    Py_XDECREF(s->miss);
+    Py_XDECREF(s->keep);
+    Py_TYPE(s)->tp_free((PyObject *)s);
+}
+
+/* Pairs of Py_ssize_t from a tuple of 2-tuples, each below `below`. */
+static Py_ssize_t *index_pairs(PyObject *t, Py_ssize_t *n, Py_ssize_t below_a,
+                               Py_ssize_t below_b, const char *what) {
+    *n = PyTuple_GET_SIZE(t);
+    Py_ssize_t *v = PyMem_Calloc(*n > 0 ? 2 * (size_t)*n : 1, sizeof(Py_ssize_t));
+    if (v == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < *n; i++) {
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(t, i), "nn", &v[2 * i], &v[2 * i + 1]))
+            goto fail;
+        if (v[2 * i] < 0 || v[2 * i] >= below_a || v[2 * i + 1] < 0 ||
+            v[2 * i + 1] >= below_b) {
+            PyErr_Format(PyExc_ValueError, "ArgsStub: %s entry %zd out of range", what, i);
+            goto fail;
+        }
+    }
+    return v;
+fail:
+    PyMem_Free(v);
+    return NULL;
+}
+
+static PyObject *args_stub_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf,
+                                      PyObject *kwnames);
+
+/* ArgsStub(nargs, images, values, ints, fixed, nparams, nbytes, pairs, result, entry,
+            on_error, miss, keep): see frontends/fastcall.py, which makes them. */
+static PyObject *args_stub_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    PyObject *images, *values, *ints, *fixed, *nbytes, *pairs, *on_error, *miss, *keep;
+    Py_ssize_t nargs, nparams, result;
+    unsigned long long entry;
+    if (kw != NULL && PyDict_GET_SIZE(kw) > 0) {
+        PyErr_SetString(PyExc_TypeError, "ArgsStub takes no keyword arguments");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "nO!O!O!O!nO!O!nKOOO", &nargs, &PyTuple_Type, &images,
+                          &PyTuple_Type, &values, &PyTuple_Type, &ints, &PyTuple_Type,
+                          &fixed, &nparams, &PyTuple_Type, &nbytes, &PyTuple_Type, &pairs,
+                          &result, &entry, &on_error, &miss, &keep))
+        return NULL;
+    if (entry == 0 || !PyCallable_Check(on_error) || result < -1 || result >= nargs) {
+        PyErr_SetString(PyExc_ValueError, "ArgsStub: no entry, on_error not callable, or "
+                                          "a result that is no argument");
+        return NULL;
+    }
+    ArgsStub *s = (ArgsStub *)type->tp_alloc(type, 0);
+    if (s == NULL)
+        return NULL;
+    s->vectorcall = args_stub_vectorcall;
+    s->nargs = nargs;
+    s->nparams = nparams;
+    s->result = result;
+    s->entry = (packed_entry)(uintptr_t)entry;
+    Py_INCREF(on_error);
+    s->on_error = on_error;
+    Py_INCREF(miss);
+    s->miss = miss;
+    Py_INCREF(keep);
+    s->keep = keep;
+    if ((s->fixed = int64s(fixed, &s->nwords, "fixed")) == NULL ||
+        (s->nbytes = int64s(nbytes, &s->narrays, "nbytes")) == NULL)
+        goto fail;
+    if (nparams < 0 || nparams + s->narrays != s->nwords || s->nwords > 256) {
+        PyErr_SetString(PyExc_ValueError, "ArgsStub: params and arrays do not add up");
+        goto fail;
+    }
+    s->nimages = PyTuple_GET_SIZE(images);
+    s->images = PyMem_Calloc(s->nimages > 0 ? (size_t)s->nimages : 1, sizeof(ArraySpec));
+    if (s->images == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < s->nimages; i++) {
+        ArraySpec *a = &s->images[i];
+        PyObject *dtype, *shape, *strides;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(images, i), "nO!nO!O!p", &a->index,
+                              &PyArrayDescr_Type, &dtype, &a->slot, &PyTuple_Type, &shape,
+                              &PyTuple_Type, &strides, &a->writes))
+            goto fail;
+        Py_ssize_t nd = PyTuple_GET_SIZE(shape);
+        if (a->index < 0 || a->index >= nargs || a->slot < nparams || a->slot >= s->nwords ||
+            nd > NPY_MAXDIMS || PyTuple_GET_SIZE(strides) != nd) {
+            PyErr_Format(PyExc_ValueError, "ArgsStub: malformed images entry %zd", i);
+            goto fail;
+        }
+        Py_INCREF(dtype);
+        a->dtype = (PyArray_Descr *)dtype;
+        a->ndim = (int)nd;
+        for (Py_ssize_t d = 0; d < nd; d++) {
+            a->shape[d] = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, d));
+            a->strides[d] = PyLong_AsSsize_t(PyTuple_GET_ITEM(strides, d));
+        }
+        if (PyErr_Occurred())
+            goto fail;
+    }
+    if ((s->values = index_pairs(values, &s->nvalues, nargs, s->nwords, "values")) == NULL)
+        goto fail;
+    for (Py_ssize_t i = 0; i < s->nvalues; i++)
+        if (s->values[2 * i + 1] < nparams) {
+            PyErr_SetString(PyExc_ValueError, "ArgsStub: a value's slot is a param's");
+            goto fail;
+        }
+    s->nints = PyTuple_GET_SIZE(ints);
+    s->int_index = PyMem_Calloc(s->nints > 0 ? (size_t)s->nints : 1, sizeof(Py_ssize_t));
+    s->int_value = PyMem_Calloc(s->nints > 0 ? (size_t)s->nints : 1, sizeof(long long));
+    if (s->int_index == NULL || s->int_value == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < s->nints; i++) {
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(ints, i), "nL", &s->int_index[i],
+                              &s->int_value[i]))
+            goto fail;
+        if (s->int_index[i] < 0 || s->int_index[i] >= nargs) {
+            PyErr_SetString(PyExc_ValueError, "ArgsStub: an Int's index is no argument");
+            goto fail;
+        }
+    }
+    if ((s->pairs = index_pairs(pairs, &s->npairs, s->narrays, s->narrays, "pairs")) == NULL)
+        goto fail;
+    return (PyObject *)s;
+fail:
+    Py_DECREF(s);
+    return NULL;
+}
+
+static PyObject *args_stub_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf,
+                                      PyObject *kwnames) {
+    ArgsStub *s = (ArgsStub *)op;
+    if (PyVectorcall_NARGS(nargsf) != 1 || kwnames != NULL || !PyTuple_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "an ArgsStub takes the tuple of arguments");
+        return NULL;
+    }
+    PyObject *given = args[0];
+    if (PyTuple_GET_SIZE(given) != s->nargs)
+        goto miss;
+    int64_t words[256];
+    double values[256];
+    memcpy(words, s->fixed, (size_t)s->nwords * sizeof(int64_t));
+    for (Py_ssize_t i = 0; i < s->nimages; i++) {
+        const ArraySpec *spec = &s->images[i];
+        PyObject *a = PyTuple_GET_ITEM(given, spec->index);
+        if (!same_array(a, spec) || !PyArray_ISALIGNED((PyArrayObject *)a) ||
+            (spec->writes && !PyArray_ISWRITEABLE((PyArrayObject *)a)))
+            goto miss;
+        npy_intp *strides = PyArray_STRIDES((PyArrayObject *)a);
+        for (int d = 0; d < spec->ndim; d++)
+            if (strides[d] != spec->strides[d])
+                goto miss;
+        words[spec->slot] = (int64_t)(intptr_t)PyArray_DATA((PyArrayObject *)a);
+    }
+    for (Py_ssize_t i = 0; i < s->nvalues; i++) {
+        PyObject *v = PyTuple_GET_ITEM(given, s->values[2 * i]);
+        if (!PyFloat_Check(v))  /* a Python float or numpy float64 (a Float64) */
+            goto miss;
+        values[i] = PyFloat_AS_DOUBLE(v);
+        words[s->values[2 * i + 1]] = (int64_t)(intptr_t)&values[i];
+    }
+    for (Py_ssize_t i = 0; i < s->nints; i++) {
+        PyObject *v = PyTuple_GET_ITEM(given, s->int_index[i]);
+        int overflow;
+        if (!PyLong_CheckExact(v))
+            goto miss;
+        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (overflow || x != s->int_value[i])
+            goto miss;
+    }
+    const int64_t *addr = words + s->nparams;
+    for (Py_ssize_t k = 0; k < s->npairs; k++) {
+        Py_ssize_t i = s->pairs[2 * k], j = s->pairs[2 * k + 1];
+        if (addr[i] < addr[j] + s->nbytes[j] && addr[j] < addr[i] + s->nbytes[i])
+            goto miss;  /* they overlap: the ordinary path says so */
+    }
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = s->entry(words);
+    Py_END_ALLOW_THREADS
+    if (rc != 0) {
+        PyObject *r = PyObject_CallFunction(s->on_error, "i", rc);
+        if (r != NULL) {
+            Py_DECREF(r);
+            PyErr_Format(PyExc_RuntimeError, "the kernel returned status %d", rc);
+        }
+        return NULL;
+    }
+    if (s->result < 0)
+        Py_RETURN_NONE;
+    PyObject *res = PyTuple_GET_ITEM(given, s->result);
+    Py_INCREF(res);
+    return res;
+miss:
+    Py_INCREF(s->miss);
+    return s->miss;
+}
+
+static PyTypeObject ArgsStubType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "_me_fastcall.ArgsStub",
+    .tp_basicsize = sizeof(ArgsStub),
+    .tp_dealloc = (destructor)args_stub_dealloc,
+    .tp_vectorcall_offset = offsetof(ArgsStub, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "A repeated call with positional arguments checked and made in C.",
+    .tp_new = args_stub_new,
+};
+
 static PyTypeObject StubType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "_me_fastcall.Stub",
@@ -414,20 +662,19 @@ static PyTypeObject StubType = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_me_fastcall",
-    "Repeated realize calls in C (frontends/halide/fastcall.py).", -1, NULL,
+    "Repeated kernel calls in C (frontends/fastcall.py).", -1, NULL,
     NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__me_fastcall(void) {
     import_array();
-    if (PyType_Ready(&StubType) < 0)
+    if (PyType_Ready(&StubType) < 0 || PyType_Ready(&ArgsStubType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;
-    Py_INCREF(&StubType);
-    if (PyModule_AddObject(m, "Stub", (PyObject *)&StubType) < 0) {
-        Py_DECREF(&StubType);
+    if (PyModule_AddObjectRef(m, "Stub", (PyObject *)&StubType) < 0 ||
+        PyModule_AddObjectRef(m, "ArgsStub", (PyObject *)&ArgsStubType) < 0) {
         Py_DECREF(m);
         return NULL;
     }
