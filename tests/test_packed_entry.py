@@ -105,3 +105,35 @@ def test_a_fast_call_raises_the_kernels_status() -> None:
                          ([4], np.array([1, 2, 3, 4], np.int64))):
         assert stub(sizes, {"src": src_a, "idx": idx_a}, out) is miss
     assert (out == -1).all()
+
+
+def test_without_python_headers_calls_take_the_python_path(monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    """A Python without its development headers cannot build the extension: the reason
+    says so in one line, no stub is made, and a Julia kernel's repeated calls still give
+    the right results through the ordinary path."""
+    import sysconfig
+
+    import frontends.fastcall as fc
+    from frontends.julia import compile_source
+    from frontends.julia.paper import KERNELS, source
+
+    real = sysconfig.get_paths
+    monkeypatch.setattr(sysconfig, "get_paths",
+                        lambda *a, **kw: {**real(*a, **kw), "include": "/nonexistent/py"})
+    fc._load.cache_clear()
+    try:
+        stub, why = fc.stub_type()
+        assert stub is None and "no development headers" in why and "\n" not in why
+        k = compile_source(source(), "bicg!")
+        kd = KERNELS["bicg!"]
+        for seed in range(3):
+            args = kd.make(kd.small, np.random.default_rng(seed))
+            want = kd.reference(tuple(a.copy() for a in args))
+            k(*args)
+            for pos, ref in want.items():
+                np.testing.assert_allclose(args[pos], ref, rtol=1e-10, atol=1e-12)
+        assert k.repeats == 0 and k._stubs == ()
+    finally:
+        monkeypatch.undo()
+        fc._load.cache_clear()
