@@ -25,17 +25,20 @@
 
 typedef int (*packed_entry)(const int64_t *);
 
+#define MAX_WORDS 256  /* the most arguments a stub takes (more: no stub, the Python path) */
+
 /* One array argument the call checks: where its data address goes among the entry's
    words, and what it must look like. */
 typedef struct {
     Py_ssize_t slot;         /* index among the entry's words (params first) */
     Py_ssize_t index;        /* ArgsStub: the argument's position */
-    int writes;              /* ArgsStub: the kernel writes it (it must be writeable) */
+    int writes;              /* the kernel writes it: it must be writeable */
+    int check_strides;       /* inputs: the strides must be these */
     int ndim;
     npy_intp shape[NPY_MAXDIMS];
-    npy_intp strides[NPY_MAXDIMS];   /* images only */
+    npy_intp strides[NPY_MAXDIMS];
     PyArray_Descr *dtype;    /* owned */
-    PyObject *name;          /* images only: the input's name (owned) */
+    PyObject *name;          /* Stub's inputs: the input's name (owned) */
 } ArraySpec;
 
 typedef struct {
@@ -44,16 +47,10 @@ typedef struct {
     PyObject *value;  /* owned */
 } ScalarSpec;
 
+/* What both kinds of stub keep of the kernel call itself. */
 typedef struct {
-    PyObject_HEAD
-    vectorcallfunc vectorcall;
-    Py_ssize_t nsizes;
-    int64_t *sizes;
-    Py_ssize_t nimages, nscalars, nouts;
-    ArraySpec *images, *outs;
-    ScalarSpec *scalars;
-    int out_list;
     Py_ssize_t nwords, nparams;  /* the entry's words: params, then one per array */
+    Py_ssize_t narrays;
     int64_t *fixed;              /* the words every call passes (0 where a call fills) */
     int64_t *nbytes;             /* per array argument */
     Py_ssize_t npairs;
@@ -62,7 +59,7 @@ typedef struct {
     PyObject *on_error;          /* called with a failing status; raises */
     PyObject *miss;              /* what a call that does not match returns */
     PyObject *keep;              /* what the words' fixed addresses point into */
-} Stub;
+} Call;
 
 static void spec_clear(ArraySpec *a, Py_ssize_t n) {
     for (Py_ssize_t i = 0; a != NULL && i < n; i++) {
@@ -72,29 +69,10 @@ static void spec_clear(ArraySpec *a, Py_ssize_t n) {
     PyMem_Free(a);
 }
 
-static void stub_dealloc(Stub *s) {
-    spec_clear(s->images, s->nimages);
-    spec_clear(s->outs, s->nouts);
-    for (Py_ssize_t i = 0; s->scalars != NULL && i < s->nscalars; i++) {
-        Py_XDECREF(s->scalars[i].name);
-        Py_XDECREF(s->scalars[i].type);
-        Py_XDECREF(s->scalars[i].value);
-    }
-    PyMem_Free(s->scalars);
-    PyMem_Free(s->sizes);
-    PyMem_Free(s->fixed);
-    PyMem_Free(s->nbytes);
-    PyMem_Free(s->pairs);
-    Py_XDECREF(s->on_error);
-    Py_XDECREF(s->miss);
-    Py_XDECREF(s->keep);
-    Py_TYPE(s)->tp_free((PyObject *)s);
-}
-
 /* int64 values of a tuple of ints into a fresh array of n (the tuple's length). */
 static int64_t *int64s(PyObject *t, Py_ssize_t *n, const char *what) {
     if (!PyTuple_Check(t)) {
-        PyErr_Format(PyExc_TypeError, "Stub: %s must be a tuple of ints", what);
+        PyErr_Format(PyExc_TypeError, "fastcall: %s must be a tuple of ints", what);
         return NULL;
     }
     *n = PyTuple_GET_SIZE(t);
@@ -113,47 +91,213 @@ static int64_t *int64s(PyObject *t, Py_ssize_t *n, const char *what) {
     return v;
 }
 
-/* (name or None, dtype, slot, shape, strides or None) per array into specs. */
-static ArraySpec *array_specs(PyObject *t, Py_ssize_t *n, Py_ssize_t nwords, int named,
-                              const char *what) {
-    if (!PyTuple_Check(t)) {
-        PyErr_Format(PyExc_TypeError, "Stub: %s must be a tuple", what);
-        return NULL;
-    }
+/* Pairs of Py_ssize_t from a tuple of 2-tuples, the first below below_a, the second
+   below below_b. */
+static Py_ssize_t *index_pairs(PyObject *t, Py_ssize_t *n, Py_ssize_t below_a,
+                               Py_ssize_t below_b, const char *what) {
     *n = PyTuple_GET_SIZE(t);
-    ArraySpec *a = PyMem_Calloc(*n > 0 ? (size_t)*n : 1, sizeof(ArraySpec));
-    if (a == NULL) {
+    Py_ssize_t *v = PyMem_Calloc(*n > 0 ? 2 * (size_t)*n : 1, sizeof(Py_ssize_t));
+    if (v == NULL) {
         PyErr_NoMemory();
         return NULL;
     }
     for (Py_ssize_t i = 0; i < *n; i++) {
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(t, i), "nn", &v[2 * i], &v[2 * i + 1]))
+            goto fail;
+        if (v[2 * i] < 0 || v[2 * i] >= below_a || v[2 * i + 1] < 0 ||
+            v[2 * i + 1] >= below_b) {
+            PyErr_Format(PyExc_ValueError, "fastcall: %s entry %zd out of range", what, i);
+            goto fail;
+        }
+    }
+    return v;
+fail:
+    PyMem_Free(v);
+    return NULL;
+}
+
+/* Fill `c` (zeroed) from a stub constructor's arguments; -1 with an exception set. */
+static int call_init(Call *c, PyObject *fixed, Py_ssize_t nparams, PyObject *nbytes,
+                     PyObject *pairs, unsigned long long entry, PyObject *on_error,
+                     PyObject *miss, PyObject *keep) {
+    if (entry == 0 || !PyCallable_Check(on_error)) {
+        PyErr_SetString(PyExc_ValueError, "fastcall: no entry, or on_error not callable");
+        return -1;
+    }
+    c->nparams = nparams;
+    c->entry = (packed_entry)(uintptr_t)entry;
+    Py_INCREF(on_error);
+    c->on_error = on_error;
+    Py_INCREF(miss);
+    c->miss = miss;
+    Py_INCREF(keep);
+    c->keep = keep;
+    if ((c->fixed = int64s(fixed, &c->nwords, "fixed")) == NULL ||
+        (c->nbytes = int64s(nbytes, &c->narrays, "nbytes")) == NULL)
+        return -1;
+    if (nparams < 0 || nparams + c->narrays != c->nwords || c->nwords > MAX_WORDS) {
+        PyErr_SetString(PyExc_ValueError, "fastcall: params and arrays do not add up");
+        return -1;
+    }
+    if (!PyTuple_Check(pairs)) {
+        PyErr_SetString(PyExc_TypeError, "fastcall: pairs must be a tuple");
+        return -1;
+    }
+    c->pairs = index_pairs(pairs, &c->npairs, c->narrays, c->narrays, "pairs");
+    return c->pairs == NULL ? -1 : 0;
+}
+
+static void call_clear(Call *c) {
+    PyMem_Free(c->fixed);
+    PyMem_Free(c->nbytes);
+    PyMem_Free(c->pairs);
+    Py_XDECREF(c->on_error);
+    Py_XDECREF(c->miss);
+    Py_XDECREF(c->keep);
+}
+
+/* Whether two arguments that must not overlap do (the ordinary path then says so). */
+static int call_overlaps(const Call *c, const int64_t *words) {
+    const int64_t *addr = words + c->nparams;
+    for (Py_ssize_t k = 0; k < c->npairs; k++) {
+        Py_ssize_t i = c->pairs[2 * k], j = c->pairs[2 * k + 1];
+        if (addr[i] < addr[j] + c->nbytes[j] && addr[j] < addr[i] + c->nbytes[i])
+            return 1;
+    }
+    return 0;
+}
+
+/* Run the kernel on `words` without the GIL (as ctypes calls it); 0, or -1 with the
+   kernel's own error raised (on_error) for a failing status. */
+static int call_run(const Call *c, const int64_t *words) {
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = c->entry(words);
+    Py_END_ALLOW_THREADS
+    if (rc == 0)
+        return 0;
+    PyObject *r = PyObject_CallFunction(c->on_error, "i", rc);
+    if (r != NULL) {
+        Py_DECREF(r);
+        PyErr_Format(PyExc_RuntimeError, "the kernel returned status %d", rc);
+    }
+    return -1;
+}
+
+/* Whether `a` is exactly an ndarray of spec's shape and dtype. */
+static int same_array(PyObject *a, const ArraySpec *spec) {
+    if (Py_TYPE(a) != &PyArray_Type)
+        return 0;
+    PyArrayObject *arr = (PyArrayObject *)a;
+    if (PyArray_NDIM(arr) != spec->ndim)
+        return 0;
+    npy_intp *shape = PyArray_DIMS(arr);
+    for (int d = 0; d < spec->ndim; d++)
+        if (shape[d] != spec->shape[d])
+            return 0;
+    return PyArray_DESCR(arr) == spec->dtype || PyArray_EquivTypes(PyArray_DESCR(arr),
+                                                                   spec->dtype);
+}
+
+/* Whether `a` is an argument as spec describes it (an input: its strides too; written:
+   writeable; always aligned), and if so its address into words. */
+static int take_array(PyObject *a, const ArraySpec *spec, int64_t *words) {
+    if (!same_array(a, spec) || !PyArray_ISALIGNED((PyArrayObject *)a) ||
+        (spec->writes && !PyArray_ISWRITEABLE((PyArrayObject *)a)))
+        return 0;
+    if (spec->check_strides) {
+        npy_intp *strides = PyArray_STRIDES((PyArrayObject *)a);
+        for (int d = 0; d < spec->ndim; d++)
+            if (strides[d] != spec->strides[d])
+                return 0;
+    }
+    words[spec->slot] = (int64_t)(intptr_t)PyArray_DATA((PyArrayObject *)a);
+    return 1;
+}
+
+/* One ArraySpec from (dtype, slot, shape, strides or None, writes), slot within
+   [lo, nwords). */
+static int parse_spec(ArraySpec *a, PyObject *dtype, Py_ssize_t slot, PyObject *shape,
+                      PyObject *strides, int writes, Py_ssize_t lo, Py_ssize_t nwords) {
+    Py_ssize_t nd = PyTuple_GET_SIZE(shape);
+    int with_strides = strides != Py_None;
+    if (slot < lo || slot >= nwords || nd > NPY_MAXDIMS ||
+        (with_strides && (!PyTuple_Check(strides) || PyTuple_GET_SIZE(strides) != nd))) {
+        PyErr_SetString(PyExc_ValueError, "fastcall: a malformed array entry");
+        return -1;
+    }
+    a->slot = slot;
+    a->writes = writes;
+    a->check_strides = with_strides;
+    a->ndim = (int)nd;
+    Py_INCREF(dtype);
+    a->dtype = (PyArray_Descr *)dtype;
+    for (Py_ssize_t d = 0; d < nd; d++) {
+        a->shape[d] = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, d));
+        if (with_strides)
+            a->strides[d] = PyLong_AsSsize_t(PyTuple_GET_ITEM(strides, d));
+    }
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+static ArraySpec *new_specs(PyObject *t, Py_ssize_t *n) {
+    *n = PyTuple_GET_SIZE(t);
+    ArraySpec *a = PyMem_Calloc(*n > 0 ? (size_t)*n : 1, sizeof(ArraySpec));
+    if (a == NULL)
+        PyErr_NoMemory();
+    return a;
+}
+
+/* -------------------------------------------------------------------- Stub */
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    Py_ssize_t nsizes;
+    int64_t *sizes;
+    Py_ssize_t nimages, nscalars, nouts;
+    ArraySpec *images, *outs;
+    ScalarSpec *scalars;
+    int out_list;
+    Call call;
+} Stub;
+
+static void stub_dealloc(Stub *s) {
+    spec_clear(s->images, s->nimages);
+    spec_clear(s->outs, s->nouts);
+    for (Py_ssize_t i = 0; s->scalars != NULL && i < s->nscalars; i++) {
+        Py_XDECREF(s->scalars[i].name);
+        Py_XDECREF(s->scalars[i].type);
+        Py_XDECREF(s->scalars[i].value);
+    }
+    PyMem_Free(s->scalars);
+    PyMem_Free(s->sizes);
+    call_clear(&s->call);
+    Py_TYPE(s)->tp_free((PyObject *)s);
+}
+
+/* (name or None, dtype, slot, shape, strides or None) per array into specs: names and
+   strides for the inputs, neither for the outputs (written). */
+static ArraySpec *array_specs(PyObject *t, Py_ssize_t *n, const Call *c, int inputs) {
+    ArraySpec *a = new_specs(t, n);
+    if (a == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < *n; i++) {
         PyObject *name, *dtype, *shape, *strides;
         Py_ssize_t slot;
         if (!PyArg_ParseTuple(PyTuple_GET_ITEM(t, i), "OO!nO!O", &name, &PyArrayDescr_Type,
-                              &dtype, &slot, &PyTuple_Type, &shape, &strides))
+                              &dtype, &slot, &PyTuple_Type, &shape, &strides) ||
+            parse_spec(&a[i], dtype, slot, shape, inputs ? strides : Py_None, !inputs,
+                       c->nparams, c->nwords) < 0)
             goto fail;
-        Py_ssize_t nd = PyTuple_GET_SIZE(shape);
-        if (slot < 0 || slot >= nwords || nd > NPY_MAXDIMS ||
-            (named && (!PyUnicode_CheckExact(name) || !PyTuple_Check(strides) ||
-                       PyTuple_GET_SIZE(strides) != nd))) {
-            PyErr_Format(PyExc_ValueError, "Stub: malformed %s entry %zd", what, i);
-            goto fail;
-        }
-        a[i].slot = slot;
-        a[i].ndim = (int)nd;
-        Py_INCREF(dtype);
-        a[i].dtype = (PyArray_Descr *)dtype;
-        if (named) {
+        if (inputs) {
+            if (!PyUnicode_CheckExact(name) || strides == Py_None) {
+                PyErr_SetString(PyExc_ValueError, "Stub: an input needs a name and strides");
+                goto fail;
+            }
             Py_INCREF(name);
             a[i].name = name;
         }
-        for (Py_ssize_t d = 0; d < nd; d++) {
-            a[i].shape[d] = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, d));
-            if (named)
-                a[i].strides[d] = PyLong_AsSsize_t(PyTuple_GET_ITEM(strides, d));
-        }
-        if (PyErr_Occurred())
-            goto fail;
     }
     return a;
 fail:
@@ -182,34 +326,15 @@ static PyObject *stub_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
                           &PyTuple_Type, &nbytes, &PyTuple_Type, &pairs, &entry, &on_error,
                           &miss, &keep))
         return NULL;
-    if (entry == 0 || !PyCallable_Check(on_error)) {
-        PyErr_SetString(PyExc_ValueError, "Stub: no entry, or on_error is not callable");
-        return NULL;
-    }
     Stub *s = (Stub *)type->tp_alloc(type, 0);
     if (s == NULL)
         return NULL;
     s->vectorcall = stub_vectorcall;
     s->out_list = out_list;
-    s->nparams = nparams;
-    s->entry = (packed_entry)(uintptr_t)entry;
-    Py_INCREF(on_error);
-    s->on_error = on_error;
-    Py_INCREF(miss);
-    s->miss = miss;
-    Py_INCREF(keep);
-    s->keep = keep;
-    Py_ssize_t narrays, n2;
-    if ((s->sizes = int64s(sizes, &s->nsizes, "sizes")) == NULL ||
-        (s->fixed = int64s(fixed, &s->nwords, "fixed")) == NULL ||
-        (s->nbytes = int64s(nbytes, &narrays, "nbytes")) == NULL)
-        goto fail;
-    if (nparams < 0 || nparams + narrays != s->nwords) {
-        PyErr_SetString(PyExc_ValueError, "Stub: params and arrays do not add up");
-        goto fail;
-    }
-    if ((s->images = array_specs(images, &s->nimages, s->nwords, 1, "images")) == NULL ||
-        (s->outs = array_specs(outs, &s->nouts, s->nwords, 0, "outs")) == NULL)
+    if (call_init(&s->call, fixed, nparams, nbytes, pairs, entry, on_error, miss, keep) < 0 ||
+        (s->sizes = int64s(sizes, &s->nsizes, "sizes")) == NULL ||
+        (s->images = array_specs(images, &s->nimages, &s->call, 1)) == NULL ||
+        (s->outs = array_specs(outs, &s->nouts, &s->call, 0)) == NULL)
         goto fail;
     s->nscalars = PyTuple_GET_SIZE(scalars);
     s->scalars = PyMem_Calloc(s->nscalars > 0 ? (size_t)s->nscalars : 1, sizeof(ScalarSpec));
@@ -231,46 +356,24 @@ static PyObject *stub_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
         Py_INCREF(value);
         s->scalars[i] = (ScalarSpec){name, kind, value};
     }
-    n2 = PyTuple_GET_SIZE(pairs);
-    s->npairs = n2;
-    s->pairs = PyMem_Calloc(n2 > 0 ? 2 * (size_t)n2 : 1, sizeof(Py_ssize_t));
-    if (s->pairs == NULL) {
-        PyErr_NoMemory();
-        goto fail;
-    }
-    for (Py_ssize_t i = 0; i < n2; i++) {
-        Py_ssize_t a, b;
-        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(pairs, i), "nn", &a, &b))
-            goto fail;
-        if (a < 0 || b < 0 || a >= narrays || b >= narrays) {
-            PyErr_SetString(PyExc_ValueError, "Stub: a pair names no array argument");
-            goto fail;
-        }
-        s->pairs[2 * i] = a;
-        s->pairs[2 * i + 1] = b;
-    }
     return (PyObject *)s;
 fail:
     Py_DECREF(s);
     return NULL;
 }
 
-/* Whether `a` is exactly an ndarray of spec's shape and dtype. */
-static int same_array(PyObject *a, const ArraySpec *spec) {
-    if (Py_TYPE(a) != &PyArray_Type)
-        return 0;
-    PyArrayObject *arr = (PyArrayObject *)a;
-    if (PyArray_NDIM(arr) != spec->ndim)
-        return 0;
-    npy_intp *shape = PyArray_DIMS(arr);
-    for (int d = 0; d < spec->ndim; d++)
-        if (shape[d] != spec->shape[d])
-            return 0;
-    return PyArray_DESCR(arr) == spec->dtype || PyArray_EquivTypes(PyArray_DESCR(arr),
-                                                                   spec->dtype);
+/* The items of an exact list or tuple (NULL: neither). */
+static PyObject *const *sequence_items(PyObject *o, Py_ssize_t *n) {
+    if (PyList_CheckExact(o)) {
+        *n = PyList_GET_SIZE(o);
+        return ((PyListObject *)o)->ob_item;
+    }
+    if (PyTuple_CheckExact(o)) {
+        *n = PyTuple_GET_SIZE(o);
+        return ((PyTupleObject *)o)->ob_item;
+    }
+    return NULL;
 }
-
-#define MAX_WORDS 256
 
 static PyObject *stub_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf,
                                  PyObject *kwnames) {
@@ -280,17 +383,9 @@ static PyObject *stub_vectorcall(PyObject *op, PyObject *const *args, size_t nar
         return NULL;
     }
     PyObject *sizes = args[0], *inputs = args[1], *out = args[2];
-    PyObject *const *items;
     Py_ssize_t n;
-    if (PyList_CheckExact(sizes)) {
-        items = ((PyListObject *)sizes)->ob_item;
-        n = PyList_GET_SIZE(sizes);
-    } else if (PyTuple_CheckExact(sizes)) {
-        items = ((PyTupleObject *)sizes)->ob_item;
-        n = PyTuple_GET_SIZE(sizes);
-    } else
-        goto miss;
-    if (n != s->nsizes)
+    PyObject *const *items = sequence_items(sizes, &n);
+    if (items == NULL || n != s->nsizes)
         goto miss;
     for (Py_ssize_t i = 0; i < n; i++) {
         int overflow;
@@ -300,26 +395,19 @@ static PyObject *stub_vectorcall(PyObject *op, PyObject *const *args, size_t nar
         if (overflow || v != s->sizes[i])
             goto miss;
     }
-    if (!PyDict_CheckExact(inputs) ||
-        PyDict_GET_SIZE(inputs) != s->nimages + s->nscalars || s->nwords > MAX_WORDS)
+    if (!PyDict_CheckExact(inputs) || PyDict_GET_SIZE(inputs) != s->nimages + s->nscalars)
         goto miss;
     int64_t words[MAX_WORDS];
-    memcpy(words, s->fixed, (size_t)s->nwords * sizeof(int64_t));
+    memcpy(words, s->call.fixed, (size_t)s->call.nwords * sizeof(int64_t));
     for (Py_ssize_t i = 0; i < s->nimages; i++) {
-        const ArraySpec *spec = &s->images[i];
-        PyObject *a = PyDict_GetItemWithError(inputs, spec->name);
+        PyObject *a = PyDict_GetItemWithError(inputs, s->images[i].name);
         if (a == NULL) {
             if (PyErr_Occurred())
                 return NULL;
             goto miss;
         }
-        if (!same_array(a, spec) || !PyArray_ISALIGNED((PyArrayObject *)a))
+        if (!take_array(a, &s->images[i], words))
             goto miss;
-        npy_intp *strides = PyArray_STRIDES((PyArrayObject *)a);
-        for (int d = 0; d < spec->ndim; d++)
-            if (strides[d] != spec->strides[d])
-                goto miss;
-        words[spec->slot] = (int64_t)(intptr_t)PyArray_DATA((PyArrayObject *)a);
     }
     for (Py_ssize_t i = 0; i < s->nscalars; i++) {
         const ScalarSpec *spec = &s->scalars[i];
@@ -346,13 +434,7 @@ static PyObject *stub_vectorcall(PyObject *op, PyObject *const *args, size_t nar
     PyObject *const *given;
     Py_ssize_t ngiven;
     if (s->out_list) {
-        if (PyList_CheckExact(out)) {
-            given = ((PyListObject *)out)->ob_item;
-            ngiven = PyList_GET_SIZE(out);
-        } else if (PyTuple_CheckExact(out)) {
-            given = ((PyTupleObject *)out)->ob_item;
-            ngiven = PyTuple_GET_SIZE(out);
-        } else
+        if ((given = sequence_items(out, &ngiven)) == NULL)
             goto miss;
     } else {
         given = &args[2];
@@ -360,30 +442,14 @@ static PyObject *stub_vectorcall(PyObject *op, PyObject *const *args, size_t nar
     }
     if (ngiven != s->nouts)
         goto miss;
-    for (Py_ssize_t i = 0; i < ngiven; i++) {
-        if (!same_array(given[i], &s->outs[i]) ||
-            !PyArray_CHKFLAGS((PyArrayObject *)given[i], NPY_ARRAY_CARRAY))
-            goto miss;  /* C-contiguous, aligned and writeable */
-        words[s->outs[i].slot] = (int64_t)(intptr_t)PyArray_DATA((PyArrayObject *)given[i]);
-    }
-    const int64_t *addr = words + s->nparams;
-    for (Py_ssize_t k = 0; k < s->npairs; k++) {
-        Py_ssize_t i = s->pairs[2 * k], j = s->pairs[2 * k + 1];
-        if (addr[i] < addr[j] + s->nbytes[j] && addr[j] < addr[i] + s->nbytes[i])
-            goto miss;  /* they overlap: the ordinary path says so */
-    }
-    int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = s->entry(words);
-    Py_END_ALLOW_THREADS
-    if (rc != 0) {
-        PyObject *r = PyObject_CallFunction(s->on_error, "i", rc);
-        if (r != NULL) {
-            Py_DECREF(r);
-            PyErr_Format(PyExc_RuntimeError, "the kernel returned status %d", rc);
-        }
+    for (Py_ssize_t i = 0; i < ngiven; i++)
+        if (!take_array(given[i], &s->outs[i], words) ||
+            !PyArray_IS_C_CONTIGUOUS((PyArrayObject *)given[i]))
+            goto miss;
+    if (call_overlaps(&s->call, words))
+        goto miss;
+    if (call_run(&s->call, words) < 0)
         return NULL;
-    }
     if (!s->out_list) {
         Py_INCREF(out);
         return out;
@@ -401,8 +467,8 @@ static PyObject *stub_vectorcall(PyObject *op, PyObject *const *args, size_t nar
     }
     return res;
 miss:
-    Py_INCREF(s->miss);
-    return s->miss;
+    Py_INCREF(s->call.miss);
+    return s->call.miss;
 }
 
 /* ---------------------------------------------------------------- ArgsStub */
@@ -410,57 +476,20 @@ miss:
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
-    Py_ssize_t nargs, narrays, nimages, nvalues, nints;
+    Py_ssize_t nargs, nimages, nvalues, nints;
     ArraySpec *images;
     Py_ssize_t *values;          /* (index, slot) per Float64 scalar passed by address */
-    Py_ssize_t *int_index;       /* per specialized Int argument: its position ... */
-    long long *int_value;        /* ... and the value the specialization was built for */
-    Py_ssize_t nwords, nparams;
-    int64_t *fixed;
-    int64_t *nbytes;
-    Py_ssize_t npairs;
-    Py_ssize_t *pairs;
+    long long *ints;             /* (index, value) per specialized Int argument */
     Py_ssize_t result;           /* the argument returned, or -1: None */
-    packed_entry entry;
-    PyObject *on_error, *miss, *keep;
+    Call call;
 } ArgsStub;
 
 static void args_stub_dealloc(ArgsStub *s) {
     spec_clear(s->images, s->nimages);
     PyMem_Free(s->values);
-    PyMem_Free(s->int_index);
-    PyMem_Free(s->int_value);
-    PyMem_Free(s->fixed);
-    PyMem_Free(s->nbytes);
-    PyMem_Free(s->pairs);
-    Py_XDECREF(s->on_error);
-    Py_XDECREF(s->miss);
-    Py_XDECREF(s->keep);
+    PyMem_Free(s->ints);
+    call_clear(&s->call);
     Py_TYPE(s)->tp_free((PyObject *)s);
-}
-
-/* Pairs of Py_ssize_t from a tuple of 2-tuples, each below `below`. */
-static Py_ssize_t *index_pairs(PyObject *t, Py_ssize_t *n, Py_ssize_t below_a,
-                               Py_ssize_t below_b, const char *what) {
-    *n = PyTuple_GET_SIZE(t);
-    Py_ssize_t *v = PyMem_Calloc(*n > 0 ? 2 * (size_t)*n : 1, sizeof(Py_ssize_t));
-    if (v == NULL) {
-        PyErr_NoMemory();
-        return NULL;
-    }
-    for (Py_ssize_t i = 0; i < *n; i++) {
-        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(t, i), "nn", &v[2 * i], &v[2 * i + 1]))
-            goto fail;
-        if (v[2 * i] < 0 || v[2 * i] >= below_a || v[2 * i + 1] < 0 ||
-            v[2 * i + 1] >= below_b) {
-            PyErr_Format(PyExc_ValueError, "ArgsStub: %s entry %zd out of range", what, i);
-            goto fail;
-        }
-    }
-    return v;
-fail:
-    PyMem_Free(v);
-    return NULL;
 }
 
 static PyObject *args_stub_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf,
@@ -481,9 +510,8 @@ static PyObject *args_stub_new(PyTypeObject *type, PyObject *args, PyObject *kw)
                           &fixed, &nparams, &PyTuple_Type, &nbytes, &PyTuple_Type, &pairs,
                           &result, &entry, &on_error, &miss, &keep))
         return NULL;
-    if (entry == 0 || !PyCallable_Check(on_error) || result < -1 || result >= nargs) {
-        PyErr_SetString(PyExc_ValueError, "ArgsStub: no entry, on_error not callable, or "
-                                          "a result that is no argument");
+    if (result < -1 || result >= nargs) {
+        PyErr_SetString(PyExc_ValueError, "ArgsStub: a result that is no argument");
         return NULL;
     }
     ArgsStub *s = (ArgsStub *)type->tp_alloc(type, 0);
@@ -491,52 +519,27 @@ static PyObject *args_stub_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         return NULL;
     s->vectorcall = args_stub_vectorcall;
     s->nargs = nargs;
-    s->nparams = nparams;
     s->result = result;
-    s->entry = (packed_entry)(uintptr_t)entry;
-    Py_INCREF(on_error);
-    s->on_error = on_error;
-    Py_INCREF(miss);
-    s->miss = miss;
-    Py_INCREF(keep);
-    s->keep = keep;
-    if ((s->fixed = int64s(fixed, &s->nwords, "fixed")) == NULL ||
-        (s->nbytes = int64s(nbytes, &s->narrays, "nbytes")) == NULL)
+    if (call_init(&s->call, fixed, nparams, nbytes, pairs, entry, on_error, miss, keep) < 0 ||
+        (s->images = new_specs(images, &s->nimages)) == NULL)
         goto fail;
-    if (nparams < 0 || nparams + s->narrays != s->nwords || s->nwords > 256) {
-        PyErr_SetString(PyExc_ValueError, "ArgsStub: params and arrays do not add up");
-        goto fail;
-    }
-    s->nimages = PyTuple_GET_SIZE(images);
-    s->images = PyMem_Calloc(s->nimages > 0 ? (size_t)s->nimages : 1, sizeof(ArraySpec));
-    if (s->images == NULL) {
-        PyErr_NoMemory();
-        goto fail;
-    }
     for (Py_ssize_t i = 0; i < s->nimages; i++) {
         ArraySpec *a = &s->images[i];
         PyObject *dtype, *shape, *strides;
+        Py_ssize_t slot;
+        int writes;
         if (!PyArg_ParseTuple(PyTuple_GET_ITEM(images, i), "nO!nO!O!p", &a->index,
-                              &PyArrayDescr_Type, &dtype, &a->slot, &PyTuple_Type, &shape,
-                              &PyTuple_Type, &strides, &a->writes))
+                              &PyArrayDescr_Type, &dtype, &slot, &PyTuple_Type, &shape,
+                              &PyTuple_Type, &strides, &writes) ||
+            parse_spec(a, dtype, slot, shape, strides, writes, nparams, s->call.nwords) < 0)
             goto fail;
-        Py_ssize_t nd = PyTuple_GET_SIZE(shape);
-        if (a->index < 0 || a->index >= nargs || a->slot < nparams || a->slot >= s->nwords ||
-            nd > NPY_MAXDIMS || PyTuple_GET_SIZE(strides) != nd) {
-            PyErr_Format(PyExc_ValueError, "ArgsStub: malformed images entry %zd", i);
+        if (a->index < 0 || a->index >= nargs) {
+            PyErr_SetString(PyExc_ValueError, "ArgsStub: an array's index is no argument");
             goto fail;
         }
-        Py_INCREF(dtype);
-        a->dtype = (PyArray_Descr *)dtype;
-        a->ndim = (int)nd;
-        for (Py_ssize_t d = 0; d < nd; d++) {
-            a->shape[d] = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, d));
-            a->strides[d] = PyLong_AsSsize_t(PyTuple_GET_ITEM(strides, d));
-        }
-        if (PyErr_Occurred())
-            goto fail;
     }
-    if ((s->values = index_pairs(values, &s->nvalues, nargs, s->nwords, "values")) == NULL)
+    if ((s->values = index_pairs(values, &s->nvalues, nargs, s->call.nwords,
+                                 "values")) == NULL)
         goto fail;
     for (Py_ssize_t i = 0; i < s->nvalues; i++)
         if (s->values[2 * i + 1] < nparams) {
@@ -544,23 +547,21 @@ static PyObject *args_stub_new(PyTypeObject *type, PyObject *args, PyObject *kw)
             goto fail;
         }
     s->nints = PyTuple_GET_SIZE(ints);
-    s->int_index = PyMem_Calloc(s->nints > 0 ? (size_t)s->nints : 1, sizeof(Py_ssize_t));
-    s->int_value = PyMem_Calloc(s->nints > 0 ? (size_t)s->nints : 1, sizeof(long long));
-    if (s->int_index == NULL || s->int_value == NULL) {
+    s->ints = PyMem_Calloc(s->nints > 0 ? 2 * (size_t)s->nints : 1, sizeof(long long));
+    if (s->ints == NULL) {
         PyErr_NoMemory();
         goto fail;
     }
     for (Py_ssize_t i = 0; i < s->nints; i++) {
-        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(ints, i), "nL", &s->int_index[i],
-                              &s->int_value[i]))
+        Py_ssize_t index;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(ints, i), "nL", &index, &s->ints[2 * i + 1]))
             goto fail;
-        if (s->int_index[i] < 0 || s->int_index[i] >= nargs) {
+        if (index < 0 || index >= nargs) {
             PyErr_SetString(PyExc_ValueError, "ArgsStub: an Int's index is no argument");
             goto fail;
         }
+        s->ints[2 * i] = index;
     }
-    if ((s->pairs = index_pairs(pairs, &s->npairs, s->narrays, s->narrays, "pairs")) == NULL)
-        goto fail;
     return (PyObject *)s;
 fail:
     Py_DECREF(s);
@@ -577,21 +578,12 @@ static PyObject *args_stub_vectorcall(PyObject *op, PyObject *const *args, size_
     PyObject *given = args[0];
     if (PyTuple_GET_SIZE(given) != s->nargs)
         goto miss;
-    int64_t words[256];
-    double values[256];
-    memcpy(words, s->fixed, (size_t)s->nwords * sizeof(int64_t));
-    for (Py_ssize_t i = 0; i < s->nimages; i++) {
-        const ArraySpec *spec = &s->images[i];
-        PyObject *a = PyTuple_GET_ITEM(given, spec->index);
-        if (!same_array(a, spec) || !PyArray_ISALIGNED((PyArrayObject *)a) ||
-            (spec->writes && !PyArray_ISWRITEABLE((PyArrayObject *)a)))
+    int64_t words[MAX_WORDS];
+    double values[MAX_WORDS];
+    memcpy(words, s->call.fixed, (size_t)s->call.nwords * sizeof(int64_t));
+    for (Py_ssize_t i = 0; i < s->nimages; i++)
+        if (!take_array(PyTuple_GET_ITEM(given, s->images[i].index), &s->images[i], words))
             goto miss;
-        npy_intp *strides = PyArray_STRIDES((PyArrayObject *)a);
-        for (int d = 0; d < spec->ndim; d++)
-            if (strides[d] != spec->strides[d])
-                goto miss;
-        words[spec->slot] = (int64_t)(intptr_t)PyArray_DATA((PyArrayObject *)a);
-    }
     for (Py_ssize_t i = 0; i < s->nvalues; i++) {
         PyObject *v = PyTuple_GET_ITEM(given, s->values[2 * i]);
         if (!PyFloat_Check(v))  /* a Python float or numpy float64 (a Float64) */
@@ -600,53 +592,29 @@ static PyObject *args_stub_vectorcall(PyObject *op, PyObject *const *args, size_
         words[s->values[2 * i + 1]] = (int64_t)(intptr_t)&values[i];
     }
     for (Py_ssize_t i = 0; i < s->nints; i++) {
-        PyObject *v = PyTuple_GET_ITEM(given, s->int_index[i]);
+        PyObject *v = PyTuple_GET_ITEM(given, (Py_ssize_t)s->ints[2 * i]);
         int overflow;
         if (!PyLong_CheckExact(v))
             goto miss;
         long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
-        if (overflow || x != s->int_value[i])
+        if (overflow || x != s->ints[2 * i + 1])
             goto miss;
     }
-    const int64_t *addr = words + s->nparams;
-    for (Py_ssize_t k = 0; k < s->npairs; k++) {
-        Py_ssize_t i = s->pairs[2 * k], j = s->pairs[2 * k + 1];
-        if (addr[i] < addr[j] + s->nbytes[j] && addr[j] < addr[i] + s->nbytes[i])
-            goto miss;  /* they overlap: the ordinary path says so */
-    }
-    int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = s->entry(words);
-    Py_END_ALLOW_THREADS
-    if (rc != 0) {
-        PyObject *r = PyObject_CallFunction(s->on_error, "i", rc);
-        if (r != NULL) {
-            Py_DECREF(r);
-            PyErr_Format(PyExc_RuntimeError, "the kernel returned status %d", rc);
-        }
+    if (call_overlaps(&s->call, words))
+        goto miss;
+    if (call_run(&s->call, words) < 0)
         return NULL;
-    }
     if (s->result < 0)
         Py_RETURN_NONE;
     PyObject *res = PyTuple_GET_ITEM(given, s->result);
     Py_INCREF(res);
     return res;
 miss:
-    Py_INCREF(s->miss);
-    return s->miss;
+    Py_INCREF(s->call.miss);
+    return s->call.miss;
 }
 
-static PyTypeObject ArgsStubType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "_me_fastcall.ArgsStub",
-    .tp_basicsize = sizeof(ArgsStub),
-    .tp_dealloc = (destructor)args_stub_dealloc,
-    .tp_vectorcall_offset = offsetof(ArgsStub, vectorcall),
-    .tp_call = PyVectorcall_Call,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "A repeated call with positional arguments checked and made in C.",
-    .tp_new = args_stub_new,
-};
+/* ------------------------------------------------------------------ module */
 
 static PyTypeObject StubType = {
     PyVarObject_HEAD_INIT(NULL, 0)
@@ -658,6 +626,18 @@ static PyTypeObject StubType = {
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_doc = "A prepared realize call checked and made in C.",
     .tp_new = stub_new,
+};
+
+static PyTypeObject ArgsStubType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "_me_fastcall.ArgsStub",
+    .tp_basicsize = sizeof(ArgsStub),
+    .tp_dealloc = (destructor)args_stub_dealloc,
+    .tp_vectorcall_offset = offsetof(ArgsStub, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "A repeated call with positional arguments checked and made in C.",
+    .tp_new = args_stub_new,
 };
 
 static struct PyModuleDef module = {

@@ -147,6 +147,8 @@ def test_mistakes_after_a_repeated_call_are_refused_as_on_the_first(setup: Any) 
     ro.flags.writeable = False
     with pytest.raises(KernelArgumentError, match="read-only|writeable|writable"):
         k.realize([24, 16], out=[outs[0], ro], rin=img, rw=1.0)
+    with pytest.raises(KernelArgumentError, match="contiguous"):
+        k.realize([24, 16], out=[outs[0], np.asfortranarray(outs[1])], rin=img, rw=1.0)
     with pytest.raises(KernelArgumentError, match="overlap"):
         k.realize([24, 16], out=[outs[0], outs[0]], rin=img, rw=1.0)
     with pytest.raises(KernelArgumentError, match="overlap"):

@@ -137,3 +137,39 @@ def test_without_python_headers_calls_take_the_python_path(monkeypatch: pytest.M
     finally:
         monkeypatch.undo()
         fc._load.cache_clear()
+
+
+def test_an_args_stub_checks_int_values_of_either_sign() -> None:
+    """An ArgsStub (the Julia front-end's) for the gather kernel with two specialized
+    Ints, one negative: the same values run the kernel, another value, a numpy integer
+    or a bool is a miss (nothing run)."""
+    import os
+
+    from frontends.fastcall import make_args_stub, stub_type
+
+    if stub_type()[0] is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"the fast-call extension must build in CI: {stub_type()[1]}")
+        pytest.skip(stub_type()[1])
+    k = _gather("packedi")
+    miss = object()
+    f32, i32 = np.dtype(np.float32), np.dtype(np.int32)
+    stub = make_args_stub(
+        nargs=5, images=((0, f32, 0, (8,), (4,), False), (1, i32, 1, (4,), (4,), False),
+                         (2, f32, 2, (4,), (4,), True)),
+        values=(), ints=((3, -7), (4, 2**40)), params=(), nbytes=(32, 16, 16),
+        pairs=((0, 2), (1, 2)), result=2, entry=k.packed_entry(),
+        on_error=k.raise_status, miss=miss)
+    assert stub is not None
+    src_a, idx_a = np.arange(8, dtype=np.float32), np.array([3, 2, 1, 0], np.int32)
+    out = np.zeros(4, np.float32)
+    assert stub((src_a, idx_a, out, -7, 2**40)) is out
+    np.testing.assert_array_equal(out, [3, 2, 1, 0])
+    out[:] = -1
+    for a, b in ((-6, 2**40), (np.int64(-7), 2**40), (-7, 2**40 + 1), (-7, True)):
+        assert stub((src_a, idx_a, out, a, b)) is miss
+    ro = out.copy()
+    ro.flags.writeable = False
+    assert stub((src_a, idx_a, ro, -7, 2**40)) is miss
+    assert stub((src_a, idx_a, out)) is miss
+    assert (out == -1).all()
