@@ -7,6 +7,7 @@ kernel's own entry on those arguments."""
 from __future__ import annotations
 
 import ctypes
+import os
 
 import numpy as np
 import pytest
@@ -18,6 +19,17 @@ def _packed(kernel: me.Kernel) -> ctypes._CFuncPtr:
     address = kernel.packed_entry()
     assert address, "a cpu kernel exports a packed entry"
     return ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_int64))(address)
+
+
+def _need_extension() -> None:
+    """Skip where the fast-call extension cannot be built (fail in CI, where it must)."""
+    from frontends.fastcall import stub_type
+
+    stub, why = stub_type()
+    if stub is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"the fast-call extension must build in CI: {why}")
+        pytest.skip(why)
 
 
 def _gather(name: str) -> me.Kernel:
@@ -78,14 +90,9 @@ def test_a_fast_call_raises_the_kernels_status() -> None:
     same kernel: in-bounds indices give the gather, an index out of bounds raises the
     kernel's own error (through ``on_error``), and a call it does not match (another
     dtype, a size that differs) returns ``miss`` without running the kernel."""
-    import os
+    from frontends.fastcall import make_stub
 
-    from frontends.fastcall import make_stub, stub_type
-
-    if stub_type()[0] is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"the fast-call extension must build in CI: {stub_type()[1]}")
-        pytest.skip(stub_type()[1])
+    _need_extension()
     k = _gather("packedh")
     miss = object()
     f32, i32 = np.dtype(np.float32), np.dtype(np.int32)
@@ -143,14 +150,9 @@ def test_an_args_stub_checks_int_values_of_either_sign() -> None:
     """An ArgsStub (the Julia front-end's) for the gather kernel with two specialized
     Ints, one negative: the same values run the kernel, another value, a numpy integer
     or a bool is a miss (nothing run)."""
-    import os
+    from frontends.fastcall import make_args_stub
 
-    from frontends.fastcall import make_args_stub, stub_type
-
-    if stub_type()[0] is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"the fast-call extension must build in CI: {stub_type()[1]}")
-        pytest.skip(stub_type()[1])
+    _need_extension()
     k = _gather("packedi")
     miss = object()
     f32, i32 = np.dtype(np.float32), np.dtype(np.int32)
