@@ -12,8 +12,8 @@ each argument.
 
 Where the extension cannot be built (no ``Python.h``: a Python without its development
 headers; no C compiler), :func:`stub_type` says why and the Python path serves every call:
-the same results, more overhead. ``MIDDLEEND_NO_FASTCALL=1`` turns it off (to compare the
-two, or to rule it out)."""
+the same results, more overhead. ``MIDDLEEND_NO_FASTCALL=1`` (or true, yes, on) turns it off
+(to compare the two, or to rule it out)."""
 
 from __future__ import annotations
 
@@ -68,8 +68,11 @@ def _load() -> tuple[Any, str]:
 
 
 def _module() -> tuple[Any, str]:
-    if os.environ.get(OFF_ENV) == "1":
-        return None, f"${OFF_ENV}=1"
+    """The extension module, unless ``$MIDDLEEND_NO_FASTCALL`` says off (1, true, yes,
+    on) or it cannot be built: then None and why."""
+    off = os.environ.get(OFF_ENV, "")
+    if off.strip().lower() in ("1", "true", "yes", "on"):
+        return None, f"${OFF_ENV}={off}"
     return _load()
 
 

@@ -175,3 +175,20 @@ def test_an_args_stub_checks_int_values_of_either_sign() -> None:
     assert stub((src_a, idx_a, ro, -7, 2**40)) is miss
     assert stub((src_a, idx_a, out)) is miss
     assert (out == -1).all()
+
+
+@pytest.mark.parametrize("value,off", [("1", True), ("true", True), ("YES", True),
+                                       ("on", True), ("0", False), ("", False),
+                                       ("no", False)])
+def test_the_switch_reads_as_people_write_it(value: str, off: bool,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """``MIDDLEEND_NO_FASTCALL``: 1, true, yes, on (any case) turn the C path off, and the
+    reason names the setting; 0, empty or no leave it as the machine allows."""
+    from frontends.fastcall import OFF_ENV, _load, stub_type
+
+    monkeypatch.setenv(OFF_ENV, value)
+    stub, why = stub_type()
+    if off:
+        assert stub is None and why == f"${OFF_ENV}={value}"
+    else:
+        assert (stub is None) == (_load()[0] is None)
