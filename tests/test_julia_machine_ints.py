@@ -162,3 +162,71 @@ def test_a_machine_without_vectors_or_description_is_one_line() -> None:
         machine_ints.value(q, lambda: _machine("__riscv"))
     with pytest.raises(ValueError, match="does not say which machine"):
         machine_ints.value(q, lambda: None)
+
+
+def _sysfs_l(level: int) -> int | None:
+    """This host's level-``level`` data cache, read here from sysfs apart from the
+    middle-end's reader (None where Linux does not say)."""
+    from pathlib import Path
+
+    for d in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+        if int((d / "level").read_text()) == level and \
+                (d / "type").read_text().strip() in ("Data", "Unified"):
+            size = (d / "size").read_text().strip()
+            return int(size[:-1]) * {"K": 1024, "M": 1 << 20}[size[-1]]
+    return None
+
+
+def test_cache_bytes_are_the_hosts() -> None:
+    """``cache_bytes(level)`` in a directive is the host's data cache of that level:
+    a split by ``cache_bytes(1) ÷ 1024`` vectorizes by that many lanes here."""
+    l1 = _sysfs_l(1)
+    if l1 is None:
+        pytest.skip("this host's /sys reports no level-1 data cache")
+    assert _simdlen("cache_bytes(1) ÷ 1024", n=200) == l1 // 1024
+    assert machine_ints.value(
+        J.Call("cache_bytes", (J.Num(2, "Int64", 1),), 1),
+        lambda: Machine.from_defines("", ((2, "Unified", 3 << 20),))) == 3 << 20
+
+
+@pytest.mark.parametrize(("arg", "says"), [
+    ("cache_bytes(4)", "cache_bytes takes a cache level: 1, 2 or 3"),
+    ("cache_bytes(Float64)", "cache_bytes takes a cache level: 1, 2 or 3"),
+    ("cache_bytes()", "cache_bytes takes 1 argument(s), got 0"),
+])
+def test_cache_level_mistakes_are_one_line(arg: str, says: str) -> None:
+    with pytest.raises(UnsupportedJulia, match="line 4") as e:
+        compile_source(SRC.replace("ARG", arg), "sc!")
+    assert says in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_machine_without_that_cache_says_so() -> None:
+    """A machine that reports no level-3 cache (none, or an instruction cache only):
+    the query is refused with the reason, not guessed."""
+    m = Machine.from_defines("", ((1, "Data", 48 << 10), (1, "Instruction", 32 << 10),
+                                  (2, "Unified", 2 << 20)))
+    assert (m.cache_bytes(1), m.cache_bytes(2), m.cache_bytes(3)) == (48 << 10, 2 << 20,
+                                                                       None)
+    with pytest.raises(ValueError, match="reports no level-3 data cache"):
+        machine_ints.value(J.Call("cache_bytes", (J.Num(3, "Int64", 1),), 1), lambda: m)
+
+
+def test_the_cpu_targets_caches_come_from_sysfs(tmp_path: object) -> None:
+    """backends.cpu.caches reads level, type and size per index (K and M suffixes), skips
+    what it cannot read, and gives nothing where the directory does not exist."""
+    from pathlib import Path
+
+    from backends.cpu.caches import host_caches
+
+    root = Path(str(tmp_path))
+    for i, (level, kind, size) in enumerate([(1, "Data", "48K"), (1, "Instruction", "32K"),
+                                             (2, "Unified", "2048K"), (3, "Unified", "105M"),
+                                             (3, "Unified", "garbage")]):
+        d = root / f"index{i}"
+        d.mkdir()
+        (d / "level").write_text(f"{level}\n")
+        (d / "type").write_text(f"{kind}\n")
+        (d / "size").write_text(f"{size}\n")
+    assert host_caches(root) == ((1, "Data", 48 << 10), (1, "Instruction", 32 << 10),
+                                 (2, "Unified", 2 << 20), (3, "Unified", 105 << 20))
+    assert host_caches(root / "missing") == ()

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from backends.clike.entry import c_declaration, generate_header
+from backends.cpu.caches import host_caches
 from middleend.ir.errors import BuildError
 from middleend.ir.loopast import Program, Signature
 from middleend.target import (
@@ -89,10 +90,10 @@ class CpuTarget(Target):
 
     def machine(self) -> Machine:
         """This host as the compiler sees it with the build's ``-march=native`` (its
-        predefined macros), probed once per instance."""
+        predefined macros) and its CPU's caches, probed once per instance."""
         self.require()
         if self._machine is None:
-            self._machine = Machine.from_defines(native_macros(compiler()))
+            self._machine = Machine.from_defines(native_macros(compiler()), host_caches())
         return self._machine
 
     def declaration(self, program: Program) -> str:

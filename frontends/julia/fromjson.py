@@ -376,8 +376,8 @@ class _Reader:
                 e = jast.Num(-e.args[0].value, e.args[0].type, line)
             if not jast.is_directive_arg(e):
                 self.refuse(line, f"schedule argument {_brief(a)} (must be a name, a "
-                            "number, loop % k or an Int expression of vector_lanes(T) and "
-                            "vector_registers())")
+                            "number, loop % k or an Int expression of vector_lanes(T), "
+                            "vector_registers() and cache_bytes(level))")
             out.append(e)
         return jast.Call(args[0]["sym"], tuple(out), line)
 

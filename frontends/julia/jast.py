@@ -231,9 +231,10 @@ def chain(targets: list[Name | Ref], value: Expr, line: int, k: int) -> list[Stm
 
 # an Int argument of a directive may be arithmetic of Ints and machine queries
 # (frontends/julia/machine_ints.py checks and answers them: vector_lanes(Float64),
-# 3 * vector_registers() ÷ 4, ...); a query's argument is an element type's name
+# 3 * vector_registers() ÷ 4, cache_bytes(2) ÷ 4096, ...); a query's argument is an element
+# type's name or a cache level
 DIRECTIVE_INT_OPS = frozenset({"+", "-", "*", "÷", "div"})
-DIRECTIVE_QUERIES = frozenset({"vector_lanes", "vector_registers"})
+DIRECTIVE_QUERIES = frozenset({"vector_lanes", "vector_registers", "cache_bytes"})
 
 
 def _directive_int(e: Expr) -> bool:

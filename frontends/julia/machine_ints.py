@@ -8,13 +8,15 @@ bound by the multiply-adds' latency (mm2: 2.1x numpy's single-thread time there,
 
     vector_lanes(Float64)     # elements of T in one of the target's widest vectors
     vector_registers()        # the target's architectural vector registers
+    cache_bytes(2)            # bytes of the target's level-2 data cache (levels 1-3)
 
 and combine them with Int literals by ``+``, ``-``, ``*`` and ``÷``, e.g.
 ``tile(T, i, j, k, 8, 3 * vector_registers() * vector_lanes(Float64) ÷ 32, 1024)``.
 They are answered from the machine the target builds for (``me.target_machine``: its
-compiler's predefined macros), the same facts the builds use (512-bit vectors on AVX-512,
-``backends.cpu.build.vector_flags``). The shape of an argument is checked when the source
-is compiled (:func:`problem`); the answer, when the call specializes it (:func:`value`).
+compiler's predefined macros, and for the cpu target the host's caches), the same facts
+the builds use (512-bit vectors on AVX-512, ``backends.cpu.build.vector_flags``). The
+shape of an argument is checked when the source is compiled (:func:`problem`); the answer,
+when the call specializes it (:func:`value`).
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from frontends.julia import jast as J
 from frontends.julia.jtypes import ELEMENT
 from middleend import Machine
 
-QUERIES = {"vector_lanes": 1, "vector_registers": 0}  # name -> number of arguments
+QUERIES = {"vector_lanes": 1, "vector_registers": 0, "cache_bytes": 1}  # name -> arguments
+CACHE_LEVELS = (1, 2, 3)  # what cache_bytes takes
 assert set(QUERIES) == J.DIRECTIVE_QUERIES  # what the parsers let through
 ELEMENTS = [t for t, d in ELEMENT.items() if d.is_float or d.is_int]  # vector_lanes' T
 
@@ -41,6 +44,12 @@ def problem(e: J.Expr) -> str | None:
         want = QUERIES[e.fn]
         if len(e.args) != want:
             return f"{e.fn} takes {want} argument(s), got {len(e.args)}"
+        if e.fn == "cache_bytes":
+            a = e.args[0]
+            if not (isinstance(a, J.Num) and a.type == "Int64" and
+                    int(a.value) in CACHE_LEVELS):
+                return "cache_bytes takes a cache level: 1, 2 or 3"
+            return None
         if want and not (isinstance(e.args[0], J.Name) and e.args[0].id in ELEMENTS):
             return f"{e.fn} takes an element type ({', '.join(ELEMENTS)})"
         return None
@@ -66,6 +75,13 @@ def value(e: J.Expr, machine: Callable[[], Machine | None]) -> int:
         m = machine()
         if m is None:
             raise ValueError(f"{e.fn}: the target does not say which machine it builds for")
+        if e.fn == "cache_bytes":
+            level = int(e.args[0].value)  # type: ignore[attr-defined]  (problem checked it)
+            size = m.cache_bytes(level)
+            if size is None:
+                raise ValueError(f"cache_bytes({level}): the target's machine reports no "
+                                 f"level-{level} data cache")
+            return size
         got = _lanes(m, e.args[0]) if e.fn == "vector_lanes" else m.vector_registers()
         if got is None:
             raise ValueError(f"{e.fn}: the target's machine has no vector unit the "

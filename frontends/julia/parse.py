@@ -407,7 +407,7 @@ def _directive(node: Node, ctx: _Ctx) -> jast.Call:
         if not jast.is_directive_arg(a):
             raise ctx.refuse(a_node, f"schedule argument {_snippet(a_node)} (must be a name, "
                              "a number, loop % k, dim % k or an Int expression of "
-                             "vector_lanes(T) and vector_registers())")
+                             "vector_lanes(T), vector_registers() and cache_bytes(level))")
     return jast.Call(_text(kids[0]), args, _line(node))
 
 

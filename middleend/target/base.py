@@ -222,9 +222,12 @@ class Machine:
     """A machine as its C compiler describes it: the predefined macros of a compile for
     it (``cc -march=native -dM -E``: ``__x86_64__``, ``__AVX2__``, ``__linux__``,
     ``__SIZEOF_SIZE_T__``...), name to value. Compiler-neutral facts a front-end maps its
-    own target queries onto (:meth:`Target.machine`)."""
+    own target queries onto (:meth:`Target.machine`). ``caches``: for a target that builds
+    for this host, its CPU's caches as the operating system reports them (level, type:
+    "Data", "Instruction" or "Unified", bytes; for one core), for sizing tiles."""
 
     macros: tuple[tuple[str, str], ...]
+    caches: tuple[tuple[int, str, int], ...] = ()
 
     def defines(self, name: str) -> bool:
         return any(n == name for n, _ in self.macros)
@@ -255,15 +258,22 @@ class Machine:
             return 32
         return 16 if self.defines("__x86_64__") else None
 
+    def cache_bytes(self, level: int) -> int | None:
+        """The size of the level-``level`` cache that holds data (a data or unified
+        cache), None where the machine reports none."""
+        return next((b for lv, kind, b in self.caches
+                     if lv == level and kind in ("Data", "Unified")), None)
+
     @staticmethod
-    def from_defines(text: str) -> Machine:
-        """From the ``#define NAME VALUE`` lines a ``-dM -E`` compile prints."""
+    def from_defines(text: str, caches: tuple[tuple[int, str, int], ...] = ()) -> Machine:
+        """From the ``#define NAME VALUE`` lines a ``-dM -E`` compile prints (and the
+        host's ``caches``, where the machine is this host)."""
         out = []
         for line in text.splitlines():
             parts = line.split(None, 2)
             if len(parts) >= 2 and parts[0] == "#define" and "(" not in parts[1]:
                 out.append((parts[1], parts[2] if len(parts) > 2 else ""))
-        return Machine(tuple(sorted(out)))
+        return Machine(tuple(sorted(out)), tuple(sorted(caches)))
 
 
 @dataclass(frozen=True)
