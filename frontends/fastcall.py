@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 
 _MODULE = "_me_fastcall"
 OFF_ENV = "MIDDLEEND_NO_FASTCALL"
+MAX_WORDS = 256  # fastcall.c's MAX_WORDS: a kernel with more arguments gets no stub
 
 
 @functools.lru_cache(maxsize=1)
@@ -62,7 +63,7 @@ def _load() -> tuple[Any, str]:
         loader.exec_module(module)
     except (MiddleEndError, OSError, ImportError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        log.info("repeated realize calls take the Python path: %s", first)
+        log.info("repeated kernel calls take the Python path: %s", first)
         return None, f"the fast-call extension could not be built or loaded: {first}"
     return module, ""
 
@@ -98,7 +99,8 @@ def make_stub(*, sizes: tuple[int, ...],
     :class:`~frontends.halide.prepared.Prepared` keeps them (positions among the array
     arguments); ``entry``: :meth:`~middleend.target.kernel.Kernel.packed_entry`."""
     stub, _ = stub_type()
-    if stub is None or any(kind not in (int, bool, float) for _, kind, _ in scalars):
+    if stub is None or any(kind not in (int, bool, float) for _, kind, _ in scalars) or \
+            len(params) + len(nbytes) > MAX_WORDS:
         return None
     p = len(params)
     fixed = (*params, *base_addresses)
@@ -128,7 +130,7 @@ def make_args_stub(*, nargs: int,
     ``params``, ``nbytes``, ``pairs`` as :class:`~middleend.target.kernel.CallPlan` has
     them; ``entry``: :meth:`~middleend.target.kernel.Kernel.packed_entry`."""
     module, _ = _module()
-    if module is None:
+    if module is None or len(params) + len(nbytes) > MAX_WORDS:
         return None
     p = len(params)
     fixed = (*params, *([0] * len(nbytes)))

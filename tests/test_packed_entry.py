@@ -192,3 +192,17 @@ def test_the_switch_reads_as_people_write_it(value: str, off: bool,
         assert stub is None and why == f"${OFF_ENV}={value}"
     else:
         assert (stub is None) == (_load()[0] is None)
+
+
+def test_a_kernel_with_more_arguments_than_a_stub_takes_gets_none() -> None:
+    """More than MAX_WORDS arguments: no stub (the Python path serves it), no error."""
+    from frontends.fastcall import MAX_WORDS, make_args_stub, make_stub
+
+    _need_extension()
+    many = tuple([8] * (MAX_WORDS + 1))
+    assert make_args_stub(nargs=1, images=(), values=(), ints=(), params=(), nbytes=many,
+                          pairs=(), result=None, entry=1, on_error=print,
+                          miss=None) is None
+    assert make_stub(sizes=(), images=(), scalars=(), out_list=False, outs=(), params=(),
+                     base_addresses=(0,) * len(many), nbytes=many, pairs=(), entry=1,
+                     on_error=print, miss=None, keep=()) is None
