@@ -38,6 +38,9 @@ log = logging.getLogger(__name__)
 _MODULE = "_me_fastcall"
 OFF_ENV = "MIDDLEEND_NO_FASTCALL"
 MAX_WORDS = 256  # fastcall.c's MAX_WORDS: a kernel with more arguments gets no stub
+# what a stub, and a front-end's Python path of a repeated call, returns for a call it
+# does not match
+MISS = object()
 
 
 @functools.lru_cache(maxsize=1)
@@ -89,11 +92,11 @@ def make_stub(*, sizes: tuple[int, ...],
               outs: tuple[tuple[tuple[int, ...], np.dtype, int], ...], params: tuple[int, ...],
               base_addresses: tuple[int, ...], nbytes: tuple[int, ...],
               pairs: tuple[tuple[int, int], ...], entry: int,
-              on_error: Callable[[int], None], miss: object,
-              keep: object) -> Callable[[Any, Any, Any], Any] | None:
+              on_error: Callable[[int], None], keep: object
+              ) -> Callable[[Any, Any, Any], Any] | None:
     """A C function of ``(sizes, inputs, out)`` that returns what
     :meth:`~frontends.halide.prepared.Prepared.call` returns for a call with preallocated
-    outputs (the arrays given, the kernel run on them), or ``miss``; None where the
+    outputs (the arrays given, the kernel run on them), or :data:`MISS`; None where the
     extension is not usable or the call has a scalar it does not compare (only Python
     ints, bools and floats: a numpy scalar takes the Python path). Arguments as
     :class:`~frontends.halide.prepared.Prepared` keeps them (positions among the array
@@ -109,7 +112,7 @@ def make_stub(*, sizes: tuple[int, ...],
                       for name, shape, strides, dtype, pos in images),
                 scalars, out_list,
                 tuple((None, dtype, p + pos, shape, None) for shape, dtype, pos in outs),
-                fixed, p, nbytes, pairs, entry, on_error, miss, keep)
+                fixed, p, nbytes, pairs, entry, on_error, MISS, keep)
 
 
 def make_args_stub(*, nargs: int,
@@ -118,10 +121,10 @@ def make_args_stub(*, nargs: int,
                    values: tuple[tuple[int, int], ...], ints: tuple[tuple[int, int], ...],
                    params: tuple[int, ...], nbytes: tuple[int, ...],
                    pairs: tuple[tuple[int, int], ...], result: int | None, entry: int,
-                   on_error: Callable[[int], None], miss: object
+                   on_error: Callable[[int], None]
                    ) -> Callable[[tuple[Any, ...]], Any] | None:
     """A C function of a call's tuple of positional arguments (``nargs`` of them) that runs
-    the kernel and returns argument ``result`` (None: returns None), or returns ``miss``
+    the kernel and returns argument ``result`` (None: returns None), or returns :data:`MISS`
     without running anything; None where the extension is not usable. Per array argument
     (``images``): its position, dtype, array-argument position, shape, strides and
     whether the kernel writes it (it must then be writeable); ``values``: (position,
@@ -138,4 +141,4 @@ def make_args_stub(*, nargs: int,
         nargs, tuple((k, dtype, p + pos, shape, strides, writes)
                      for k, dtype, pos, shape, strides, writes in images),
         tuple((k, p + pos) for k, pos in values), ints, fixed, p, nbytes, pairs,
-        -1 if result is None else result, entry, on_error, miss, ())
+        -1 if result is None else result, entry, on_error, MISS, ())

@@ -89,17 +89,16 @@ def test_a_fast_call_raises_the_kernels_status() -> None:
     """The Halide front-end's C call (:func:`frontends.fastcall.make_stub`) on the
     same kernel: in-bounds indices give the gather, an index out of bounds raises the
     kernel's own error (through ``on_error``), and a call it does not match (another
-    dtype, a size that differs) returns ``miss`` without running the kernel."""
-    from frontends.fastcall import make_stub
+    dtype, a size that differs) returns ``MISS`` without running the kernel."""
+    from frontends.fastcall import MISS, make_stub
 
     _need_extension()
     k = _gather("packedh")
-    miss = object()
     f32, i32 = np.dtype(np.float32), np.dtype(np.int32)
     stub = make_stub(sizes=(4,), images=(("src", (8,), (4,), f32, 0), ("idx", (4,), (4,), i32, 1)),
                      scalars=(), out_list=False, outs=(((4,), f32, 2),), params=(),
                      base_addresses=(0, 0, 0), nbytes=(32, 16, 16), pairs=((0, 2), (1, 2)),
-                     entry=k.packed_entry(), on_error=k.raise_status, miss=miss, keep=())
+                     entry=k.packed_entry(), on_error=k.raise_status, keep=())
     assert stub is not None
     src_a = np.arange(8, dtype=np.float32) * 10
     out = np.full(4, np.nan, np.float32)
@@ -110,7 +109,7 @@ def test_a_fast_call_raises_the_kernels_status() -> None:
     out[:] = -1
     for sizes, idx_a in (([5], np.array([1, 2, 3, 4], np.int32)),
                          ([4], np.array([1, 2, 3, 4], np.int64))):
-        assert stub(sizes, {"src": src_a, "idx": idx_a}, out) is miss
+        assert stub(sizes, {"src": src_a, "idx": idx_a}, out) is MISS
     assert (out == -1).all()
 
 
@@ -150,18 +149,17 @@ def test_an_args_stub_checks_int_values_of_either_sign() -> None:
     """An ArgsStub (the Julia front-end's) for the gather kernel with two specialized
     Ints, one negative: the same values run the kernel, another value, a numpy integer
     or a bool is a miss (nothing run)."""
-    from frontends.fastcall import make_args_stub
+    from frontends.fastcall import MISS, make_args_stub
 
     _need_extension()
     k = _gather("packedi")
-    miss = object()
     f32, i32 = np.dtype(np.float32), np.dtype(np.int32)
     stub = make_args_stub(
         nargs=5, images=((0, f32, 0, (8,), (4,), False), (1, i32, 1, (4,), (4,), False),
                          (2, f32, 2, (4,), (4,), True)),
         values=(), ints=((3, -7), (4, 2**40)), params=(), nbytes=(32, 16, 16),
         pairs=((0, 2), (1, 2)), result=2, entry=k.packed_entry(),
-        on_error=k.raise_status, miss=miss)
+        on_error=k.raise_status)
     assert stub is not None
     src_a, idx_a = np.arange(8, dtype=np.float32), np.array([3, 2, 1, 0], np.int32)
     out = np.zeros(4, np.float32)
@@ -169,11 +167,11 @@ def test_an_args_stub_checks_int_values_of_either_sign() -> None:
     np.testing.assert_array_equal(out, [3, 2, 1, 0])
     out[:] = -1
     for a, b in ((-6, 2**40), (np.int64(-7), 2**40), (-7, 2**40 + 1), (-7, True)):
-        assert stub((src_a, idx_a, out, a, b)) is miss
+        assert stub((src_a, idx_a, out, a, b)) is MISS
     ro = out.copy()
     ro.flags.writeable = False
-    assert stub((src_a, idx_a, ro, -7, 2**40)) is miss
-    assert stub((src_a, idx_a, out)) is miss
+    assert stub((src_a, idx_a, ro, -7, 2**40)) is MISS
+    assert stub((src_a, idx_a, out)) is MISS
     assert (out == -1).all()
 
 
@@ -202,7 +200,7 @@ def test_a_kernel_with_more_arguments_than_a_stub_takes_gets_none() -> None:
     many = tuple([8] * (MAX_WORDS + 1))
     assert make_args_stub(nargs=1, images=(), values=(), ints=(), params=(), nbytes=many,
                           pairs=(), result=None, entry=1, on_error=print,
-                          miss=None) is None
+                          ) is None
     assert make_stub(sizes=(), images=(), scalars=(), out_list=False, outs=(), params=(),
                      base_addresses=(0,) * len(many), nbytes=many, pairs=(), entry=1,
-                     on_error=print, miss=None, keep=()) is None
+                     on_error=print, keep=()) is None

@@ -79,12 +79,16 @@ def sides(name: str, size: int) -> tuple[int, dict[str, Callable[[], object]]]:
 
     # the same kernel's calls prepared with the C checks off: the Python path's cost
     py = compile_pipeline(funcs, fp_contract=False)
+    before = os.environ.get(OFF_ENV)
     os.environ[OFF_ENV] = "1"
     try:
         for _ in range(2):
             py.realize(sizes, out=o_dst, **b.inputs)
-    finally:
-        del os.environ[OFF_ENV]
+    finally:  # the user's own setting back, if any
+        if before is None:
+            del os.environ[OFF_ENV]
+        else:
+            os.environ[OFF_ENV] = before
     assert py._prepared and py._prepared[0].stub is None
     fns = {"halide": lambda: p.realize(h_dst),
            "ours": lambda: k.realize(sizes, out=o_dst, **b.inputs),

@@ -334,7 +334,9 @@ class HalideKernel:
         allocates nothing.
         A pipeline with an input named ``out`` cannot use this keyword form: call
         :meth:`realize_with` (inputs as a dict)."""
-        for plan in self._prepared:  # here, not in realize_with: one frame less per call
+        if isinstance(sizes, int):
+            sizes = [sizes]
+        for plan in self._prepared:  # realize_with's C stubs, inlined: one frame less
             if plan.stub is not None and (res := plan.stub(sizes, inputs, out)) is not MISS:
                 self.repeats += 1
                 return res
@@ -343,7 +345,7 @@ class HalideKernel:
                 f"Halide pipeline {self.outputs} has an input named 'out', which realize's "
                 "out= keyword would shadow; call realize_with(sizes, {'out': ..., ...}, "
                 "out=...) instead")
-        return self.realize_with(sizes, inputs, out)
+        return self._realize_in_python(sizes, inputs, out)
 
     def realize_with(self, sizes: Sequence[int] | int, inputs: Mapping[str, Any],
                      out: Any = None) -> Any:
@@ -352,10 +354,18 @@ class HalideKernel:
         if isinstance(sizes, int):
             sizes = [sizes]
         for plan in self._prepared:
-            stub = plan.stub
-            res = MISS if stub is None else stub(sizes, inputs, out)
-            if res is MISS:
-                res = plan.call(sizes, inputs, out)
+            if plan.stub is not None and (res := plan.stub(sizes, inputs, out)) is not MISS:
+                self.repeats += 1
+                return res
+        return self._realize_in_python(sizes, inputs, out)
+
+    def _realize_in_python(self, sizes: Sequence[int], inputs: Mapping[str, Any],
+                           out: Any) -> Any:
+        """A call no C stub matched (:mod:`frontends.fastcall`): a prepared call's Python
+        checks (:meth:`Prepared.call`), else the ordinary path, which prepares the call
+        when it took the build the call before it took."""
+        for plan in self._prepared:
+            res = plan.call(sizes, inputs, out)
             if res is not MISS:
                 self.repeats += 1
                 return res

@@ -34,10 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from frontends.fastcall import make_stub
+from frontends.fastcall import MISS, make_stub
 from frontends.halide.outputs import OutputArray
-
-MISS = object()  # what Prepared.call returns for a call it does not match
 
 
 @dataclass(frozen=True)
@@ -185,7 +183,7 @@ def prepare(sizes: Sequence[int], inputs: Mapping[str, Any], out: Any,
         sizes=sizes_t, images=tuple(images), scalars=scalars, out_list=out_list,
         outs=tuple(outs), params=tuple(plan.params), base_addresses=addresses,
         nbytes=tuple(nbytes), pairs=plan.pairs, entry=packed, on_error=kernel.raise_status,
-        miss=MISS, keep=tuple(base))
+        keep=tuple(base))
     return Prepared(
         sizes_t, tuple(images), scalars, out_list, tuple(outs), tuple(allocs),
         tuple(base), addresses, tuple(nbytes), plan.pairs,

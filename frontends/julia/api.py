@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 import middleend as me
+from frontends.fastcall import MISS
 from frontends.julia import jast as J
 from frontends.julia import machine_ints
 from frontends.julia.check import check_function
@@ -26,7 +27,7 @@ from frontends.julia.directives import Dim, Scheduler
 from frontends.julia.errors import JuliaFrontendError, UnsupportedJulia
 from frontends.julia.inline import inline_helpers
 from frontends.julia.jtypes import ELEMENT, ArgType, arg_type
-from frontends.julia.repeat import MISS, args_stub
+from frontends.julia.repeat import args_stub
 from frontends.julia.translate import Built, Spec, Translator
 from middleend.ir.errors import KernelArgumentError
 

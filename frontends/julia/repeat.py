@@ -19,8 +19,6 @@ import numpy as np
 
 from frontends.fastcall import make_args_stub
 
-MISS = object()  # what a stub returns for a call it does not match
-
 
 def args_stub(args: tuple[Any, ...], spec: Any, buffer_of_arg: dict[int, str],
               returns: tuple[str, Any] | None, kernel: Any,
@@ -61,4 +59,4 @@ def args_stub(args: tuple[Any, ...], spec: Any, buffer_of_arg: dict[int, str],
         nargs=len(args), images=tuple(images), values=tuple(values), ints=tuple(ints),
         params=tuple(plan.params), nbytes=tuple(nbytes), pairs=plan.pairs,
         result=None if returns is None else int(returns[1]), entry=entry,
-        on_error=kernel.raise_status, miss=MISS)
+        on_error=kernel.raise_status)
