@@ -103,7 +103,7 @@ class _Compiled:
 class JuliaKernel:
     """A compiled ``@acc`` function; call it with the Julia arguments in order."""
 
-    def __init__(self, fn: J.Function, target: str = "cpu", use_schedule: bool = True,
+    def __init__(self, fn: J.Function, target: str = "cpu", use_schedule: bool | str = True,
                  service: Any = None, fp_contract: bool = False) -> None:
         fn = inline_helpers(fn)  # calls of the source's one-expression functions
         check_function(fn)  # what no specialization translates is refused now
@@ -187,12 +187,22 @@ class JuliaKernel:
     def compiled(self, spec: Spec) -> _Compiled:
         got = self._cache.get(spec)
         if got is None:
-            built = translate(self.function, spec, self.use_schedule, self.target)
+            auto = self.use_schedule == "auto"
+            built = translate(self.function, spec, not auto and bool(self.use_schedule),
+                              self.target)
+            extra = {"schedule": "auto"} if auto else {}
             kernel = built.fn.compile(target=self.target, outputs=built.outputs,
-                                      service=self.service, fp_contract=self.fp_contract)
+                                      service=self.service, fp_contract=self.fp_contract,
+                                      **extra)
             got = self._cache[spec] = _Compiled(built, kernel)
             self.compiles += 1
         return got
+
+    def auto_schedule(self, *args: Any) -> str:
+        """The schedule ``schedule="auto"`` chose for the specialization ``args`` call (it
+        is compiled if it was not yet), as Python statements on the translated Function
+        ``f``; "" for a kernel compiled with its own schedule or none."""
+        return self.compiled(self.spec_of(args)).kernel.auto_schedule
 
     def __call__(self, *args: Any) -> Any:
         """Runs the kernel on the arguments (arrays updated in place) and returns what the
@@ -222,12 +232,21 @@ class JuliaKernel:
         return got[0] if r[0] == "value" else got.T
 
 
-def compile_source(text: str, name: str, target: str = "cpu", schedule: bool = True,
+SCHEDULES = (True, False, "auto")
+
+
+def compile_source(text: str, name: str, target: str = "cpu", schedule: bool | str = True,
                    service: Any = None, fp_contract: bool = False) -> JuliaKernel:
     """The function ``name`` of Julia source ``text`` as a callable kernel. ``schedule``
-    False ignores its ``@schedule`` directives (the same code, unscheduled)."""
+    False ignores its ``@schedule`` directives (the same code, unscheduled); ``"auto"``
+    ignores them too and has the middle-end schedule each specialization itself (its
+    sizes known: every bound is a constant), the choice then in
+    :meth:`JuliaKernel.auto_schedule`."""
     from frontends.julia.parse import parse_function
 
+    if schedule not in SCHEDULES or not isinstance(schedule, (bool, str)):
+        raise JuliaFrontendError(f"{name}: schedule must be True, False or 'auto', got "
+                                 f"{schedule!r}")
     fn = parse_function(text, name)
     if not isinstance(fn, J.Function):
         raise JuliaFrontendError(f"{name}: the parser returned {type(fn).__name__}")

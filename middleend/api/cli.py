@@ -85,6 +85,20 @@ def _option_value(target: str, text: str) -> tuple[str, object]:
                          f"{value!r}") from None
 
 
+def _set_schedule(req: pb.Request, args: argparse.Namespace) -> None:
+    """``--auto-schedule``, ``--estimates`` and ``--budget`` into the request's options."""
+    if not args.auto_schedule:
+        if args.estimates or args.budget is not None:
+            raise SystemExit(f"middleend {args.command}: --estimates and --budget are for "
+                             "--auto-schedule")
+        return
+    req.options.auto_schedule = True
+    for name, value in _param_values(args.estimates or [], "--estimates").items():
+        req.options.estimates[name] = value
+    if args.budget is not None:
+        req.options.auto_schedule_budget_s = args.budget
+
+
 def _set_target(req: pb.Request, target: str | None, options: list[str]) -> None:
     from ..wire.encode import encode_target
 
@@ -126,6 +140,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
             try:
                 req = read_program(program)
                 _set_target(req, args.target, args.option or [])
+                _set_schedule(req, args)
                 b.echo(_compile_one(args, client, req, out))
             except (MiddleEndError, OSError) as e:
                 if len(programs) == 1:
@@ -156,7 +171,11 @@ def _compile_one(args: argparse.Namespace, client, req: pb.Request,  # type: ign
         (out / name).write_bytes(f.content)
     ep = json_format.MessageToDict(resp.artifact.entry_point)
     (out / "entry_point.json").write_text(json.dumps(ep, indent=2) + "\n")
-    return (f"{resp.artifact.entry_point.c_declaration}\n"
+    chosen = ""
+    if resp.HasField("auto_schedule"):
+        (out / "auto_schedule.py").write_text(resp.auto_schedule.python + "\n")
+        chosen = resp.auto_schedule.report + f"\n(as Python on f: {out / 'auto_schedule.py'})\n"
+    return (f"{chosen}{resp.artifact.entry_point.c_declaration}\n"
             f"wrote {len(resp.artifact.files) + 1} files to {out} (cache "
             f"{'hit' if resp.cache_hit else 'miss'}, key {resp.cache_key[:16]})")
 
@@ -166,8 +185,11 @@ def cmd_layers(args: argparse.Namespace) -> int:
 
     req = read_program(args.program)
     _set_target(req, args.target, args.option or [])
+    _set_schedule(req, args)
     with _watched(args, args.program), _client(args) as client:
         resp = client.lower(req)
+    if resp.HasField("auto_schedule"):
+        print(resp.auto_schedule.report)
     ly = resp.layers
     print(format_layers((ly.layer1, ly.layer2, ly.layer3, ly.layer4)))
     return 0
@@ -176,6 +198,7 @@ def cmd_layers(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     req = read_program(args.program)
     _set_target(req, args.target, args.option or [])
+    _set_schedule(req, args)
     with _watched(args, args.program), _client(args) as client:
         client.check(req)
     print("legal")
@@ -186,7 +209,7 @@ def _names(text: str | None) -> list[str] | None:
     return None if text is None else [x.strip() for x in text.split(",") if x.strip()]
 
 
-def _param_values(items: list[str]) -> dict[str, int]:
+def _param_values(items: list[str], flag: str = "--params") -> dict[str, int]:
     """``--params N=8,M=6`` (repeatable) as a dict of ints."""
     out: dict[str, int] = {}
     for item in (x for text in items for x in text.split(",") if x.strip()):
@@ -196,7 +219,7 @@ def _param_values(items: list[str]) -> dict[str, int]:
         except ValueError:
             sep = ""
         if not sep or not name.strip():
-            raise SystemExit(f"middleend plot: --params expects NAME=INT, got {item!r}")
+            raise SystemExit(f"middleend: {flag} expects NAME=INT, got {item!r}")
     return out
 
 
@@ -447,6 +470,13 @@ def parser() -> argparse.ArgumentParser:
                              "default: the request's own, else cpu")
         sp.add_argument("-O", "--option", action="append", metavar="NAME=VALUE",
                         help="a target option, e.g. fp_contract=true (repeatable)")
+        sp.add_argument("--auto-schedule", action="store_true",
+                        help="schedule the program automatically (every statement without "
+                             "loop commands of its own) before lowering; prints what it chose")
+        sp.add_argument("--estimates", action="append", metavar="NAME=INT[,NAME=INT]",
+                        help="parameter values for the auto-scheduler's cost model")
+        sp.add_argument("--budget", type=_seconds, default=None, metavar="SECONDS",
+                        help="seconds the auto-scheduler's search may take")
 
     c = sub.add_parser("compile", help="compile programs and write their artifacts")
     remote(c, many=True)

@@ -8,15 +8,17 @@ sits at the top of the package: nothing below imports it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..driver.lowering import Lowered, lower
+from ..ir.errors import DefinitionError
 from ..ir.function import Function as FunctionRecord
 from ..service.client import compile_via
 from ..wire.decode import Limits, decode_request
 
 if TYPE_CHECKING:  # the pictures load matplotlib: only when one is drawn
+    from ..autosched import AutoSchedule
     from .plot import PlotResult
 
 
@@ -59,6 +61,37 @@ class Function(FunctionRecord):
                     loops=loops, max_points=max_points, outputs=outputs, together=together,
                     max_isl_ops=max_isl_ops)
 
+    def auto_schedule(self, target: str = "cpu", outputs: Sequence[Any] | None = None,
+                      estimates: Mapping[str, int] | None = None,
+                      budget: float | None = None, tune: bool = False,
+                      inputs: Mapping[str, Any] | None = None, service: Any = None,
+                      apply: bool = True, **options: Any) -> AutoSchedule:
+        """Choose a legal schedule for ``target`` and (``apply``) make it this Function's;
+        returns the :class:`~middleend.autosched.AutoSchedule` (``print`` it for the
+        commands and the model's reasons; ``.python()`` gives them as statements to paste).
+
+        Statements that already have loop commands keep them. ``estimates``: parameter
+        values for the cost model (default: 1024, or a Param's ``max`` below that).
+        ``budget``: seconds the search may take. ``tune=True`` also builds the model's
+        best few plans per statement and times them on ``inputs`` (arrays by buffer
+        name, as the kernel takes them), through ``service`` with the target ``options``;
+        the fastest is kept."""
+        from ..autosched import auto_schedule
+
+        compile_ = None
+        if tune:
+            if not inputs:
+                raise DefinitionError(f"function {self.name!r}: auto_schedule(tune=True) "
+                                      "times candidates on inputs=: give the kernel's "
+                                      "arrays by buffer name")
+            def compile_(f: FunctionRecord) -> Any:
+                return compile_via(f, service, target=target, outputs=outputs, **options)
+        elif inputs is not None:
+            raise DefinitionError(f"function {self.name!r}: auto_schedule's inputs= are for "
+                                  "tune=True")
+        return auto_schedule(self, target, outputs=outputs, estimates=estimates,
+                             budget=budget, apply=apply, tune=compile_, inputs=inputs)
+
     def compile(self, target: str = "cpu", outputs: Sequence[Any] | None = None,
                 check_legality: bool = True, service: Any = None, **options: Any) -> Any:
         """Lower, check, generate and build for ``target``; returns a callable kernel
@@ -70,6 +103,9 @@ class Function(FunctionRecord):
         ``service``: None for the embedded in-process middle-end, a client from
         ``me.connect(...)``, or a ``"host:port"``. ``check_legality=False`` is the
         documented expert switch that skips the dependence check (the generated code may
-        then be wrong)."""
+        then be wrong). ``schedule="auto"`` has the middle-end schedule the program
+        itself (as :meth:`auto_schedule` does, analytically, with ``estimates=`` and
+        ``budget=``) where the compile runs; the kernel's ``auto_schedule`` then holds
+        what it chose, as Python statements on ``f``."""
         return compile_via(self, service, target=target, outputs=outputs,
                            check_legality=check_legality, **options)

@@ -270,3 +270,22 @@ def _blame(fn: Function, commands: list[cmd.Command], outputs: Sequence[Any] | N
         return ScheduleError(msg, computations=err.computations, dependence=err.dependence,
                              command=c.describe(), command_index=k, level=err.level)
     return err
+
+
+def check_commands(fn: Function, commands: Sequence[cmd.Command],
+                   outputs: Sequence[Any] | None = None,
+                   max_isl_ops: int = DEFAULT_MAX_OPS) -> None:
+    """Whether ``fn`` under ``commands`` (instead of its own log) is legal: the layers and
+    the legality check of :func:`lower`, without the loop AST (which is most of a
+    scheduled compile's time), and without replaying prefixes to blame a command. Raises
+    the :class:`ScheduleError` (or :class:`DefinitionError`) the compile would; an
+    automatic scheduler calls it on every candidate it keeps."""
+    ctx = _new_ctx(max_isl_ops)
+    try:
+        _analyse(fn, list(commands), outputs, ctx).check()
+    except isl.Error as e:
+        if exhausted(ctx):
+            raise ResourceLimitError(
+                f"function {fn.name!r}: ISL exceeded its bound of {max_isl_ops} operations "
+                "while checking a schedule") from None
+        raise MiddleEndError(f"function {fn.name!r}: ISL failed: {e}") from e

@@ -205,6 +205,8 @@ def kernel_of(resp: pb.CompileResponse, name: str,
     k = target.load(art, source=src, cache_key=resp.cache_key, inspect=inspect)
     k.timings = tuple(resp.timings)
     k.diagnostics = tuple(resp.diagnostics)  # warnings (errors were raised)
+    # what schedule="auto" chose, as Python statements on a Function ``f`` ("" otherwise)
+    k.auto_schedule = resp.auto_schedule.python if resp.HasField("auto_schedule") else ""
     return k
 
 
@@ -232,4 +234,7 @@ def compile_via(fn: Any, service: Client | str | None = None, target: str = "cpu
     def inspect() -> Any:
         return lower(fn, outputs=outputs, check_legality=check_legality)
 
-    return kernel_of(resp, fn.name, inspect, client.registry)
+    # an auto-scheduled kernel's layers are those of the schedule the service chose, which
+    # only the service saw: no inspection from here (the kernel says so when asked)
+    auto = options.get("schedule") == "auto"
+    return kernel_of(resp, fn.name, None if auto else inspect, client.registry)

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from ..autosched import AutoSchedule, auto_schedule
 from ..driver.layers import layers_sections
 from ..driver.lowering import DEFAULT_MAX_OPS, Lowered, lower
 from ..driver.targets import TargetRegistry
@@ -77,6 +78,13 @@ def _lower(req: pb.Request, timer: _Timer, limits: Limits, max_ops: int,
             target = None
     else:
         target = registry.get(opts["target"])
+    if opts["auto_schedule"]:
+        with timer.phase("auto-schedule"):
+            chosen = auto_schedule(fn, opts["target"], outputs=opts["outputs"],
+                                   estimates=opts["estimates"],
+                                   budget=opts["auto_schedule_budget_s"])
+        if resp is not None:
+            report(chosen, resp.auto_schedule)
     if target is not None:
         opts["target_options"] = target.resolve_options(opts["target_options"])
         try:
@@ -95,6 +103,14 @@ def _lower(req: pb.Request, timer: _Timer, limits: Limits, max_ops: int,
         except TargetError as e:
             raise _with_alternatives(e, registry) from None
     return low, target, opts
+
+
+def report(chosen: AutoSchedule, out: Any) -> None:
+    """Fill an ``AutoScheduleReport``."""
+    out.python = chosen.python()
+    out.report = str(chosen)
+    out.search_seconds = chosen.search_s
+    out.legality_checks = chosen.checks
 
 
 def _with_alternatives(e: TargetError, registry: TargetRegistry) -> TargetError:

@@ -85,6 +85,7 @@ class Kernel(abc.ABC):
         self.cache_key = cache_key
         self.timings: tuple[Any, ...] = ()  # the compile's phases, when built by a service
         self.diagnostics: tuple[Any, ...] = ()  # its warnings
+        self.auto_schedule = ""  # schedule="auto": the chosen schedule, as Python on `f`
         sig = self.signature
         self._arguments: tuple[BufferDecl, ...] = sig.arguments
         clash = set(sig.params) & {b.name for b in self._arguments}

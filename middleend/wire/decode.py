@@ -564,5 +564,32 @@ def decode_request(req: Any, limits: Limits | None = None,
         "outputs": decode_outputs(req.function),
         "check_legality": not req.options.skip_legality_check,
         "max_isl_operations": int(req.options.max_isl_operations),
+        "auto_schedule": bool(req.options.auto_schedule),
+        "estimates": _estimates(fn, req.options),
+        "auto_schedule_budget_s": _budget(req.options),
     }
     return fn, opts
+
+
+def _estimates(fn: Function, o: Any) -> dict[str, int]:
+    params = {p.name for p in fn.params}
+    for k in sorted(o.estimates):
+        if k not in params:
+            raise InvalidProgramError(f"an estimate of {quoted(k)}, which is not a parameter "
+                                      "of the function", f"options.estimates[{quoted(k)}]")
+    if o.estimates and not o.auto_schedule:
+        raise InvalidProgramError("estimates without auto_schedule", "options.estimates")
+    return {k: int(o.estimates[k]) for k in sorted(o.estimates)}
+
+
+def _budget(o: Any) -> float | None:
+    b = float(o.auto_schedule_budget_s)
+    if b == 0:
+        return None
+    if not 0 < b < float("inf"):
+        raise InvalidProgramError(f"a budget of {b!r} seconds (positive and finite, or 0: "
+                                  "no limit)", "options.auto_schedule_budget_s")
+    if not o.auto_schedule:
+        raise InvalidProgramError("a budget without auto_schedule",
+                                  "options.auto_schedule_budget_s")
+    return b

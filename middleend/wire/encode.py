@@ -226,14 +226,39 @@ def encode_target(target: str, options: Mapping[str, Any], out: Any) -> Any:
     return out
 
 
+SCHEDULES = (None, "auto")  # what ``schedule=`` takes: the commands as given, or automatic
+
+
 def encode_request(fn: Function, target: str = "cpu", outputs: Sequence[Any] | None = None,
                    check_legality: bool = True, max_isl_operations: int = 0,
-                   **options: Any) -> Any:
+                   schedule: str | None = None, estimates: Mapping[str, int] | None = None,
+                   budget: float | None = None, **options: Any) -> Any:
     """A complete ``pb.Request`` (the message Compile, Check and Lower take); ``options``
-    are the target's (e.g. ``fp_contract=True`` for cpu)."""
+    are the target's (e.g. ``fp_contract=True`` for cpu). ``schedule="auto"`` asks the
+    middle-end to schedule the program itself (with the parameter ``estimates`` for its
+    cost model, in at most ``budget`` seconds)."""
+    if schedule not in SCHEDULES:
+        raise DefinitionError(f"function {fn.name!r}: schedule must be None or 'auto', got "
+                              f"{schedule!r}")
+    if schedule is None and (estimates is not None or budget is not None):
+        raise DefinitionError(f"function {fn.name!r}: estimates and budget are for "
+                              "schedule='auto'")
     req = pb.Request()
     req.function.CopyFrom(encode_function(fn, outputs))
     encode_target(target, options, req.target)
     req.options.skip_legality_check = not check_legality
     req.options.max_isl_operations = max_isl_operations
+    if schedule == "auto":
+        req.options.auto_schedule = True
+        for k, v in sorted((estimates or {}).items()):
+            if not isinstance(k, str) or not isinstance(v, int) or isinstance(v, bool):
+                raise DefinitionError(f"function {fn.name!r}: estimates map parameter names "
+                                      f"to ints, got {k!r}: {v!r}")
+            req.options.estimates[k] = v
+        if budget is not None:
+            if isinstance(budget, bool) or not isinstance(budget, (int, float)) or \
+                    not 0 < budget < float("inf"):
+                raise DefinitionError(f"function {fn.name!r}: budget must be a positive "
+                                      f"number of seconds, got {budget!r}")
+            req.options.auto_schedule_budget_s = float(budget)
     return req

@@ -852,12 +852,25 @@ class Target(_message.Message):
     def __init__(self, cpu: _Optional[_Union[CpuOptions, _Mapping]] = ..., gpu: _Optional[_Union[GpuOptions, _Mapping]] = ..., mpi: _Optional[_Union[MpiOptions, _Mapping]] = ..., fpga: _Optional[_Union[FpgaOptions, _Mapping]] = ..., named: _Optional[_Union[NamedTarget, _Mapping]] = ...) -> None: ...
 
 class Options(_message.Message):
-    __slots__ = ("skip_legality_check", "max_isl_operations")
+    __slots__ = ("skip_legality_check", "max_isl_operations", "auto_schedule", "estimates", "auto_schedule_budget_s")
+    class EstimatesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: int
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[int] = ...) -> None: ...
     SKIP_LEGALITY_CHECK_FIELD_NUMBER: _ClassVar[int]
     MAX_ISL_OPERATIONS_FIELD_NUMBER: _ClassVar[int]
+    AUTO_SCHEDULE_FIELD_NUMBER: _ClassVar[int]
+    ESTIMATES_FIELD_NUMBER: _ClassVar[int]
+    AUTO_SCHEDULE_BUDGET_S_FIELD_NUMBER: _ClassVar[int]
     skip_legality_check: bool
     max_isl_operations: int
-    def __init__(self, skip_legality_check: _Optional[bool] = ..., max_isl_operations: _Optional[int] = ...) -> None: ...
+    auto_schedule: bool
+    estimates: _containers.ScalarMap[str, int]
+    auto_schedule_budget_s: float
+    def __init__(self, skip_legality_check: _Optional[bool] = ..., max_isl_operations: _Optional[int] = ..., auto_schedule: _Optional[bool] = ..., estimates: _Optional[_Mapping[str, int]] = ..., auto_schedule_budget_s: _Optional[float] = ...) -> None: ...
 
 class Request(_message.Message):
     __slots__ = ("function", "target", "options")
@@ -1031,8 +1044,20 @@ class Diagnostic(_message.Message):
     severity: Severity
     def __init__(self, kind: _Optional[_Union[ErrorKind, str]] = ..., message: _Optional[str] = ..., computations: _Optional[_Iterable[str]] = ..., dependence: _Optional[str] = ..., command_index: _Optional[int] = ..., command: _Optional[str] = ..., level: _Optional[str] = ..., field_path: _Optional[str] = ..., build_log: _Optional[str] = ..., severity: _Optional[_Union[Severity, str]] = ...) -> None: ...
 
+class AutoScheduleReport(_message.Message):
+    __slots__ = ("python", "report", "search_seconds", "legality_checks")
+    PYTHON_FIELD_NUMBER: _ClassVar[int]
+    REPORT_FIELD_NUMBER: _ClassVar[int]
+    SEARCH_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    LEGALITY_CHECKS_FIELD_NUMBER: _ClassVar[int]
+    python: str
+    report: str
+    search_seconds: float
+    legality_checks: int
+    def __init__(self, python: _Optional[str] = ..., report: _Optional[str] = ..., search_seconds: _Optional[float] = ..., legality_checks: _Optional[int] = ...) -> None: ...
+
 class CompileResponse(_message.Message):
-    __slots__ = ("diagnostics", "layers", "sources", "artifact", "cache_key", "cache_hit", "timings", "middleend_version")
+    __slots__ = ("diagnostics", "layers", "sources", "artifact", "cache_key", "cache_hit", "timings", "middleend_version", "auto_schedule")
     DIAGNOSTICS_FIELD_NUMBER: _ClassVar[int]
     LAYERS_FIELD_NUMBER: _ClassVar[int]
     SOURCES_FIELD_NUMBER: _ClassVar[int]
@@ -1041,6 +1066,7 @@ class CompileResponse(_message.Message):
     CACHE_HIT_FIELD_NUMBER: _ClassVar[int]
     TIMINGS_FIELD_NUMBER: _ClassVar[int]
     MIDDLEEND_VERSION_FIELD_NUMBER: _ClassVar[int]
+    AUTO_SCHEDULE_FIELD_NUMBER: _ClassVar[int]
     diagnostics: _containers.RepeatedCompositeFieldContainer[Diagnostic]
     layers: Layers
     sources: _containers.RepeatedCompositeFieldContainer[SourceFile]
@@ -1049,7 +1075,8 @@ class CompileResponse(_message.Message):
     cache_hit: bool
     timings: _containers.RepeatedCompositeFieldContainer[PhaseTiming]
     middleend_version: str
-    def __init__(self, diagnostics: _Optional[_Iterable[_Union[Diagnostic, _Mapping]]] = ..., layers: _Optional[_Union[Layers, _Mapping]] = ..., sources: _Optional[_Iterable[_Union[SourceFile, _Mapping]]] = ..., artifact: _Optional[_Union[Artifact, _Mapping]] = ..., cache_key: _Optional[str] = ..., cache_hit: _Optional[bool] = ..., timings: _Optional[_Iterable[_Union[PhaseTiming, _Mapping]]] = ..., middleend_version: _Optional[str] = ...) -> None: ...
+    auto_schedule: AutoScheduleReport
+    def __init__(self, diagnostics: _Optional[_Iterable[_Union[Diagnostic, _Mapping]]] = ..., layers: _Optional[_Union[Layers, _Mapping]] = ..., sources: _Optional[_Iterable[_Union[SourceFile, _Mapping]]] = ..., artifact: _Optional[_Union[Artifact, _Mapping]] = ..., cache_key: _Optional[str] = ..., cache_hit: _Optional[bool] = ..., timings: _Optional[_Iterable[_Union[PhaseTiming, _Mapping]]] = ..., middleend_version: _Optional[str] = ..., auto_schedule: _Optional[_Union[AutoScheduleReport, _Mapping]] = ...) -> None: ...
 
 class CheckResponse(_message.Message):
     __slots__ = ("legal", "diagnostics", "timings")
@@ -1062,15 +1089,17 @@ class CheckResponse(_message.Message):
     def __init__(self, legal: _Optional[bool] = ..., diagnostics: _Optional[_Iterable[_Union[Diagnostic, _Mapping]]] = ..., timings: _Optional[_Iterable[_Union[PhaseTiming, _Mapping]]] = ...) -> None: ...
 
 class LowerResponse(_message.Message):
-    __slots__ = ("diagnostics", "layers", "sources", "entry_point", "timings")
+    __slots__ = ("diagnostics", "layers", "sources", "entry_point", "timings", "auto_schedule")
     DIAGNOSTICS_FIELD_NUMBER: _ClassVar[int]
     LAYERS_FIELD_NUMBER: _ClassVar[int]
     SOURCES_FIELD_NUMBER: _ClassVar[int]
     ENTRY_POINT_FIELD_NUMBER: _ClassVar[int]
     TIMINGS_FIELD_NUMBER: _ClassVar[int]
+    AUTO_SCHEDULE_FIELD_NUMBER: _ClassVar[int]
     diagnostics: _containers.RepeatedCompositeFieldContainer[Diagnostic]
     layers: Layers
     sources: _containers.RepeatedCompositeFieldContainer[SourceFile]
     entry_point: EntryPoint
     timings: _containers.RepeatedCompositeFieldContainer[PhaseTiming]
-    def __init__(self, diagnostics: _Optional[_Iterable[_Union[Diagnostic, _Mapping]]] = ..., layers: _Optional[_Union[Layers, _Mapping]] = ..., sources: _Optional[_Iterable[_Union[SourceFile, _Mapping]]] = ..., entry_point: _Optional[_Union[EntryPoint, _Mapping]] = ..., timings: _Optional[_Iterable[_Union[PhaseTiming, _Mapping]]] = ...) -> None: ...
+    auto_schedule: AutoScheduleReport
+    def __init__(self, diagnostics: _Optional[_Iterable[_Union[Diagnostic, _Mapping]]] = ..., layers: _Optional[_Union[Layers, _Mapping]] = ..., sources: _Optional[_Iterable[_Union[SourceFile, _Mapping]]] = ..., entry_point: _Optional[_Union[EntryPoint, _Mapping]] = ..., timings: _Optional[_Iterable[_Union[PhaseTiming, _Mapping]]] = ..., auto_schedule: _Optional[_Union[AutoScheduleReport, _Mapping]] = ...) -> None: ...

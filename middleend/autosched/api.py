@@ -1,0 +1,71 @@
+"""``auto_schedule(fn, target=...)``: the entry point (``Function.auto_schedule`` calls it).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ..driver.summary import estimates_for, summarize
+from ..driver.targets import TargetRegistry
+from ..ir.errors import DefinitionError
+from ..ir.function import Function
+from .cost import MachineModel
+from .result import AutoSchedule
+from .search import search
+
+# a compile to time candidates with: (the Function with a candidate's commands) -> kernel
+Compile = Callable[[Function], Any]
+
+
+def _budget(budget: float | None) -> float | None:
+    if budget is None:
+        return None
+    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or budget <= 0:
+        raise DefinitionError(f"auto_schedule: budget must be a positive number of seconds, "
+                              f"got {budget!r}")
+    return float(budget)
+
+
+def machine_model(target: str, cores: int | None = None) -> MachineModel:
+    """The cost model's view of ``target``'s machine (a target that describes none: a
+    plain vector machine)."""
+    if not isinstance(target, str):
+        raise DefinitionError(f"auto_schedule: target must be a target name, got {target!r}")
+    t = TargetRegistry.discover().lookup(target)
+    return MachineModel.of(t.machine(), cores)
+
+
+def auto_schedule(fn: Function, target: str = "cpu", outputs: Sequence[Any] | None = None,
+                  estimates: Mapping[str, int] | None = None, budget: float | None = None,
+                  apply: bool = True, tune: Compile | None = None,
+                  inputs: Mapping[str, Any] | None = None) -> AutoSchedule:
+    """Choose a schedule for ``fn`` on ``target`` and (``apply``) make it ``fn``'s.
+
+    ``estimates``: a value per parameter for the cost model (default: each Param's
+    ``max`` if small, else 1024). ``budget``: seconds the search may take (it stops
+    trying new candidates then; the best legal ones so far are kept). ``tune``: a compile
+    (Function -> kernel) to time the best few candidates with on ``inputs`` (the arrays by
+    buffer name, at the sizes that matter); see :mod:`.tune`."""
+    if not isinstance(fn, Function):
+        raise DefinitionError(f"auto_schedule takes a me.Function, got {type(fn).__name__}")
+    limit = _budget(budget)
+    t0 = time.monotonic()
+    m = machine_model(target)
+    est = estimates_for(fn, estimates)
+    summary = summarize(fn, est, outputs)
+    deadline = None if limit is None else t0 + limit
+    found = search(fn, m, outputs, est, deadline, summary)
+    measured: dict[str, float] = {}
+    if tune is not None:
+        from .tune import tune as run_tuning
+
+        found, measured = run_tuning(fn, found, tune, inputs or {}, summary, m, outputs,
+                                     deadline)
+    result = AutoSchedule(fn.name, target, found.commands, found.choices,
+                          time.monotonic() - t0, found.checks, found.notes,
+                          tuned=tune is not None, measured=measured)
+    if apply:
+        result.apply(fn)
+    return result

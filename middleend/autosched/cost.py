@@ -1,0 +1,205 @@
+"""The analytical cost model: cycles of one statement's loop nest, from its footprints.
+
+In the manner of Stripe (``../shared/seeds/001_...``) and of the classic reuse analyses: for
+each loop level, the cache lines each access touches inside it (a box per buffer dimension
+from the access's affine strides, the summary's numbers from ISL); the outermost level
+whose lines fit a cache is where that cache stops missing, and every iteration of the
+loops above it brings those lines in again. The compute side counts the value operations
+and the loads and stores that stay in the loop after what a register block hoists (an
+access that does not move along an unrolled or vector loop is loaded once for all of its
+iterations), divided by the vector lanes where the innermost loop runs in vectors, and
+bounded below by the latency of an addition chain where that loop carries a reduction.
+The estimate is the larger of the two (a roofline), over the cores for a parallel loop,
+plus the cost of starting the parallel loop as often as the loops above it run.
+
+It ranks candidates; it does not predict times to better than a factor. What decides
+between close candidates is measurement (:mod:`.tune`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..driver.summary import Access, Stmt
+from ..target.base import Machine
+from .plan import Loop
+
+LINE = 64  # bytes per cache line
+ADD_LATENCY = 4.0  # cycles of a floating-point addition (a reduction chain's step)
+FORK_CYCLES = 6000.0  # starting and joining a parallel loop
+# bytes per cycle and core that each level delivers to the one above it
+BANDWIDTH = {2: 32.0, 3: 16.0, 4: 6.0}
+STREAM_RUN = 1024.0  # bytes of a contiguous run from which misses stream at full bandwidth
+
+
+@dataclass(frozen=True)
+class MachineModel:
+    """What the model knows of the machine: vector bytes, vector registers, the data caches
+    (bytes, L1 and L2 per core, L3 shared), cores."""
+
+    vector_bytes: int
+    registers: int
+    caches: tuple[int, int, int]
+    cores: int
+
+    @staticmethod
+    def of(machine: Machine | None, cores: int | None = None) -> MachineModel:
+        """From a target's :class:`Machine` (None: a plain 16-register SSE machine with
+        typical caches)."""
+        vb = (machine.vector_bytes(True, 4) if machine else None) or 16
+        regs = (machine.vector_registers() if machine else None) or 16
+        sizes = []
+        for lv, dflt in ((1, 32 << 10), (2, 1 << 20), (3, 8 << 20)):
+            got = machine.cache_bytes(lv) if machine else None
+            sizes.append(got or dflt)
+        if cores is None:
+            env = os.environ.get("MIDDLEEND_NUM_THREADS", "")
+            cores = int(env) if env.isdigit() and int(env) > 0 else (os.cpu_count() or 1)
+        return MachineModel(vb, regs, (sizes[0], sizes[1], sizes[2]), cores)
+
+    def lanes(self, elem_bytes: int) -> int:
+        return max(1, self.vector_bytes // max(1, elem_bytes))
+
+
+def _ranges(stmt_vars: Sequence[str], nest: Sequence[Loop]) -> list[list[int]]:
+    """``out[l][k]``: how many values variable ``k`` takes inside loops ``l..`` (and
+    ``out[len(nest)]``, inside every loop: one each)."""
+    index = {v: k for k, v in enumerate(stmt_vars)}
+    out = [[1] * len(stmt_vars) for _ in range(len(nest) + 1)]
+    for lvl in range(len(nest) - 1, -1, -1):
+        row = list(out[lvl + 1])
+        lp = nest[lvl]
+        k = index[lp.var]
+        row[k] = row[k] * lp.trip
+        out[lvl] = row
+    return out
+
+
+def _lines(a: Access, ranges: Sequence[int]) -> float:
+    """Cache lines ``a`` touches while the variables take ``ranges`` values each."""
+    n = len(a.dim_sizes)
+    if n == 0:
+        return 1.0
+    spans = []
+    for d in range(n):
+        s = 1.0 + sum(abs(c) * (r - 1) for c, r in zip(a.spans[d], ranges, strict=True))
+        spans.append(min(s, float(a.dim_sizes[d])))
+    last = spans[-1] * a.elem_bytes
+    lines = math.ceil(last / LINE) + (1.0 if last > LINE else 0.0)
+    for s in spans[:-1]:
+        lines *= s
+    total = math.ceil(math.prod(a.dim_sizes) * a.elem_bytes / LINE)
+    return min(lines, float(total))
+
+
+def _groups(stmt: Stmt) -> list[Access]:
+    """One access per buffer and shape of reach: reads of ``A[i-1]``, ``A[i]`` and
+    ``A[i+1]`` touch the same lines, and so do a write and the read of its own element."""
+    seen: dict[tuple[str, tuple[tuple[float, ...], ...]], Access] = {}
+    for a in stmt.accesses:
+        seen.setdefault((a.buffer, a.spans), a)
+    return list(seen.values())
+
+
+def _stream_factor(a: Access, nest: Sequence[Loop], stmt_vars: Sequence[str]) -> float:
+    """How much slower than streaming a miss of ``a`` is: its innermost loop (the first
+    one it moves along) reads a run of contiguous bytes; a short run (a column of a
+    row-major array, 64 bytes per row) leaves the prefetchers nothing to follow, and every
+    line costs a latency, not a share of bandwidth."""
+    index = {v: k for k, v in enumerate(stmt_vars)}
+    run = float(a.elem_bytes)
+    for lp in reversed(nest):
+        s = abs(a.strides[index[lp.var]])
+        if s == 0 or (lp.tag == "unroll" and lp.trip <= 16):
+            continue  # an unrolled loop's copies are streams of their own
+        if s == 1:
+            run = a.elem_bytes * lp.trip
+        break
+    return 1.0 + 3.0 * max(0.0, 1.0 - run / STREAM_RUN)
+
+
+def cost(stmt: Stmt, nest: Sequence[Loop], m: MachineModel) -> float:
+    """Estimated cycles of ``stmt`` run as ``nest``."""
+    ranges = _ranges(stmt.vars, nest)
+    groups = _groups(stmt)
+    depth = len(nest)
+    trips_above = [1.0] * (depth + 1)
+    for lvl in range(1, depth + 1):
+        trips_above[lvl] = trips_above[lvl - 1] * nest[lvl - 1].trip
+    lines = [[_lines(g, ranges[lvl]) for lvl in range(depth + 1)] for g in groups]
+    mem = 0.0
+    for level, cap in zip((2, 3, 4), m.caches, strict=True):
+        fit = depth
+        for lvl in range(depth, -1, -1):
+            if sum(ln[lvl] for ln in lines) * LINE <= 0.7 * cap:
+                fit = lvl
+            else:
+                break
+        for g, ln in zip(groups, lines, strict=True):
+            slow = 1.0 if level == 2 else _stream_factor(g, nest, stmt.vars)
+            mem += ln[fit] * trips_above[fit] * LINE / BANDWIDTH[level] * slow
+    compute = stmt.points * _per_point(stmt, nest, m)
+    par = next((k for k, lp in enumerate(nest) if lp.tag == "parallel"), None)
+    if par is None:
+        return max(compute, mem)
+    ways = min(m.cores, nest[par].trip)
+    spread = (ways - 1) * 0.9 + 1
+    return max(compute / spread, mem / min(spread, 1.6)) + FORK_CYCLES * trips_above[par]
+
+
+def _per_point(stmt: Stmt, nest: Sequence[Loop], m: MachineModel) -> float:
+    """Cycles per instance: value operations plus the loads and stores left in the
+    register block, over the vector lanes, at least a reduction chain's latency."""
+    if not nest:
+        return float(stmt.ops + len(stmt.accesses))
+    index = {v: k for k, v in enumerate(stmt.vars)}
+    inner = nest[-1]
+    # the register block: the innermost loops of constant, small trip (vector, unrolled or
+    # a plain tile loop), and the loop just outside them
+    block: list[Loop] = []
+    for lp in reversed(nest):
+        block.append(lp)
+        if not (lp.part == "inner" and lp.trip <= 64) and lp.tag != "vector":
+            break
+    elem = max((a.elem_bytes for a in stmt.accesses if a.write), default=4)
+    lanes = m.lanes(elem)
+    k_in = index[inner.var]
+    vectorized = inner.tag == "vector" or (
+        inner.part == "inner" and inner.trip % lanes == 0 and inner.tag is None
+        and any(lp.tag == "unroll" for lp in block))
+    if vectorized and any(abs(a.strides[k_in]) not in (0.0, 1.0) for a in stmt.accesses):
+        vectorized = False  # a gather or a strided store: lane by lane
+    if vectorized and inner.var in stmt.reductions:
+        vectorized = False  # an ordered sum cannot run in lanes
+    mem_ops = 0.0
+    for a in stmt.accesses:
+        share = 1.0
+        for lp in block:
+            if a.strides[index[lp.var]] == 0:
+                share /= lp.trip
+            elif lp is inner:
+                continue
+            else:
+                break
+        mem_ops += share
+    per = stmt.ops + mem_ops
+    if vectorized:
+        per /= lanes
+        per *= math.ceil(inner.trip / lanes) * lanes / inner.trip
+    if inner.var in stmt.reductions or (block and block[-1].var in stmt.reductions):
+        chains = 1.0
+        for lp in block[:-1]:
+            if lp.var not in stmt.reductions:
+                chains *= lp.trip
+        if inner.var in stmt.reductions:
+            chains = 1.0
+        per = max(per, ADD_LATENCY / chains)
+    accumulators = 1.0
+    for lp in block[:-1]:
+        accumulators *= lp.trip
+    if vectorized and accumulators / lanes > m.registers - 4:
+        per *= 2.0  # the sums no longer fit the registers: spilled
+    return per

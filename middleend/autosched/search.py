@@ -1,0 +1,185 @@
+"""The search: which loops statements share, then each statement's best legal plan.
+
+1. *Distribution.* The front-end's ordering commands keep the source's loop structure
+   (two statements in one Julia loop share it). Each shared loop is a constraint on both
+   statements' plans, so the search first tries to give every statement its own loop nest
+   (all ``after`` levels at the root), and where that is illegal (a time loop around two
+   sweeps), one ordering at a time, keeping each that stays legal.
+2. *Plans.* Statement by statement, in declaration order, the candidates of
+   :mod:`.space` ranked by :mod:`.cost`; the first of the best few that the middle-end's
+   legality check accepts, with the plans already chosen in place, is kept. The check is
+   the one every compile runs (:func:`middleend.driver.lowering.check_commands`), so the
+   result is legal by construction, never by the model's say-so.
+
+Statements the user scheduled (any loop command of theirs) and the Layer IV operations are
+left as they are. The result is deterministic: the same program, estimates and machine give
+the same commands (nothing depends on time, except that ``deadline`` stops trying).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..driver.lowering import check_commands
+from ..driver.summary import Stmt, Summary, summarize
+from ..ir import commands as cmd
+from ..ir.errors import MiddleEndError
+from ..ir.function import Function
+from .cost import MachineModel, cost
+from .plan import Plan, commands, loops
+from .space import ranked
+
+TRIES = 6  # candidates checked per statement before settling for a simpler one
+_ORDERING = (cmd.After, cmd.Before, cmd.Then)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What the search chose for one statement: its plan, the model's estimate for it
+    and for the loops as they were, and how many candidates the legality check refused."""
+
+    stmt: str
+    plan: Plan | None  # None: left as it was
+    shared: tuple[str, ...]
+    estimate: float
+    baseline: float
+    refused: int
+
+
+@dataclass
+class Searched:
+    """The search's state: the commands it keeps as they were (``rest``: data mapping and
+    the user's own loop commands), each statement's chosen commands (``blocks``, in
+    declaration order), the ordering it settled on; what tuning starts from."""
+
+    rest: list[cmd.Command]
+    blocks: dict[str, list[cmd.Command]]
+    orders: list[cmd.Command]
+    choices: list[Choice]
+    checks: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def commands(self) -> list[cmd.Command]:
+        return self.rest + [c for b in self.blocks.values() for c in b] + self.orders
+
+    def with_block(self, stmt: str, block: list[cmd.Command]) -> list[cmd.Command]:
+        """The commands with ``stmt``'s block replaced by ``block``."""
+        out = list(self.rest)
+        for n, b in self.blocks.items():
+            out += block if n == stmt else b
+        return out + self.orders
+
+
+def _user_scheduled(commands_: Sequence[cmd.Command]) -> set[str]:
+    return {c.comp for c in commands_
+            if isinstance(c, cmd.SCHEDULE_COMMANDS) and not isinstance(c, _ORDERING)}
+
+
+class _Checker:
+    """The legality check, counted, with the program's outputs."""
+
+    def __init__(self, fn: Function, outputs: Sequence[Any] | None) -> None:
+        self.fn, self.outputs, self.count = fn, outputs, 0
+
+    def legal(self, commands_: Sequence[cmd.Command]) -> bool:
+        self.count += 1
+        try:
+            check_commands(self.fn, commands_, self.outputs)
+        except MiddleEndError:
+            return False
+        return True
+
+
+def _distribute(check: _Checker, rest: list[cmd.Command], orders: list[cmd.Command]
+                ) -> list[cmd.Command]:
+    """``orders`` with as many ``after`` levels moved to the root as stay legal."""
+    def rooted(c: cmd.Command) -> cmd.Command:
+        assert isinstance(c, cmd.After)
+        return type(c)(c.comp, c.other, cmd.ROOT)
+
+    movable = [k for k, c in enumerate(orders)
+               if type(c) is cmd.After and c.level != cmd.ROOT]
+    if not movable:
+        return orders
+    every = [rooted(c) if k in movable else c for k, c in enumerate(orders)]
+    if check.legal(rest + every):
+        return every
+    out = list(orders)
+    for k in movable:
+        trial = list(out)
+        trial[k] = rooted(out[k])
+        if check.legal(rest + trial):
+            out = trial
+    return out
+
+
+def _shared(stmts: Mapping[str, Stmt], orders: Sequence[cmd.Command]) -> dict[str, int]:
+    """Per statement, how many of its outer loops it shares with another statement (the
+    non-root levels of the ordering commands: both sides keep those loops)."""
+    depth: dict[str, int] = {}
+    for c in orders:
+        if not isinstance(c, cmd.After) or c.level == cmd.ROOT:
+            continue
+        later, earlier = (c.other, c.comp) if isinstance(c, cmd.Before) else (c.comp,
+                                                                                c.other)
+        s = stmts.get(later)
+        if s is None or c.level not in s.vars:
+            # a level that is not one of the statement's own variables: keep all loops
+            for n in (later, earlier):
+                if n in stmts:
+                    depth[n] = len(stmts[n].vars)
+            continue
+        d = s.vars.index(c.level) + 1
+        for n in (later, earlier):
+            if n in stmts:
+                depth[n] = max(depth.get(n, 0), min(d, len(stmts[n].vars)))
+    return depth
+
+
+def search(fn: Function, m: MachineModel, outputs: Sequence[Any] | None = None,
+           estimates: Mapping[str, int] | None = None, deadline: float | None = None,
+           summary: Summary | None = None) -> Searched:
+    """The commands of ``fn`` with a plan for every statement it can find one for."""
+    base = list(fn.commands.items)
+    fixed = _user_scheduled(base)
+    orders = [c for c in base if isinstance(c, _ORDERING)]
+    rest = [c for c in base if not isinstance(c, _ORDERING)]
+    s = summary or summarize(fn, estimates, outputs, base)
+    check = _Checker(fn, outputs)
+    orders = _distribute(check, rest, orders)
+    by_name = {st.name: st for st in s.stmts}
+    shared = _shared(by_name, orders)
+    found = Searched(rest, {}, orders, [])
+    choices = found.choices
+    notes: list[str] = []
+    for st in s.stmts:
+        found.blocks[st.name] = []
+        if st.name in fixed or len(st.vars) == 0:
+            continue
+        sh = st.vars[:shared.get(st.name, 0)]
+        baseline = cost(st, loops(st, sh, Plan(st.vars[len(sh):])), m)
+        if len(sh) == len(st.vars):
+            choices.append(Choice(st.name, None, sh, baseline, baseline, 0))
+            continue
+        refused = 0
+        picked: tuple[float, Plan] | None = None
+        for est, plan in ranked(st, sh, m)[:TRIES]:
+            if deadline is not None and time.monotonic() > deadline:
+                notes.append(f"{st.name}: the deadline passed; its loops are as written")
+                break
+            trial = commands(st, sh, plan)
+            if check.legal(found.with_block(st.name, trial)):
+                found.blocks[st.name] = trial
+                picked = (est, plan)
+                break
+            refused += 1
+        if picked is None:
+            choices.append(Choice(st.name, None, sh, baseline, baseline, refused))
+        else:
+            choices.append(Choice(st.name, picked[1], sh, picked[0], baseline, refused))
+    found.checks, found.notes = check.count, notes
+    return found

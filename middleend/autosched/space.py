@@ -1,0 +1,181 @@
+"""The candidate loop nests of one statement: the scheduling language's own transformations
+(loop order, tiling, unrolling, vectorization, a parallel loop), combined the ways the
+seeds' and Halide's hand schedules combine them, with sizes from the machine.
+
+Four families, each over every order of the statement's free loops:
+
+- *plain*: a loop permutation, the innermost loop vectorized where its accesses are
+  contiguous and it carries no reduction, the outermost loop without a reduction parallel;
+- *blocked vector*: the vector loop split in blocks (256 to 4096 elements, so that the
+  block's data stays in L1 or L2 across the loops between), optionally an outer loop
+  unrolled by 4 or 8 inside the block (an axpy updating a block of sums from 8 columns:
+  one load and store of the sums per 8 columns);
+- *register tile*: a reduction ``r``, a contiguous loop ``v`` and another ``u`` tiled as a
+  BLAS micro-kernel: ``v`` by ``m`` vectors (``m`` of 1-3), ``u`` by ``U`` unrolled columns
+  with ``m U`` sums within the vector registers, ``r`` in blocks (or not) outside them;
+- *dot-product tile*: an innermost reduction with ``U`` of its neighbours' sums unrolled
+  inside it (independent chains for the adder's latency, in vectors where they are
+  contiguous).
+
+Which one wins is the cost model's call (:mod:`.cost`); which are legal, the middle-end's.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Sequence
+
+from ..driver.summary import Stmt
+from .cost import MachineModel, cost
+from .plan import Plan, loops
+
+BLOCKS = (256, 1024, 4096)
+UNROLLS = (4, 8)
+TILE_COLUMNS = (4, 6, 8, 12)
+REDUCTION_BLOCKS = (None, 128, 256, 512)
+MAX_ORDERS = 120  # permutations of up to 5 free loops; beyond, only the innermost 4 move
+
+
+def _orders(free: Sequence[str]) -> list[tuple[str, ...]]:
+    if len(free) <= 5:
+        return list(itertools.permutations(free))
+    head = tuple(free[:-4])
+    return [head + p for p in itertools.permutations(free[-4:])]
+
+
+def _contiguous(stmt: Stmt, v: str) -> bool:
+    """Whether every access moves by 0 or 1 element along ``v``, one of them by 1."""
+    k = stmt.vars.index(v)
+    strides = [abs(a.strides[k]) for a in stmt.accesses]
+    return all(s in (0.0, 1.0) for s in strides) and 1.0 in strides
+
+
+def _parallel(order: Sequence[str], stmt: Stmt, ext: dict[str, int],
+              tiles: dict[str, int], avoid: str | None) -> str | None:
+    """The outermost variable of ``order`` without a reduction whose (outer) loop has
+    more than one iteration; ``avoid``: an untiled variable whose loop is inner."""
+    for v in order:
+        if v in stmt.reductions or v == avoid and v not in tiles:
+            continue
+        trip = -(-ext[v] // tiles[v]) if v in tiles else ext[v]
+        if trip > 1:
+            return v
+    return None
+
+
+def plans(stmt: Stmt, free: Sequence[str], m: MachineModel) -> Iterator[Plan]:
+    """Every candidate plan of ``stmt`` over its ``free`` loops (duplicates possible)."""
+    ext = dict(zip(stmt.vars, stmt.extents, strict=True))
+    elem = max((a.elem_bytes for a in stmt.accesses if a.write), default=4)
+    lanes = m.lanes(elem)
+    vec = [v for v in free if v not in stmt.reductions and _contiguous(stmt, v)]
+    red = [v for v in free if v in stmt.reductions]
+    keep = [v for v in free if v not in stmt.reductions]
+    for order in _orders(free):
+        inner = order[-1] if order else None
+        v = inner if inner in vec and ext[inner] >= lanes else None
+        yield Plan(order, (), v, lanes if v else 0, None,
+                   _parallel(order, stmt, ext, {}, inner))
+        for vv in vec:
+            for b in BLOCKS:
+                if b >= ext[vv]:
+                    continue
+                base = {vv: b}
+                yield Plan(order, ((vv, b),), vv, lanes, None,
+                           _parallel(order, stmt, ext, base, vv))
+                for u in free:
+                    if u == vv or order.index(u) > order.index(vv):
+                        continue
+                    for uf in UNROLLS:
+                        if uf >= ext[u]:
+                            continue
+                        t = {vv: b, u: uf}
+                        yield Plan(order, tuple(t.items()), vv, lanes, u,
+                                   _parallel(order, stmt, ext, t, vv))
+        for r in red:
+            for vv in vec:
+                for u in keep:
+                    if u == vv:
+                        continue
+                    for mi in (1, 2, 3):
+                        rows = mi * lanes
+                        if rows > ext[vv]:
+                            continue
+                        for uf in TILE_COLUMNS:
+                            if mi * uf > m.registers - 4 or uf > ext[u]:
+                                continue
+                            for kb in REDUCTION_BLOCKS:
+                                if kb is not None and kb >= ext[r]:
+                                    continue
+                                t = {vv: rows, u: uf}
+                                if kb is not None:
+                                    t[r] = kb
+                                yield Plan(order, tuple(t.items()), None, 0, u,
+                                           _parallel(order, stmt, ext, t, None),
+                                           contiguous=vv)
+            if inner != r:
+                continue
+            for u in keep:
+                for uf in (4, 8, 16):
+                    if uf < ext[u]:
+                        t = {u: uf}
+                        yield Plan(order, tuple(t.items()), None, 0, u,
+                                   _parallel(order, stmt, ext, t, None))
+
+
+def likely_legal(stmt: Stmt, shared: Sequence[str], p: Plan) -> bool:
+    """Whether ``p`` keeps ``stmt``'s dependences on itself (:class:`SelfDeps`): its loop
+    order, the order of its tile loops, no distance along its parallel loop once the
+    loops outside are fixed, nor along its vector loop once all the others are. Only
+    the statement's own flow dependences: the legality check has the last word."""
+    d = stmt.deps
+    if d.deltas is None:
+        return True
+    ix = {v: k for k, v in enumerate(stmt.vars)}
+    outer = [ix[v] for v in shared] + [ix[v] for v in p.order]
+    if not d.keeps_order(outer):
+        return False
+    tiled = {v for v, _ in p.tiles}
+    if tiled:
+        band = [lp.var for lp in loops(stmt, shared, p) if lp.part == "inner"]
+        untiled = [ix[v] for v in (*shared, *p.order) if v not in tiled]
+        if not d.keeps_order(untiled + [ix[v] for v in band]):
+            return False
+    if p.parallel is not None:
+        before = []
+        for lp in loops(stmt, shared, p):
+            if lp.tag == "parallel":
+                break
+            before.append(ix[lp.var])
+        if not d.parallel(before, ix[p.parallel]):
+            return False
+    if p.vector is not None:
+        k = ix[p.vector]
+        if not d.parallel([j for j in range(len(stmt.vars)) if j != k], k):
+            return False
+    return True
+
+
+def ranked(stmt: Stmt, shared: Sequence[str], m: MachineModel) -> list[tuple[float, Plan]]:
+    """The distinct candidate plans of ``stmt`` by estimated cycles, best first, those
+    :func:`likely_legal` before the others (ties in the order they were generated: the
+    result is deterministic)."""
+    free = [v for v in stmt.vars if v not in shared]
+    seen: set[Plan] = set()
+    out: list[tuple[bool, float, int, Plan]] = []
+
+    def add(p: Plan) -> None:
+        seen.add(p)
+        out.append((not likely_legal(stmt, shared, p),
+                    cost(stmt, loops(stmt, shared, p), m), len(out), p))
+
+    for p in plans(stmt, free, m):
+        if p in seen:
+            continue
+        add(p)
+        if p.parallel is not None:  # the same without the parallel loop
+            q = Plan(p.order, p.tiles, p.vector, p.lanes, p.unroll, None, p.contiguous)
+            if q not in seen:
+                add(q)
+    out.sort(key=lambda t: (t[0], t[1], t[2]))
+    return [(c, p) for _, c, _, p in out]

@@ -1,0 +1,122 @@
+"""Autotuning: build and time the model's best few legal plans per statement, keep the
+fastest.
+
+The model ranks; it cannot tell a 10 % difference from noise in its own assumptions
+(prefetchers, what gcc makes of an unrolled block). So, statement by statement (the ones
+the model thinks costliest first), the best :data:`PER_STMT` legal candidates are each
+compiled into the whole program, with the other statements' current choices, and timed on
+the caller's inputs: best of :data:`REPS` calls after one warm-up, every candidate on fresh
+copies of the inputs (an in-place update must not drift into denormals between
+candidates). The choice as it stood is one of the timed candidates, so tuning never makes
+the program slower than the analytical schedule, up to the timing noise. A deadline stops
+it between two builds; what was measured so far is kept.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from ..driver.lowering import check_commands
+from ..driver.summary import Summary
+from ..ir import commands as cmd
+from ..ir.errors import MiddleEndError
+from ..ir.function import Function
+from .cost import MachineModel
+from .plan import commands
+from .search import Searched
+from .space import ranked
+
+PER_STMT = 4  # legal candidates timed per statement
+REPS = 3
+SCAN = 24  # ranked candidates looked at per statement to find PER_STMT legal ones
+
+
+def _time(kernel: Any, inputs: Mapping[str, Any]) -> float:
+    fresh = {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in inputs.items()}
+    kernel(**fresh)
+    best = float("inf")
+    for _ in range(REPS):
+        t0 = time.perf_counter()
+        kernel(**fresh)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def _build(fn: Function, commands_: list[cmd.Command], compile_: Callable[[Function], Any]
+           ) -> Any:
+    saved = fn.commands.items
+    fn.commands.items = list(commands_)
+    try:
+        return compile_(fn)
+    finally:
+        fn.commands.items = saved
+
+
+def _progress(done: int, total: int, what: str, stream: Any) -> None:
+    if stream is None:
+        return
+    width = 24
+    filled = width * done // max(total, 1)
+    stream.write(f"\r  tuning [{'#' * filled}{'.' * (width - filled)}] {done}/{total} {what}"
+                 + " " * 8)
+    stream.flush()
+
+
+def tune(fn: Function, found: Searched, compile_: Callable[[Function], Any],
+         inputs: Mapping[str, Any], summary: Summary, m: MachineModel,
+         outputs: Sequence[Any] | None, deadline: float | None,
+         progress: Any = sys.stderr) -> tuple[Searched, dict[str, float]]:
+    """``found`` with each statement's fastest measured plan; and the times measured
+    (candidate label -> seconds) for the report."""
+    order = sorted((c for c in found.choices if c.plan is not None),
+                   key=lambda c: -c.estimate)
+    plans: dict[str, list[tuple[float, Any, list[cmd.Command]]]] = {}
+    checks = 0
+    for ch in order:
+        st = summary.stmt(ch.stmt)
+        legal: list[tuple[float, Any, list[cmd.Command]]] = []
+        for est, p in ranked(st, ch.shared, m)[:SCAN]:
+            if len(legal) >= PER_STMT:
+                break
+            block = commands(st, ch.shared, p)
+            if p == ch.plan:
+                legal.append((est, p, block))
+                continue
+            checks += 1
+            try:
+                check_commands(fn, found.with_block(ch.stmt, block), outputs)
+            except MiddleEndError:
+                continue
+            legal.append((est, p, block))
+        plans[ch.stmt] = legal
+    total = sum(len(v) for v in plans.values())
+    done, times = 0, {}
+    choices = {c.stmt: c for c in found.choices}
+    for ch in order:
+        best_t, best = float("inf"), None
+        for est, p, block in plans[ch.stmt]:
+            if deadline is not None and time.monotonic() > deadline:
+                found.notes.append(f"tuning stopped at its deadline ({done}/{total} built)")
+                break
+            _progress(done, total, f"{ch.stmt}: {p.describe()}"[:60], progress)
+            t = _time(_build(fn, found.with_block(ch.stmt, block), compile_), inputs)
+            done += 1
+            times[f"{ch.stmt}: {p.describe()}"] = t
+            if t < best_t:
+                best_t, best = t, (est, p, block)
+        if best is not None:
+            found.blocks[ch.stmt] = best[2]
+            choices[ch.stmt] = replace(choices[ch.stmt], plan=best[1], estimate=best[0])
+        if deadline is not None and time.monotonic() > deadline:
+            break
+    if progress is not None and total:
+        progress.write("\n")
+    found.choices = [choices[c.stmt] for c in found.choices]
+    found.checks += checks
+    return found, times
