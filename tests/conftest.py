@@ -66,7 +66,15 @@ def _wire_round_trip(monkeypatch: pytest.MonkeyPatch) -> None:
         kernel = compile_(self, target, outputs, check_legality, service, **options)
         # the compile checked legality: lowering again without it (ISL's dependence
         # analysis, a quarter of a lowering) gives the same program, as cheaper
-        low = lower(self, outputs=outputs, check_legality=False)  # type: ignore
+        saved = list(self.commands.items)
+        if options.get("schedule") == "auto":  # the service's choice, made here too
+            chosen = self.auto_schedule(target, outputs, options.get("estimates"),
+                                        options.get("budget"), apply=False)
+            self.commands.items = list(chosen.commands)
+        try:
+            low = lower(self, outputs=outputs, check_legality=False)  # type: ignore
+        finally:
+            self.commands.items = saved
         if target == "cpu":
             assert kernel.source == generate_c(low.program), f"{self.name}: wire changed the C"
         req = encode_request(self, target, outputs, check_legality, **options)  # type: ignore

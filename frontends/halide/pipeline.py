@@ -57,7 +57,7 @@ class HalideKernel:
                  check_legality: bool = True,
                  extra_schedule: Callable[[Built], None] | None = None,
                  fp_contract: bool = True, target_options: dict[str, Any] | None = None,
-                 checks: Checks | None = None) -> None:
+                 checks: Checks | None = None, schedule: str | None = None) -> None:
         self.pipeline = hp
         self.outputs = outputs
         self.target = target
@@ -67,6 +67,7 @@ class HalideKernel:
         # strict_float: no FMA anywhere (the strict operations' values are Halide's)
         self.fp_contract = fp_contract and not uses_strict_float(hp)
         self.target_options = dict(target_options or {})
+        self.schedule = schedule  # "auto": the middle-end schedules each specialization
         order = producer_order(hp, outputs)
         self.index_params = index_params(hp, order)
         self.params = {p.name: p for p in hp.external_parameters}
@@ -147,6 +148,7 @@ class HalideKernel:
                                               check_legality=self.check_legality,
                                               service=self.service,
                                               fp_contract=self.fp_contract,
+                                              **self._schedule_options(),
                                               **self.target_options)
                 except ScheduleError as e:  # a race allow_race_conditions() let through
                     refusal = race_refusal(self.pipeline, built, e)
@@ -157,6 +159,15 @@ class HalideKernel:
                 self._builds[spec] = got
                 self.compiles += 1
         return got, arrays
+
+    def _schedule_options(self) -> dict[str, Any]:
+        return {"schedule": "auto"} if self.schedule == "auto" else {}
+
+    def auto_schedule(self, sizes: Sequence[int], **inputs: Any) -> str:
+        """What ``schedule="auto"`` chose for the specialization of these sizes and inputs
+        (built if it was not yet), as Python statements on the translated Function ``f``;
+        "" for a pipeline compiled with its own schedule."""
+        return self.build(sizes, **inputs)[1].auto_schedule
 
     def _translation(self, spec: Spec) -> Built:
         """The translation of ``spec``: its build's, or one kept uncompiled (the regions of
@@ -433,11 +444,28 @@ def _with_externs(hp: HPipeline, names: list[str], checks: Checks, target: str,
     return ExternPipeline(hp, names, checks, make)
 
 
+def unscheduled_or_refuse(hp: HPipeline, names: list[str]) -> None:
+    """``schedule="auto"`` schedules a pipeline as Halide's autoschedulers do: one without
+    a schedule of its own (every Func at Halide's default). A Func with a directive
+    would have it silently replaced, so such a pipeline is refused, naming the Func."""
+    for n in producer_order(hp, names):
+        f = hp.func(n)
+        stages = ((f.init,) if f.init else ()) + f.updates
+        touched = next((k for k, d in enumerate(stages) if d.schedule.touched), None)
+        if touched is not None or not f.schedule.compute_level.is_inlined:
+            what = "a compute level" if touched is None else \
+                ("a schedule" if touched == 0 else f"a schedule on update {touched}")
+            raise UnsupportedHalideFeature(
+                n, touched, f"{what} with schedule='auto' (it schedules pipelines without "
+                "one: build the Funcs without scheduling directives, or compile with "
+                "their own schedule)")
+
+
 def compile_pipeline(outputs: Any, target: str = "cpu", service: Any = None,
                      check_legality: bool = True,
                      extra_schedule: Callable[[Built], None] | None = None,
-                     fp_contract: bool = True, **target_options: Any
-                     ) -> HalideKernel | ExternPipeline:
+                     fp_contract: bool = True, schedule: str | None = None,
+                     **target_options: Any) -> HalideKernel | ExternPipeline:
     """Compile a Halide pipeline (an ``hl.Pipeline``, an ``hl.Func`` or a list of Funcs) with
     the middle-end. ``service``: None (embedded), a client of ``me.connect`` or
     ``"host:port"``. ``extra_schedule(built)`` may add middle-end commands to the translated
@@ -447,7 +475,13 @@ def compile_pipeline(outputs: Any, target: str = "cpu", service: Any = None,
     ``a * b + c`` into one rounding (FMA) unless ``strict_float`` is used; we do the same by
     default so results match Halide's to the last bits more often (a pipeline using
     ``strict_float`` is built without FMAs). ``target_options``
-    are the target's own (``dialect="opencl"`` for the gpu target, ...)."""
+    are the target's own (``dialect="opencl"`` for the gpu target, ...). ``schedule="auto"``
+    has the middle-end schedule a pipeline that has no schedule (Halide's default), per
+    specialization (its sizes known), as Halide's autoschedulers would: what it chose is
+    in :meth:`HalideKernel.auto_schedule`."""
+    if schedule not in (None, "auto"):
+        raise TypeError(f"compile_pipeline: schedule must be None or 'auto', got "
+                        f"{schedule!r}")
     if isinstance(outputs, hl.Pipeline):
         pipe = outputs
     elif isinstance(outputs, hl.Func):
@@ -463,13 +497,21 @@ def compile_pipeline(outputs: Any, target: str = "cpu", service: Any = None,
     for n in names:
         if n not in hp.funcs_by_name:
             raise UnsupportedHalideFeature(n, None, "an output missing from the serialization")
+    if schedule == "auto":
+        unscheduled_or_refuse(hp, names)
+        if extra_schedule is not None:
+            raise TypeError("compile_pipeline: extra_schedule and schedule='auto' cannot "
+                            "be combined")
     hp = innermost_reductions(without_output_buffers(hp, names), names)
     checks = build_checks(hp, live, str(names))
     if any(hp.func(n).extern_function_name for n in producer_order(hp, names)):
+        if schedule == "auto":
+            raise UnsupportedHalideFeature(None, None, "schedule='auto' with define_extern "
+                                           "stages")
         return _with_externs(hp, names, checks, target, service, check_legality,
                              extra_schedule, fp_contract, target_options)
     warn_ignored(hp, producer_order(hp, names))
     if not target_traits(target).host_statements:
         hp = device_mapped(hp, names, target_options)  # host stages: a device mapping
     return HalideKernel(hp, names, target, service, check_legality, extra_schedule,
-                        fp_contract, target_options, checks)
+                        fp_contract, target_options, checks, schedule)

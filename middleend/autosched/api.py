@@ -12,8 +12,9 @@ from ..driver.targets import TargetRegistry
 from ..ir.errors import DefinitionError
 from ..ir.function import Function
 from .cost import MachineModel
+from .placement import place
 from .result import AutoSchedule
-from .search import search
+from .search import _Checker, search
 
 # a compile to time candidates with: (the Function with a candidate's commands) -> kernel
 Compile = Callable[[Function], Any]
@@ -54,9 +55,13 @@ def auto_schedule(fn: Function, target: str = "cpu", outputs: Sequence[Any] | No
     t0 = time.monotonic()
     m = machine_model(target)
     est = estimates_for(fn, estimates)
-    summary = summarize(fn, est, outputs)
     deadline = None if limit is None else t0 + limit
-    found = search(fn, m, outputs, est, deadline, summary)
+    notes: list[str] = []
+    base, placed = place(fn, list(fn.commands.items), m, outputs, est, deadline, notes)
+    summary = summarize(fn, est, outputs, base)
+    check = _Checker(fn, outputs)
+    found = search(fn, m, outputs, est, deadline, summary, base, check, placed)
+    found.notes[:0] = notes
     measured: dict[str, float] = {}
     if tune is not None:
         from .tune import tune as run_tuning

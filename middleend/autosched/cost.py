@@ -121,10 +121,12 @@ def _stream_factor(a: Access, nest: Sequence[Loop], stmt_vars: Sequence[str]) ->
     return 1.0 + 3.0 * max(0.0, 1.0 - run / STREAM_RUN)
 
 
-def cost(stmt: Stmt, nest: Sequence[Loop], m: MachineModel) -> float:
-    """Estimated cycles of ``stmt`` run as ``nest``."""
+def cost(stmt: Stmt, nest: Sequence[Loop], m: MachineModel,
+         resident: frozenset[str] = frozenset()) -> float:
+    """Estimated cycles of ``stmt`` run as ``nest``; the buffers in ``resident`` are
+    read from L1 (a producer computed per tile, just before)."""
     ranges = _ranges(stmt.vars, nest)
-    groups = _groups(stmt)
+    groups = [g for g in _groups(stmt) if g.buffer not in resident]
     depth = len(nest)
     trips_above = [1.0] * (depth + 1)
     for lvl in range(1, depth + 1):
@@ -145,9 +147,22 @@ def cost(stmt: Stmt, nest: Sequence[Loop], m: MachineModel) -> float:
     par = next((k for k, lp in enumerate(nest) if lp.tag == "parallel"), None)
     if par is None:
         return max(compute, mem)
-    ways = min(m.cores, nest[par].trip)
-    spread = (ways - 1) * 0.9 + 1
+    spread = speedup(nest[par].trip, m)
     return max(compute / spread, mem / min(spread, 1.6)) + FORK_CYCLES * trips_above[par]
+
+
+def speedup(trip: int, m: MachineModel) -> float:
+    """What a parallel loop of ``trip`` iterations gains on the machine's cores (its
+    busiest core runs ``ceil(trip / cores)`` of them)."""
+    ways = min(m.cores, trip)
+    rounds = -(-trip // m.cores)
+    return ((ways - 1) * 0.9 + 1) * trip / (rounds * ways)
+
+
+def compute_cycles(stmt: Stmt, nest: Sequence[Loop], m: MachineModel) -> float:
+    """The compute side alone of :func:`cost`, on one core (a producer computed per tile
+    of its reader: its data never leaves the cache)."""
+    return stmt.points * _per_point(stmt, nest, m)
 
 
 def _per_point(stmt: Stmt, nest: Sequence[Loop], m: MachineModel) -> float:

@@ -14,7 +14,8 @@ from .search import Choice
 
 # the commands a schedule is made of (the data mapping a front-end wrote stays as it was)
 _SHOWN = (cmd.Shift, cmd.Split, cmd.Interchange, cmd.Unroll, cmd.Vectorize,
-          cmd.Parallelize, cmd.Tile, cmd.After, cmd.Gpu, cmd.Distribute)
+          cmd.Parallelize, cmd.Tile, cmd.After, cmd.Gpu, cmd.Distribute, cmd.ComputeAt,
+          cmd.AllocateAt, cmd.Pipeline)
 
 
 def _arg(v: Any) -> str:
@@ -32,6 +33,8 @@ def python_line(c: cmd.Command, comp: str = "{}") -> str:
             else ("then" if isinstance(c, cmd.Then) else "after")
         other = comp.format(c.other)
         return f"{on}.{verb}({other}, {_arg(c.level)})"
+    if isinstance(c, (cmd.ComputeAt, cmd.AllocateAt)):
+        return f"{on}.{c.kind}({comp.format(c.consumer)}, {_arg(c.level)})"
     if isinstance(c, cmd.Unroll):
         args = [c.dim] if c.factor is None else [c.dim, c.factor]
         return f"{on}.unroll({', '.join(_arg(a) for a in args)}, outer={c.outer!r}, " \

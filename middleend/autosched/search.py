@@ -29,6 +29,7 @@ from ..ir import commands as cmd
 from ..ir.errors import MiddleEndError
 from ..ir.function import Function
 from .cost import MachineModel, cost
+from .placement import At
 from .plan import Plan, commands, loops
 from .space import ranked
 
@@ -140,34 +141,73 @@ def _shared(stmts: Mapping[str, Stmt], orders: Sequence[cmd.Command]) -> dict[st
     return depth
 
 
+def _inside(st: Stmt, a: At, m: MachineModel) -> list[cmd.Command]:
+    """A producer's commands inside its reader's tile: 0-based loops, the innermost
+    vectorized where its accesses are contiguous, computed at the reader's loop."""
+    out: list[cmd.Command] = [cmd.Shift(st.name, v, -lo) for v, lo in
+                              zip(st.vars, st.lows, strict=True) if lo]
+    v = st.vars[-1]
+    k = len(st.vars) - 1
+    strides = [abs(x.strides[k]) for x in st.accesses]
+    if v not in st.reductions and all(x in (0.0, 1.0) for x in strides) and 1.0 in strides:
+        lanes = m.lanes(max(x.elem_bytes for x in st.accesses if x.write))
+        out.append(cmd.Vectorize(st.name, v, lanes, f"{v}_vo", f"{v}_vi"))
+    # stored per iteration too (as Halide stores at the compute level by default): each
+    # core then has its own copy of the region, and no iteration overwrites another's
+    return out + [cmd.ComputeAt(st.name, a.reader, a.level),
+                  cmd.AllocateAt(st.name, a.reader, a.level)]
+
+
 def search(fn: Function, m: MachineModel, outputs: Sequence[Any] | None = None,
            estimates: Mapping[str, int] | None = None, deadline: float | None = None,
-           summary: Summary | None = None) -> Searched:
-    """The commands of ``fn`` with a plan for every statement it can find one for."""
-    base = list(fn.commands.items)
+           summary: Summary | None = None, base: list[cmd.Command] | None = None,
+           check: _Checker | None = None, placed: Sequence[At] = ()) -> Searched:
+    """The commands of ``fn`` (or ``base``, its commands with another placement) with a
+    plan for every statement it can find one for; ``placed``: producers computed per
+    iteration of a reader's loop, the reader's plan fixed (where legal)."""
+    base = list(fn.commands.items) if base is None else base
     fixed = _user_scheduled(base)
     orders = [c for c in base if isinstance(c, _ORDERING)]
     rest = [c for c in base if not isinstance(c, _ORDERING)]
     s = summary or summarize(fn, estimates, outputs, base)
-    check = _Checker(fn, outputs)
+    check = check or _Checker(fn, outputs)
     orders = _distribute(check, rest, orders)
     by_name = {st.name: st for st in s.stmts}
     shared = _shared(by_name, orders)
-    found = Searched(rest, {}, orders, [])
-    choices = found.choices
+    found = Searched(rest, {st.name: [] for st in s.stmts}, orders, [])
     notes: list[str] = []
-    for st in s.stmts:
-        found.blocks[st.name] = []
+    forced = {a.reader: a.plan for a in placed}
+    at = {a.producer: a for a in placed}
+    # a reader whose producer is computed in its loops is planned first: the producer's
+    # compute_at names one of the loops its plan makes
+    todo = [st for st in s.stmts if st.name in forced] + \
+        [st for st in s.stmts if st.name not in forced]
+    results: dict[str, Choice] = {}
+    for st in todo:
         if st.name in fixed or len(st.vars) == 0:
             continue
         sh = st.vars[:shared.get(st.name, 0)]
         baseline = cost(st, loops(st, sh, Plan(st.vars[len(sh):])), m)
         if len(sh) == len(st.vars):
-            choices.append(Choice(st.name, None, sh, baseline, baseline, 0))
+            results[st.name] = Choice(st.name, None, sh, baseline, baseline, 0)
             continue
+        a = at.get(st.name)
+        if a is not None and a.reader in found.blocks and found.blocks[a.reader]:
+            trial = _inside(st, a, m)
+            if check.legal(found.with_block(st.name, trial)):
+                found.blocks[st.name] = trial
+                results[st.name] = Choice(st.name, None, sh, baseline, baseline, 0)
+                notes.append(f"{st.name}: computed per iteration of {a.reader}'s loop "
+                             f"{a.level}")
+                continue
+            notes.append(f"{st.name}: not computed in {a.reader}'s loop {a.level} (refused "
+                         "as illegal): at the root")
         refused = 0
         picked: tuple[float, Plan] | None = None
-        for est, plan in ranked(st, sh, m)[:TRIES]:
+        tries = ranked(st, sh, m)[:TRIES]
+        if st.name in forced and not sh:
+            tries = [(cost(st, loops(st, sh, forced[st.name]), m), forced[st.name])] + tries
+        for est, plan in tries:
             if deadline is not None and time.monotonic() > deadline:
                 notes.append(f"{st.name}: the deadline passed; its loops are as written")
                 break
@@ -178,8 +218,9 @@ def search(fn: Function, m: MachineModel, outputs: Sequence[Any] | None = None,
                 break
             refused += 1
         if picked is None:
-            choices.append(Choice(st.name, None, sh, baseline, baseline, refused))
+            results[st.name] = Choice(st.name, None, sh, baseline, baseline, refused)
         else:
-            choices.append(Choice(st.name, picked[1], sh, picked[0], baseline, refused))
+            results[st.name] = Choice(st.name, picked[1], sh, picked[0], baseline, refused)
+    found.choices = [results[st.name] for st in s.stmts if st.name in results]
     found.checks, found.notes = check.count, notes
     return found

@@ -30,6 +30,7 @@ from .cost import MachineModel, cost
 from .plan import Plan, loops
 
 BLOCKS = (256, 1024, 4096)
+ROW_TILES = (8, 32, 64)
 UNROLLS = (4, 8)
 TILE_COLUMNS = (4, 6, 8, 12)
 REDUCTION_BLOCKS = (None, 128, 256, 512)
@@ -83,6 +84,14 @@ def plans(stmt: Stmt, free: Sequence[str], m: MachineModel) -> Iterator[Plan]:
                 base = {vv: b}
                 yield Plan(order, ((vv, b),), vv, lanes, None,
                            _parallel(order, stmt, ext, base, vv))
+                for u in keep:  # 2-D tiles: a producer computed per tile keeps its rows
+                    if u == vv or order.index(u) > order.index(vv):
+                        continue
+                    for tu in ROW_TILES:
+                        if tu < ext[u]:
+                            t = {u: tu, vv: b}
+                            yield Plan(order, tuple(t.items()), vv, lanes, None,
+                                       _parallel(order, stmt, ext, t, vv))
                 for u in free:
                     if u == vv or order.index(u) > order.index(vv):
                         continue

@@ -21,10 +21,12 @@ from typing import Any
 import islpy as isl
 
 from ..ir import commands as cmd
+from ..ir import expr as ex
 from ..ir.errors import DefinitionError
 from ..ir.expr import Binary, Call, Expr, Unary, walk
 from ..ir.function import Function
 from ..passes.dataflow import logical_access, read_buffer
+from ..passes.layer1 import build_layer1
 from .lowering import DEFAULT_MAX_OPS, Analysis, _analyse, _new_ctx
 
 # the trip count assumed for a loop whose bound is a parameter without an estimate
@@ -45,6 +47,7 @@ class Access:
     spans: tuple[tuple[float, ...], ...]
     elem_bytes: int
     dim_sizes: tuple[int, ...]  # the buffer's sizes under the estimates (row-major)
+    offsets: tuple[float, ...] = ()  # per buffer dimension, the index's constant term
 
 
 class SelfDeps:
@@ -155,6 +158,29 @@ def summarize(fn: Function, estimates: Mapping[str, int] | None = None,
     return _summary(a, est)
 
 
+def domain_box(fn: Function, name: str, commands: Sequence[cmd.Command],
+               estimates: Mapping[str, int] | None = None,
+               max_isl_ops: int = DEFAULT_MAX_OPS) -> list[tuple[int, int]] | None:
+    """The bounding box ``[(lo, hi), ...]`` (inclusive) of computation ``name``'s domain
+    under ``commands`` with the parameters at their estimates; None where it has no
+    domain there (inlined into its readers) or an unbounded one."""
+    est = estimates_for(fn, estimates)
+    l1 = build_layer1(fn, _new_ctx(max_isl_ops), list(commands))
+    c = l1.comps.get(name)
+    if c is None:
+        return None
+    dom = _fix(c.domain, est)
+    if dom.is_empty():
+        return None
+    out = []
+    for k in range(len(c.vars)):
+        lo, hi = dom.dim_min(k).min_val(), dom.dim_max(k).max_val()
+        if not (lo.is_int() and hi.is_int()):
+            return None
+        out.append((int(lo.to_python()), int(hi.to_python())))
+    return out
+
+
 def _fix(s: isl.Set | isl.Map, est: Mapping[str, int]) -> Any:
     for name, v in est.items():
         k = s.find_dim_by_name(isl.dim_type.param, name)
@@ -178,7 +204,7 @@ def _const(pa: isl.PwAff, est: Mapping[str, int], what: str) -> int:
 def _affine_rows(m: isl.Map, n_in: int) -> list[list[float]] | None:
     """Per output dimension of ``m`` (an access), the coefficient of each input dimension
     in its affine form (a floor division counts its numerator's coefficients over its
-    denominator); None when an index is not one affine piece."""
+    denominator), then its constant term; None when an index is not affine."""
     try:
         pma = m.as_pw_multi_aff()
     except isl.Error:
@@ -186,9 +212,13 @@ def _affine_rows(m: isl.Map, n_in: int) -> list[list[float]] | None:
     rows: list[list[float]] = []
     for d in range(pma.dim(isl.dim_type.out)):
         pieces = pma.get_pw_aff(d).get_pieces()
-        if len(pieces) != 1:
+        if not pieces:
             return None
-        rows.append(_coefficients(pieces[0][1], n_in))
+        # a clamped index (a boundary condition: min(max(x - 1, 0), N - 1)) is x - 1
+        # inside and constant at the edges: the moving piece is the one that matters
+        cands = [(_coefficients(aff, n_in), aff) for _, aff in pieces]
+        row, aff = max(cands, key=lambda r: sum(abs(c) for c in r[0]))
+        rows.append(row + [_num(aff.get_constant_val())])
     return rows
 
 
@@ -207,13 +237,25 @@ def _coefficients(aff: isl.Aff, n_in: int) -> list[float]:
     return row
 
 
-def _ops(e: Expr | None) -> int:
+def _ops(e: Expr | None, funcs: Mapping[str, Any] | None = None,
+         memo: dict[str, int] | None = None) -> int:
     """Arithmetic on values (not index arithmetic: that is integer work gcc hoists or
-    strength-reduces), a node per operation."""
+    strength-reduces), a node per operation, with the work of the inlined computations
+    it calls (``funcs``: Layer I's called functions) at every call."""
     if e is None:
         return 0
-    return sum(1 for n in walk(e) if isinstance(n, (Binary, Unary, Call))
-               and not n.dtype.is_int)
+    memo = {} if memo is None else memo
+    total = 0
+    for n in walk(e):
+        if isinstance(n, (Binary, Unary, Call)) and not n.dtype.is_int:
+            total += 1
+        elif funcs and isinstance(n, ex.Access) and getattr(n.target, "name", None) in funcs:
+            name = n.target.name
+            if name not in memo:
+                memo[name] = 0  # a cycle (refused by inlining anyway) ends here
+                memo[name] = _ops(funcs[name].expr, funcs, memo)
+            total += memo[name]
+    return total
 
 
 def _summary(a: Analysis, est: Mapping[str, int]) -> Summary:
@@ -225,6 +267,7 @@ def _summary(a: Analysis, est: Mapping[str, int]) -> Summary:
     for r in a.exp.reads:
         reads_by_comp.setdefault(r.comp, []).append(r)
     stmts: list[Stmt] = []
+    memo: dict[str, int] = {}
     producers: dict[str, tuple[str, ...]] = {}
     writers: dict[str, list[str]] = {}
     for n in l1.declared:
@@ -267,7 +310,8 @@ def _summary(a: Analysis, est: Mapping[str, int]) -> Summary:
         for e in exts:
             points *= e
         stmts.append(Stmt(n, tuple(c.vars), tuple(exts), tuple(lows), tuple(accs),
-                          max(1, _ops(c.expr)), l3.buffers[wbuf].dtype.is_float, red,
+                          max(1, _ops(c.expr, l1.functions, memo)),
+                          l3.buffers[wbuf].dtype.is_float, red,
                           points, SelfDeps(_self_deltas(a, n, est), nv)))
         producers[n] = tuple(prods)
     return Summary(tuple(stmts), dict(est), producers)
@@ -310,4 +354,5 @@ def _access(m: isl.Map, buf: str, write: bool, nv: int,
         return Access(buf, write, unknown, tuple(unknown for _ in dims), elem, dims)
     strides = tuple(sum(rows[d][k] * bstrides[d] for d in range(len(dims)))
                     for k in range(nv))
-    return Access(buf, write, strides, tuple(tuple(r) for r in rows), elem, dims)
+    return Access(buf, write, strides, tuple(tuple(r[:nv]) for r in rows), elem, dims,
+                  tuple(r[nv] for r in rows))

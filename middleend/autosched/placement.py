@@ -1,0 +1,223 @@
+"""Where producers are computed: inlined into their reader, at the root, or inside a tile
+of their reader (compute_at).
+
+A front-end leaves a producer it has no placement for inlined (Halide's default: every Func
+inlined into the output), which recomputes it at every read: a 5-tap blur of a 5-tap blur
+computes the first blur 5 times per output pixel. Materializing it at the root computes it
+once but writes and reads a whole buffer; computing it per tile of its reader (Halide's
+``compute_at``) computes a little more than once (the tile's halo) while its values stay
+in cache. For each producer read at several places, consumers first, the model prices the
+three (:func:`place`):
+
+- inlined: the reader's best plan, the producer's work inside it;
+- root: the reader's and the producer's best plans, each with its memory traffic;
+- per tile: for each of the reader's plans and each of its outer loops, the producer's
+  region per iteration (from the reader's access strides and offsets, the halo included),
+  its work times the recomputation that region implies, its data read from L1; the
+  region must fit half of L2.
+
+The cheapest wins. A producer computed per tile fixes its reader's plan (the search uses
+it if the legality check accepts it, else the producer goes back to the root's pricing).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..driver.summary import Stmt, Summary, domain_box, summarize
+from ..ir import commands as cmd
+from ..ir.errors import MiddleEndError
+from ..ir.expr import Access, walk
+from ..ir.function import Buffer, Computation, Function
+from .cost import MachineModel, compute_cycles, cost, speedup
+from .plan import Loop, Plan, loops
+from .space import ranked
+
+GAIN = 0.95  # a placement other than inlined must be estimated at least 5 % cheaper
+PLANS = 400  # reader plans priced per producer
+
+
+@dataclass(frozen=True)
+class At:
+    """``producer`` computed inside ``reader``'s loop ``level``, the reader's loops being
+    ``plan``."""
+
+    producer: str
+    reader: str
+    plan: Plan
+    level: str
+
+
+def _readers(fn: Function, producer: str) -> dict[str, int]:
+    """Each computation that reads ``producer``, with the number of distinct places it
+    reads (index tuples)."""
+    out: dict[str, int] = {}
+    for c in fn.computations:
+        if c.expr is None or c.name == producer:
+            continue
+        seen = {repr(n.indices) for n in walk(c.expr)
+                if isinstance(n, Access) and isinstance(n.target, Computation)
+                and n.target.name == producer}
+        if seen:
+            out[c.name] = len(seen)
+    return out
+
+
+def _offset_store(fn: Function, name: str, trial: list[cmd.Command],
+                  est: Mapping[str, int]) -> tuple[list[cmd.Command], Buffer | None]:
+    """A producer about to be materialized whose domain starts below 0 (a blur's rows
+    ``y - 2``, around a clamped edge) cannot have its default buffer (indices from 0):
+    a buffer of its box's sizes and a ``store_in`` at its indices minus the box's start,
+    as a user would write. Nothing where the program has parameters (the box would
+    depend on them) or the box starts at 0."""
+    comp = fn.computation(name)
+    box = domain_box(fn, name, trial, est) if not fn.params else None
+    if box is None or all(lo >= 0 for lo, _ in box):
+        return [], None
+    lows = [lo for lo, _ in box]
+    sizes = [hi - lo + 1 for lo, hi in box]
+    taken = {x.name for x in (*fn.buffers, *fn.computations, *fn.params)}
+    bname, k = f"{name}_box", 0
+    while bname in taken:
+        k += 1
+        bname = f"{name}_box{k}"
+    with fn:
+        buf = Buffer(bname, sizes, comp.dtype)
+    return [cmd.StoreIn(name, bname, tuple(v - lo for v, lo in zip(comp.vars, lows,
+                                                                      strict=True)))], buf
+
+
+def _best(st: Stmt, m: MachineModel) -> float:
+    got = ranked(st, (), m)
+    return got[0][0] if got else 0.0
+
+
+def _region(reader: Stmt, nest: Sequence[Loop], k: int, buf: str) -> float:
+    """Elements of ``buf`` the reader reads in one iteration of its loop ``k`` (the
+    loops inside it run over their ranges; the reads' offsets add the halo)."""
+    reads = [a for a in reader.accesses if a.buffer == buf and not a.write]
+    if not reads:
+        return 0.0
+    index = {v: j for j, v in enumerate(reader.vars)}
+    rng = [1] * len(reader.vars)
+    for lp in nest[k + 1:]:
+        rng[index[lp.var]] *= lp.trip
+    total = 1.0
+    a0 = reads[0]
+    for d in range(len(a0.dim_sizes)):
+        offs = [a.offsets[d] for a in reads if a.offsets]
+        halo = (max(offs) - min(offs)) if offs else 0.0
+        span = 1.0 + halo + sum(abs(c) * (r - 1) for c, r in zip(a0.spans[d], rng,
+                                                                   strict=True))
+        total *= min(span, float(a0.dim_sizes[d]))
+    return total
+
+
+def _per_tile(reader: Stmt, prod: Stmt, m: MachineModel) -> tuple[float, Plan, str] | None:
+    """The cheapest (estimate, reader plan, level) computing ``prod`` per iteration of a
+    loop of ``reader``, None where no region fits."""
+    buf = next(a.buffer for a in prod.accesses if a.write)
+    elem = next(a.elem_bytes for a in prod.accesses if a.write)
+    alone = ranked(prod, (), m)
+    if not alone:
+        return None
+    # the producer's own loops inside the tile: its best plan without a parallel loop
+    one = next((p for _, p in alone if p.parallel is None), alone[0][1])
+    unit = compute_cycles(prod, loops(prod, (), one), m) / max(prod.points, 1)
+    best: tuple[float, Plan, str] | None = None
+    resident = frozenset({buf})
+    for _, plan in ranked(reader, (), m)[:PLANS]:
+        nest = loops(reader, (), plan)
+        trips = 1.0
+        par = 1.0
+        for k, lp in enumerate(nest):
+            trips *= lp.trip
+            if lp.tag == "parallel":
+                par = speedup(lp.trip, m)
+            if lp.part == "inner" or lp.tag == "vector":
+                break
+            region = _region(reader, nest, k, buf)
+            if region == 0 or region * elem > m.caches[1] / 2:
+                continue
+            work = region * trips
+            if work > 4 * prod.points:
+                continue  # recomputes too much to be a candidate
+            est = cost(reader, nest, m, resident) + unit * work / par
+            if best is None or est < best[0]:
+                best = (est, plan, lp.name)
+    return best
+
+
+def place(fn: Function, base: list[cmd.Command], m: MachineModel,
+          outputs: Sequence[Any] | None, est: Mapping[str, int], deadline: float | None,
+          notes: list[str]) -> tuple[list[cmd.Command], list[At]]:
+    """``base`` without the ``inline`` commands of the producers the model computes faster
+    elsewhere, and those of them computed per tile of their reader."""
+    current = list(base)
+    ats: list[At] = []
+    done: set[str] = set()
+    while True:
+        inlined = [c.comp for c in current if isinstance(c, cmd.Inline)]
+        statements = {c.name for c in fn.computations} - set(inlined)
+        cands = []
+        for p in reversed(inlined):  # consumers before their producers
+            if p in done:
+                continue
+            readers = _readers(fn, p)
+            comp = fn.computation(p)
+            ops = sum(1 for x in walk(comp.expr) if not x.dtype.is_int) \
+                if comp.expr is not None else 0
+            if ops < 2 or sum(readers.values()) < 2 or not set(readers) <= statements:
+                continue
+            cands.append((p, readers))
+        if not cands:
+            return current, ats
+        if deadline is not None and time.monotonic() > deadline:
+            notes.append("placement: the deadline passed; the other producers stay inlined")
+            return current, ats
+        p, readers = cands[0]
+        done.add(p)
+        trial = [c for c in current if not (isinstance(c, cmd.Inline) and c.comp == p)]
+        try:
+            store, buf = _offset_store(fn, p, trial, est)
+        except MiddleEndError:
+            store, buf = [], None
+        trial = store + trial
+        try:
+            s0 = summarize(fn, est, outputs, current)
+            s1 = summarize(fn, est, outputs, trial)
+            choice = _choose(p, list(readers), s0, s1, m)
+        except MiddleEndError as e:  # any refusal: the producer stays inlined
+            notes.append(f"placement: {p} stays inlined ({type(e).__name__}: "
+                         f"{str(e).splitlines()[0]})")
+            choice = None
+        if choice is None:
+            if buf is not None:
+                fn.buffers.remove(buf)
+            continue
+        current = trial
+        if isinstance(choice, At):
+            ats.append(choice)
+            notes.append(f"placement: {p} computed per iteration of {choice.reader}'s loop "
+                         f"{choice.level}")
+        else:
+            notes.append(f"placement: {p} computed at the root")
+
+
+def _choose(p: str, readers: list[str], s0: Summary, s1: Summary, m: MachineModel
+            ) -> At | str | None:
+    """None: keep ``p`` inlined; "root"; or the :class:`At` the model prefers."""
+    by0 = {st.name: st for st in s0.stmts}
+    by1 = {st.name: st for st in s1.stmts}
+    if p not in by1 or any(r not in by0 or r not in by1 for r in readers):
+        return None
+    inline = sum(_best(by0[r], m) for r in readers)
+    root = _best(by1[p], m) + sum(_best(by1[r], m) for r in readers)
+    tile = _per_tile(by1[readers[0]], by1[p], m) if len(readers) == 1 else None
+    options: list[tuple[float, At | str | None]] = [(inline, None), (root / GAIN, "root")]
+    if tile is not None:
+        options.append((tile[0] / GAIN, At(p, readers[0], tile[1], tile[2])))
+    return min(options, key=lambda o: o[0])[1]

@@ -1,0 +1,93 @@
+"""The front-ends' ``schedule="auto"``: Julia ``@acc`` kernels (``compile_source``) against
+the numpy references of their PolyBench definitions, Halide pipelines without a schedule
+(``compile_pipeline``) against Halide's own output; each at sizes that make the scheduler
+choose differently (small ones, and larger odd ones where tiles and their tails appear).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+from halide_util import assert_same, halide_realize
+
+from frontends.halide import UnsupportedHalideFeature, apps, compile_pipeline
+from frontends.halide.paper import ALL
+from frontends.julia import JuliaFrontendError, compile_source
+from frontends.julia.paper import KERNELS, source
+
+RTOL = ATOL = 1e-9
+
+
+@pytest.fixture(autouse=True)
+def _quiet() -> Iterator[None]:
+    """Halide warns that Python float literals are float32 (the apps mean them so)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        yield
+
+
+def _medium(sizes: dict[str, int]) -> dict[str, int]:
+    """Odd sizes a few times the small ones: past the tiles, with tails."""
+    return {k: 4 * v + 3 if k != "t" else v for k, v in sizes.items()}
+
+
+@pytest.mark.parametrize("size", ["small", "medium"])
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_julia_kernels_auto_scheduled(name: str, size: str) -> None:
+    kd = KERNELS[name]
+    sizes = kd.small if size == "small" else _medium(kd.small)
+    args = kd.make(sizes, np.random.default_rng(0))
+    k = compile_source(source(), name, schedule="auto")
+    x = tuple(v.copy(order="K") if isinstance(v, np.ndarray) else v for v in args)
+    k(*x)
+    for pos, ref in kd.reference(args).items():
+        np.testing.assert_allclose(x[pos], ref, rtol=RTOL, atol=ATOL,
+                                   err_msg=f"{name} argument {pos}")
+    assert k.auto_schedule(*args).startswith("f.computation(")
+
+
+def test_julia_schedule_mistake() -> None:
+    with pytest.raises(JuliaFrontendError, match="schedule must be True, False or 'auto'"):
+        compile_source(source(), "bicg!", schedule="fast")
+
+
+@pytest.mark.parametrize("shape", [(37, 53), (130, 270)], ids=["37x53", "130x270"])
+@pytest.mark.parametrize("name", sorted(ALL))
+def test_halide_paper_pipelines_auto_scheduled(name: str, shape: tuple[int, int]) -> None:
+    b = ALL[name](*shape, schedule="default")
+    refs = b.halide_realize()
+    got: list[np.ndarray] = []
+    for funcs, sizes in b.groups:
+        k = compile_pipeline(funcs, schedule="auto")
+        r = k.realize(sizes, **b.inputs)
+        got += list(r) if isinstance(r, list | tuple) else [r]
+    assert len(got) == len(refs)
+    for g, r in zip(got, refs, strict=True):
+        np.testing.assert_allclose(np.asarray(g), r, rtol=1e-4, atol=1e-5, err_msg=name)
+
+
+@pytest.mark.parametrize(("name", "kw"), [
+    ("bilateral_grid", {}),
+    ("interpolate", {"levels": 3}),
+    ("stencil_chain", {"stages": 4}),
+])
+def test_halide_apps_auto_scheduled(name: str, kw: dict[str, int]) -> None:
+    make = {"bilateral_grid": apps.bilateral_grid, "interpolate": apps.interpolate,
+            "stencil_chain": apps.stencil_chain}[name]
+    app = make(48, 72, schedule="inline", **kw)
+    k = compile_pipeline(app.output, schedule="auto")
+    assert_same(k.realize(app.sizes, **app.by_name()),
+                halide_realize([app.output], app.sizes, app.inputs), atol=1e-4)
+
+
+def test_halide_scheduled_pipeline_refused() -> None:
+    """A pipeline with its own schedule would lose it: refused, naming the Func."""
+    b = ALL["blurxy"](40, 60, schedule="expert")
+    with pytest.raises(UnsupportedHalideFeature, match="schedule='auto'") as e:
+        compile_pipeline(b.groups[0][0], schedule="auto")
+    assert "by" in str(e.value) or "bx" in str(e.value)
+    with pytest.raises(TypeError, match="schedule must be None or 'auto'"):
+        compile_pipeline(ALL["blurxy"](40, 60).groups[0][0], schedule="expert")
