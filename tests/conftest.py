@@ -69,7 +69,9 @@ def _wire_round_trip(monkeypatch: pytest.MonkeyPatch) -> None:
         saved = list(self.commands.items)
         if options.get("schedule") == "auto":  # the service's choice, made here too
             chosen = self.auto_schedule(target, outputs, options.get("estimates"),
-                                        options.get("budget"), apply=False)
+                                        options.get("budget"), apply=False,
+                                        **({"ranks": options["ranks"]} if "ranks" in options
+                                           else {}))
             self.commands.items = list(chosen.commands)
         try:
             low = lower(self, outputs=outputs, check_legality=False)  # type: ignore

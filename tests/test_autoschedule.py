@@ -152,8 +152,13 @@ def test_tuning_times_candidates_and_keeps_a_legal_one() -> None:
     a = rng.integers(-3, 4, (64, 64)).astype(np.float32)
     b = rng.integers(-3, 4, (64, 64)).astype(np.float32)
     chosen = mm.fn.auto_schedule(tune=True, inputs={"A": a, "B": b}, budget=60)
-    assert chosen.tuned and chosen.measured
+    assert chosen.tuned and chosen.measured and not chosen.from_cache
     np.testing.assert_array_equal(mm.fn.compile()(A=a, B=b)["C"], a @ b)
+    # the same program again: the tuned plans from the store, nothing built or timed
+    again = examples.matmul("tmm", 64)
+    second = again.fn.auto_schedule(tune=True, inputs={"A": a, "B": b}, budget=60)
+    assert second.from_cache and not second.measured
+    assert second.python() == chosen.python()
 
 
 # ------------------------------------------------------------------------ the switches

@@ -75,7 +75,7 @@ class Function(FunctionRecord):
         ``budget``: seconds the search may take. ``tune=True`` also builds the model's
         best few plans per statement and times them on ``inputs`` (arrays by buffer
         name, as the kernel takes them), through ``service`` with the target ``options``;
-        the fastest is kept."""
+        the fastest is kept. The mpi target needs ``ranks=`` (its option) here too."""
         from ..autosched import auto_schedule
 
         compile_ = None
@@ -90,7 +90,8 @@ class Function(FunctionRecord):
             raise DefinitionError(f"function {self.name!r}: auto_schedule's inputs= are for "
                                   "tune=True")
         return auto_schedule(self, target, outputs=outputs, estimates=estimates,
-                             budget=budget, apply=apply, tune=compile_, inputs=inputs)
+                             budget=budget, apply=apply, tune=compile_, inputs=inputs,
+                             ranks=options.get("ranks"))
 
     def compile(self, target: str = "cpu", outputs: Sequence[Any] | None = None,
                 check_legality: bool = True, service: Any = None, **options: Any) -> Any:

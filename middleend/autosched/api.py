@@ -11,11 +11,14 @@ from ..driver.summary import estimates_for, summarize
 from ..driver.targets import TargetRegistry
 from ..ir.errors import DefinitionError
 from ..ir.function import Function
+from . import store
 from .cost import MachineModel
 from .placement import place
 from .result import AutoSchedule
 from .search import _Checker, search
+from .tune import tune as run_tuning
 
+MAPPED = ("cpu", "gpu", "mpi")  # the targets auto_schedule maps programs onto
 # a compile to time candidates with: (the Function with a candidate's commands) -> kernel
 Compile = Callable[[Function], Any]
 
@@ -34,21 +37,26 @@ def machine_model(target: str, cores: int | None = None) -> MachineModel:
     plain vector machine)."""
     if not isinstance(target, str):
         raise DefinitionError(f"auto_schedule: target must be a target name, got {target!r}")
+    if target not in MAPPED:
+        raise DefinitionError(f"auto_schedule: no automatic schedule for the {target!r} "
+                              f"target yet (it schedules for {', '.join(MAPPED)})")
     t = TargetRegistry.discover().lookup(target)
-    return MachineModel.of(t.machine(), cores)
+    return MachineModel.of(t.machine() if target == "cpu" else None, cores)
 
 
 def auto_schedule(fn: Function, target: str = "cpu", outputs: Sequence[Any] | None = None,
                   estimates: Mapping[str, int] | None = None, budget: float | None = None,
                   apply: bool = True, tune: Compile | None = None,
-                  inputs: Mapping[str, Any] | None = None) -> AutoSchedule:
+                  inputs: Mapping[str, Any] | None = None,
+                  ranks: int | str | None = None) -> AutoSchedule:
     """Choose a schedule for ``fn`` on ``target`` and (``apply``) make it ``fn``'s.
 
     ``estimates``: a value per parameter for the cost model (default: each Param's
     ``max`` if small, else 1024). ``budget``: seconds the search may take (it stops
     trying new candidates then; the best legal ones so far are kept). ``tune``: a compile
     (Function -> kernel) to time the best few candidates with on ``inputs`` (the arrays by
-    buffer name, at the sizes that matter); see :mod:`.tune`."""
+    buffer name, at the sizes that matter); see :mod:`.tune`. ``ranks``: the mpi
+    target's (a number, or "runtime"), which its distribution's blocks follow."""
     if not isinstance(fn, Function):
         raise DefinitionError(f"auto_schedule takes a me.Function, got {type(fn).__name__}")
     limit = _budget(budget)
@@ -57,20 +65,30 @@ def auto_schedule(fn: Function, target: str = "cpu", outputs: Sequence[Any] | No
     est = estimates_for(fn, estimates)
     deadline = None if limit is None else t0 + limit
     notes: list[str] = []
-    base, placed = place(fn, list(fn.commands.items), m, outputs, est, deadline, notes)
+    stored = cached = None
+    if tune is not None:  # the program as given: placement may add buffers to it
+        stored = store.key(fn, outputs, target, m, est, inputs or {})
+        cached = store.load(stored)
+    base, placed = place(fn, list(fn.commands.items), m, outputs, est, deadline, notes,
+                         per_tile=target == "cpu")
     summary = summarize(fn, est, outputs, base)
-    check = _Checker(fn, outputs)
-    found = search(fn, m, outputs, est, deadline, summary, base, check, placed)
+    if target == "mpi" and ranks is None:
+        raise DefinitionError("auto_schedule for mpi: give ranks= (the number the kernel "
+                              "runs on, or 'runtime'), as the mpi target takes it")
+    check = _Checker(fn, outputs, ranks=ranks if target == "mpi" else None)
+    found = search(fn, m, outputs, est, deadline, summary, base, check, placed, target,
+                   prefer=cached, ranks=ranks)
     found.notes[:0] = notes
     measured: dict[str, float] = {}
-    if tune is not None:
-        from .tune import tune as run_tuning
-
+    if tune is not None and cached is None and target == "cpu":
         found, measured = run_tuning(fn, found, tune, inputs or {}, summary, m, outputs,
                                      deadline)
+        if stored is not None and not any("deadline" in n for n in found.notes):
+            store.save(stored, {c.stmt: c.plan for c in found.choices if c.plan})
     result = AutoSchedule(fn.name, target, found.commands, found.choices,
                           time.monotonic() - t0, found.checks, found.notes,
-                          tuned=tune is not None, measured=measured)
+                          tuned=tune is not None, measured=measured,
+                          from_cache=cached is not None)
     if apply:
         result.apply(fn)
     return result

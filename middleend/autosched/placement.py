@@ -153,9 +153,10 @@ def _per_tile(reader: Stmt, prod: Stmt, m: MachineModel) -> tuple[float, Plan, s
 
 def place(fn: Function, base: list[cmd.Command], m: MachineModel,
           outputs: Sequence[Any] | None, est: Mapping[str, int], deadline: float | None,
-          notes: list[str]) -> tuple[list[cmd.Command], list[At]]:
+          notes: list[str], per_tile: bool = True) -> tuple[list[cmd.Command], list[At]]:
     """``base`` without the ``inline`` commands of the producers the model computes faster
-    elsewhere, and those of them computed per tile of their reader."""
+    elsewhere, and those of them computed per tile of their reader (``per_tile``: a
+    multicore CPU's tiles; a device's mapping computes producers at the root)."""
     current = list(base)
     ats: list[At] = []
     done: set[str] = set()
@@ -189,7 +190,7 @@ def place(fn: Function, base: list[cmd.Command], m: MachineModel,
         try:
             s0 = summarize(fn, est, outputs, current)
             s1 = summarize(fn, est, outputs, trial)
-            choice = _choose(p, list(readers), s0, s1, m)
+            choice = _choose(p, list(readers), s0, s1, m, per_tile)
         except MiddleEndError as e:  # any refusal: the producer stays inlined
             notes.append(f"placement: {p} stays inlined ({type(e).__name__}: "
                          f"{str(e).splitlines()[0]})")
@@ -207,8 +208,8 @@ def place(fn: Function, base: list[cmd.Command], m: MachineModel,
             notes.append(f"placement: {p} computed at the root")
 
 
-def _choose(p: str, readers: list[str], s0: Summary, s1: Summary, m: MachineModel
-            ) -> At | str | None:
+def _choose(p: str, readers: list[str], s0: Summary, s1: Summary, m: MachineModel,
+            per_tile: bool = True) -> At | str | None:
     """None: keep ``p`` inlined; "root"; or the :class:`At` the model prefers."""
     by0 = {st.name: st for st in s0.stmts}
     by1 = {st.name: st for st in s1.stmts}
@@ -216,7 +217,8 @@ def _choose(p: str, readers: list[str], s0: Summary, s1: Summary, m: MachineMode
         return None
     inline = sum(_best(by0[r], m) for r in readers)
     root = _best(by1[p], m) + sum(_best(by1[r], m) for r in readers)
-    tile = _per_tile(by1[readers[0]], by1[p], m) if len(readers) == 1 else None
+    tile = _per_tile(by1[readers[0]], by1[p], m) if per_tile and len(readers) == 1 \
+        else None
     options: list[tuple[float, At | str | None]] = [(inline, None), (root / GAIN, "root")]
     if tile is not None:
         options.append((tile[0] / GAIN, At(p, readers[0], tile[1], tile[2])))

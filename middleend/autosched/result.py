@@ -14,7 +14,8 @@ from .search import Choice
 
 # the commands a schedule is made of (the data mapping a front-end wrote stays as it was)
 _SHOWN = (cmd.Shift, cmd.Split, cmd.Interchange, cmd.Unroll, cmd.Vectorize,
-          cmd.Parallelize, cmd.Tile, cmd.After, cmd.Gpu, cmd.Distribute, cmd.ComputeAt,
+          cmd.Parallelize, cmd.Tile, cmd.After, cmd.Gpu, cmd.TileGpu, cmd.Distribute,
+          cmd.ComputeAt,
           cmd.AllocateAt, cmd.Pipeline)
 
 
@@ -81,11 +82,12 @@ class AutoSchedule:
                 + (" (cached)" if self.from_cache else ""))
         lines = [head]
         for ch in self.choices:
-            what = ch.plan.describe() if ch.plan else "as written"
+            what = ch.plan.describe() if ch.plan else (ch.what or "as written")
             gain = ch.baseline / ch.estimate if ch.estimate else 1.0
-            lines.append(f"#   {ch.stmt}: {what} (model: {gain:.1f}x the loops as written"
-                         + (f", {ch.refused} candidates refused as illegal" if ch.refused
-                            else "") + ")")
+            why = [f"model: {gain:.1f}x the loops as written"] if ch.plan else []
+            if ch.refused:
+                why.append(f"{ch.refused} candidates refused as illegal")
+            lines.append(f"#   {ch.stmt}: {what}" + (f" ({', '.join(why)})" if why else ""))
         lines += [f"#   note: {n}" for n in self.notes]
         lines += [python_line(c) for c in self.schedule_commands()]
         return "\n".join(lines)
@@ -96,10 +98,11 @@ class AutoSchedule:
         if fn.name != self.function:
             raise DefinitionError(f"auto-schedule of {self.function!r} applied to function "
                                   f"{fn.name!r}")
-        names = {c.name for c in fn.computations} | {o.name for o in fn.operations}
+        names = {x.name for x in (*fn.computations, *fn.operations, *fn.buffers)}
         missing = sorted({c.comp for c in self.commands} - names)
         if missing:
             raise DefinitionError(f"auto-schedule of {self.function!r}: function {fn.name!r} "
-                                  f"has no computation {missing[0]!r}")
+                                  f"has no computation, buffer or operation "
+                                  f"{missing[0]!r}")
         fn.commands.items = list(self.commands)
         return fn

@@ -26,9 +26,10 @@ from typing import Any
 from ..driver.lowering import check_commands
 from ..driver.summary import Stmt, Summary, summarize
 from ..ir import commands as cmd
-from ..ir.errors import MiddleEndError
+from ..ir.errors import MiddleEndError, ScheduleError
 from ..ir.function import Function
 from .cost import MachineModel, cost
+from .devices import CANDIDATES, mpi_data
 from .placement import At
 from .plan import Plan, commands, loops
 from .space import ranked
@@ -48,6 +49,7 @@ class Choice:
     estimate: float
     baseline: float
     refused: int
+    what: str = ""  # a device mapping (plan None): what it is
 
 
 @dataclass
@@ -83,38 +85,48 @@ def _user_scheduled(commands_: Sequence[cmd.Command]) -> set[str]:
 class _Checker:
     """The legality check, counted, with the program's outputs."""
 
-    def __init__(self, fn: Function, outputs: Sequence[Any] | None) -> None:
-        self.fn, self.outputs, self.count = fn, outputs, 0
+    def __init__(self, fn: Function, outputs: Sequence[Any] | None,
+                 ranks: int | str | None = None) -> None:
+        self.fn, self.outputs, self.count, self.ranks = fn, outputs, 0, ranks
 
     def legal(self, commands_: Sequence[cmd.Command]) -> bool:
         self.count += 1
         try:
-            check_commands(self.fn, commands_, self.outputs)
+            check_commands(self.fn, commands_, self.outputs, ranks=self.ranks)
         except MiddleEndError:
             return False
         return True
 
 
-def _distribute(check: _Checker, rest: list[cmd.Command], orders: list[cmd.Command]
-                ) -> list[cmd.Command]:
-    """``orders`` with as many ``after`` levels moved to the root as stay legal."""
-    def rooted(c: cmd.Command) -> cmd.Command:
+def _distribute(check: _Checker, rest: list[cmd.Command], orders: list[cmd.Command],
+                stmts: Mapping[str, Stmt]) -> list[cmd.Command]:
+    """``orders`` with each ``after`` level moved as far out as stays legal: to the root
+    (a loop nest of its own), else to the outermost of the statement's loops outside it
+    that still is (a time loop around two sweeps stays shared, the sweeps' own loops
+    are not)."""
+    def at(c: cmd.Command, level: str) -> cmd.Command:
         assert isinstance(c, cmd.After)
-        return type(c)(c.comp, c.other, cmd.ROOT)
+        return type(c)(c.comp, c.other, level)
 
     movable = [k for k, c in enumerate(orders)
                if type(c) is cmd.After and c.level != cmd.ROOT]
     if not movable:
         return orders
-    every = [rooted(c) if k in movable else c for k, c in enumerate(orders)]
+    every = [at(c, cmd.ROOT) if k in movable else c for k, c in enumerate(orders)]
     if check.legal(rest + every):
         return every
     out = list(orders)
     for k in movable:
-        trial = list(out)
-        trial[k] = rooted(out[k])
-        if check.legal(rest + trial):
-            out = trial
+        c = out[k]
+        assert isinstance(c, cmd.After)
+        st = stmts.get(c.comp)
+        outer = list(st.vars[:st.vars.index(c.level)]) if st and c.level in st.vars else []
+        for level in [cmd.ROOT, *outer]:
+            trial = list(out)
+            trial[k] = at(c, level)
+            if check.legal(rest + trial):
+                out = trial
+                break
     return out
 
 
@@ -141,6 +153,73 @@ def _shared(stmts: Mapping[str, Stmt], orders: Sequence[cmd.Command]) -> dict[st
     return depth
 
 
+_Device = Mapping[str, tuple[Stmt, tuple[str, ...], list[list[cmd.Command]], float]]
+
+
+def _distributed(device: _Device, found: Searched, check: _Checker, summary: Summary
+                 ) -> dict[str, Choice]:
+    """The mpi target: the loops each statement's block distributes, then the buffers and
+    exchanges that follow from them, checked together (at two ranks: the distribution
+    plan is part of the check)."""
+    loops_: dict[str, str] = {}
+    for n in device:  # the statement variable each distributes (split in rank blocks)
+        d = next(c.dim for c in found.blocks[n] if isinstance(c, cmd.Distribute))
+        split = next((c for c in found.blocks[n] if isinstance(c, cmd.Split)
+                      and c.outer == d), None)
+        loops_[n] = split.dim if split is not None else d
+    ops_before = list(check.fn.operations)
+    data = mpi_data(check.fn, summary, loops_)
+    if data is not None:
+        found.orders = found.orders + data
+        if check.legal(found.commands):
+            return {n: Choice(n, None, sh, b, b, 0, f"distribute({loops_[n]!r})")
+                    for n, (_, sh, _, b) in device.items()}
+        found.orders = found.orders[:len(found.orders) - len(data)]
+    check.fn.operations[:] = ops_before
+    raise ScheduleError(f"auto_schedule for mpi: no distribution of "
+                        f"{', '.join(device)} over the ranks is legal (their buffers "
+                        "cannot follow their loops; distribute them by hand)",
+                        computations=list(device))
+
+
+def _device(device: _Device, found: Searched, check: _Checker, target: str,
+            summary: Summary) -> dict[str, Choice]:
+    """A device mapping for every statement at once (a device runs them all, or the
+    buffers they share would live on both sides): each statement's first candidate, then,
+    while the whole is illegal, each statement's next ones with the others kept. A
+    statement with no candidate (no parallel loop) is refused, naming it."""
+    none = [n for n, (_, _, c, _) in device.items() if not c]
+    if none:
+        raise ScheduleError(f"auto_schedule for {target}: {', '.join(none)} "
+                            f"{'has' if len(none) == 1 else 'have'} no loop without a "
+                            "dependence to map (schedule it by hand, or compile for cpu)",
+                            computations=none)
+    pick = {n: 0 for n in device}
+    for n, (_, _, c, _) in device.items():
+        found.blocks[n] = c[0]
+    if target == "mpi":
+        return _distributed(device, found, check, summary)
+    legal = check.legal(found.commands)
+    for n, (_, _, c, _) in device.items():
+        if legal:
+            break
+        for k in range(1, len(c)):
+            trial = found.with_block(n, c[k])
+            if check.legal(trial):
+                found.blocks[n], pick[n], legal = c[k], k, True
+                break
+    if not legal:
+        raise ScheduleError(f"auto_schedule for {target}: no mapping of "
+                            f"{', '.join(device)} is legal together (schedule it by hand)",
+                            computations=list(device))
+    out = {}
+    for n, (_, sh, c, baseline) in device.items():
+        what = "; ".join(x.describe().split(".", 1)[1] for x in c[pick[n]]
+                         if isinstance(x, (cmd.TileGpu, cmd.Gpu, cmd.Distribute)))
+        out[n] = Choice(n, None, sh, baseline, baseline, pick[n], what)
+    return out
+
+
 def _inside(st: Stmt, a: At, m: MachineModel) -> list[cmd.Command]:
     """A producer's commands inside its reader's tile: 0-based loops, the innermost
     vectorized where its accesses are contiguous, computed at the reader's loop."""
@@ -161,28 +240,32 @@ def _inside(st: Stmt, a: At, m: MachineModel) -> list[cmd.Command]:
 def search(fn: Function, m: MachineModel, outputs: Sequence[Any] | None = None,
            estimates: Mapping[str, int] | None = None, deadline: float | None = None,
            summary: Summary | None = None, base: list[cmd.Command] | None = None,
-           check: _Checker | None = None, placed: Sequence[At] = ()) -> Searched:
+           check: _Checker | None = None, placed: Sequence[At] = (),
+           target: str = "cpu", prefer: Mapping[str, Plan] | None = None,
+           ranks: int | str | None = None) -> Searched:
     """The commands of ``fn`` (or ``base``, its commands with another placement) with a
     plan for every statement it can find one for; ``placed``: producers computed per
-    iteration of a reader's loop, the reader's plan fixed (where legal)."""
+    iteration of a reader's loop, the reader's plan fixed (where legal); ``prefer``: a
+    plan to try first per statement (a tuning's, from :mod:`.store`)."""
     base = list(fn.commands.items) if base is None else base
     fixed = _user_scheduled(base)
     orders = [c for c in base if isinstance(c, _ORDERING)]
     rest = [c for c in base if not isinstance(c, _ORDERING)]
     s = summary or summarize(fn, estimates, outputs, base)
     check = check or _Checker(fn, outputs)
-    orders = _distribute(check, rest, orders)
     by_name = {st.name: st for st in s.stmts}
+    orders = _distribute(check, rest, orders, by_name)
     shared = _shared(by_name, orders)
     found = Searched(rest, {st.name: [] for st in s.stmts}, orders, [])
     notes: list[str] = []
-    forced = {a.reader: a.plan for a in placed}
+    forced = {**(prefer or {}), **{a.reader: a.plan for a in placed}}
     at = {a.producer: a for a in placed}
     # a reader whose producer is computed in its loops is planned first: the producer's
     # compute_at names one of the loops its plan makes
     todo = [st for st in s.stmts if st.name in forced] + \
         [st for st in s.stmts if st.name not in forced]
     results: dict[str, Choice] = {}
+    device: dict[str, tuple[Stmt, tuple[str, ...], list[list[cmd.Command]], float]] = {}
     for st in todo:
         if st.name in fixed or len(st.vars) == 0:
             continue
@@ -202,6 +285,9 @@ def search(fn: Function, m: MachineModel, outputs: Sequence[Any] | None = None,
                 continue
             notes.append(f"{st.name}: not computed in {a.reader}'s loop {a.level} (refused "
                          "as illegal): at the root")
+        if target in CANDIDATES:
+            device[st.name] = (st, sh, CANDIDATES[target](st, sh, ranks), baseline)
+            continue
         refused = 0
         picked: tuple[float, Plan] | None = None
         tries = ranked(st, sh, m)[:TRIES]
@@ -221,6 +307,8 @@ def search(fn: Function, m: MachineModel, outputs: Sequence[Any] | None = None,
             results[st.name] = Choice(st.name, None, sh, baseline, baseline, refused)
         else:
             results[st.name] = Choice(st.name, picked[1], sh, picked[0], baseline, refused)
+    if device:
+        results.update(_device(device, found, check, target, s))
     found.choices = [results[st.name] for st in s.stmts if st.name in results]
     found.checks, found.notes = check.count, notes
     return found

@@ -9,7 +9,8 @@ Four families, each over every order of the statement's free loops:
 - *blocked vector*: the vector loop split in blocks (256 to 4096 elements, so that the
   block's data stays in L1 or L2 across the loops between), optionally an outer loop
   unrolled by 4 or 8 inside the block (an axpy updating a block of sums from 8 columns:
-  one load and store of the sums per 8 columns);
+  one load and store of the sums per 8 columns), or tiled by 8 to 64 rows (a 2-D tile: a
+  producer computed per tile then computes its rows once per tile, not per row);
 - *register tile*: a reduction ``r``, a contiguous loop ``v`` and another ``u`` tiled as a
   BLAS micro-kernel: ``v`` by ``m`` vectors (``m`` of 1-3), ``u`` by ``U`` unrolled columns
   with ``m U`` sums within the vector registers, ``r`` in blocks (or not) outside them;

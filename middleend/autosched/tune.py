@@ -3,13 +3,14 @@ fastest.
 
 The model ranks; it cannot tell a 10 % difference from noise in its own assumptions
 (prefetchers, what gcc makes of an unrolled block). So, statement by statement (the ones
-the model thinks costliest first), the best :data:`PER_STMT` legal candidates are each
-compiled into the whole program, with the other statements' current choices, and timed on
-the caller's inputs: best of :data:`REPS` calls after one warm-up, every candidate on fresh
-copies of the inputs (an in-place update must not drift into denormals between
-candidates). The choice as it stood is one of the timed candidates, so tuning never makes
-the program slower than the analytical schedule, up to the timing noise. A deadline stops
-it between two builds; what was measured so far is kept.
+the model thinks costliest first, those above 5 % of its total), the best
+:data:`PER_STMT` legal candidates are each compiled into the whole program, with the other
+statements' current choices, and timed on the caller's inputs: best of :data:`REPS` calls
+after one warm-up, every candidate on fresh copies of the inputs (an in-place update must
+not drift into denormals between candidates). The choice as it stood is one of the timed
+candidates, so tuning never makes the program slower than the analytical schedule, up to
+the timing noise. A deadline stops it between two builds; what was measured so far is
+kept. The outcome is stored by the program's content hash (:mod:`.store`).
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ from .search import Searched
 from .space import ranked
 
 PER_STMT = 4  # legal candidates timed per statement
-REPS = 3
+REPS = 5
+MIN_SHARE = 0.05  # statements below this share of the model's total are not tuned
 SCAN = 24  # ranked candidates looked at per statement to find PER_STMT legal ones
 
 
@@ -59,7 +61,12 @@ def _build(fn: Function, commands_: list[cmd.Command], compile_: Callable[[Funct
 
 
 def _progress(done: int, total: int, what: str, stream: Any) -> None:
+    """A bar redrawn in place on a terminal; elsewhere (a log) a line per build."""
     if stream is None:
+        return
+    if not (hasattr(stream, "isatty") and stream.isatty()):
+        stream.write(f"  tuning {done + 1}/{total}: {what}\n")
+        stream.flush()
         return
     width = 24
     filled = width * done // max(total, 1)
@@ -74,8 +81,10 @@ def tune(fn: Function, found: Searched, compile_: Callable[[Function], Any],
          progress: Any = sys.stderr) -> tuple[Searched, dict[str, float]]:
     """``found`` with each statement's fastest measured plan; and the times measured
     (candidate label -> seconds) for the report."""
-    order = sorted((c for c in found.choices if c.plan is not None),
-                   key=lambda c: -c.estimate)
+    total = sum(c.estimate for c in found.choices)
+    # the statements that matter: a fill of a vector is not worth a build
+    order = sorted((c for c in found.choices if c.plan is not None
+                    and c.estimate >= MIN_SHARE * total), key=lambda c: -c.estimate)
     plans: dict[str, list[tuple[float, Any, list[cmd.Command]]]] = {}
     checks = 0
     for ch in order:
@@ -115,7 +124,7 @@ def tune(fn: Function, found: Searched, compile_: Callable[[Function], Any],
             choices[ch.stmt] = replace(choices[ch.stmt], plan=best[1], estimate=best[0])
         if deadline is not None and time.monotonic() > deadline:
             break
-    if progress is not None and total:
+    if progress is not None and total and hasattr(progress, "isatty") and progress.isatty():
         progress.write("\n")
     found.choices = [choices[c.stmt] for c in found.choices]
     found.checks += checks

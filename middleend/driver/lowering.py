@@ -274,15 +274,20 @@ def _blame(fn: Function, commands: list[cmd.Command], outputs: Sequence[Any] | N
 
 def check_commands(fn: Function, commands: Sequence[cmd.Command],
                    outputs: Sequence[Any] | None = None,
-                   max_isl_ops: int = DEFAULT_MAX_OPS) -> None:
+                   max_isl_ops: int = DEFAULT_MAX_OPS, ranks: int | str | None = None
+                   ) -> None:
     """Whether ``fn`` under ``commands`` (instead of its own log) is legal: the layers and
     the legality check of :func:`lower`, without the loop AST (which is most of a
     scheduled compile's time), and without replaying prefixes to blame a command. Raises
     the :class:`ScheduleError` (or :class:`DefinitionError`) the compile would; an
-    automatic scheduler calls it on every candidate it keeps."""
+    automatic scheduler calls it on every candidate it keeps. With ``ranks``, also the
+    distribution over that many ranks (which needs the loop AST)."""
     ctx = _new_ctx(max_isl_ops)
     try:
-        _analyse(fn, list(commands), outputs, ctx).check()
+        a = _analyse(fn, list(commands), outputs, ctx)
+        a.check()
+        if ranks is not None:
+            _program(fn, a, ranks)
     except isl.Error as e:
         if exhausted(ctx):
             raise ResourceLimitError(

@@ -78,15 +78,17 @@ def _lower(req: pb.Request, timer: _Timer, limits: Limits, max_ops: int,
             target = None
     else:
         target = registry.get(opts["target"])
+    if target is not None:
+        opts["target_options"] = target.resolve_options(opts["target_options"])
     if opts["auto_schedule"]:
         with timer.phase("auto-schedule"):
             chosen = auto_schedule(fn, opts["target"], outputs=opts["outputs"],
                                    estimates=opts["estimates"],
-                                   budget=opts["auto_schedule_budget_s"])
+                                   budget=opts["auto_schedule_budget_s"],
+                                   ranks=opts["target_options"].get("ranks"))
         if resp is not None:
             report(chosen, resp.auto_schedule)
     if target is not None:
-        opts["target_options"] = target.resolve_options(opts["target_options"])
         try:
             target.check_commands(fn.commands.items)
         except TargetError as e:
