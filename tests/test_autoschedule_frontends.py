@@ -50,8 +50,22 @@ def test_julia_kernels_auto_scheduled(name: str, size: str) -> None:
 
 
 def test_julia_schedule_mistake() -> None:
-    with pytest.raises(JuliaFrontendError, match="schedule must be True, False or 'auto'"):
+    with pytest.raises(JuliaFrontendError, match="schedule must be True, False, 'auto' or"):
         compile_source(source(), "bicg!", schedule="fast")
+
+
+def test_julia_tuned_on_the_first_call() -> None:
+    """schedule="tune": the first call's arguments (copies) time the candidates; the call
+    itself then computes what numpy does, and the caller's arrays were not touched
+    before it."""
+    kd = KERNELS["atax!"]
+    args = kd.make(_medium(kd.small), np.random.default_rng(1))
+    k = compile_source(source(), "atax!", schedule="tune")
+    x = tuple(v.copy(order="K") if isinstance(v, np.ndarray) else v for v in args)
+    k(*x)
+    for pos, ref in kd.reference(args).items():
+        np.testing.assert_allclose(x[pos], ref, rtol=RTOL, atol=ATOL)
+    assert k.auto_schedule(*args).startswith("f.computation(")
 
 
 @pytest.mark.parametrize("shape", [(37, 53), (130, 270)], ids=["37x53", "130x270"])

@@ -100,6 +100,18 @@ class _Compiled:
     stub: Any = _UNMADE  # its stub (:mod:`.repeat`), None where it has none
 
 
+def _arguments(built: Built, spec: Spec, args: tuple[Any, ...], copy: bool = False
+               ) -> dict[str, np.ndarray]:
+    """The kernel's arrays by buffer name for the Julia ``args`` (views: the kernel
+    updates the caller's arrays in place; ``copy``: copies)."""
+    kw: dict[str, np.ndarray] = {}
+    for k, name in built.buffer_of_arg.items():
+        x, t = args[k], spec.types[k]
+        kw[name] = (x.T.copy() if copy else x.T) if t.ndim else \
+            np.array([x], dtype=t.elem.numpy)
+    return kw
+
+
 class JuliaKernel:
     """A compiled ``@acc`` function; call it with the Julia arguments in order."""
 
@@ -184,25 +196,39 @@ class JuliaKernel:
         raise KernelArgumentError(f"{what}: expected a numpy array or a number, "
                                   f"got {type(x).__name__}")
 
-    def compiled(self, spec: Spec) -> _Compiled:
+    def compiled(self, spec: Spec, args: tuple[Any, ...] | None = None) -> _Compiled:
+        """The specialization ``spec``, built on first use; ``schedule="tune"`` times its
+        candidates on ``args`` (copies: the caller's arrays are not touched)."""
         got = self._cache.get(spec)
         if got is None:
-            auto = self.use_schedule == "auto"
+            auto = self.use_schedule in ("auto", "tune")
             built = translate(self.function, spec, not auto and bool(self.use_schedule),
                               self.target)
-            extra = {"schedule": "auto"} if auto else {}
+            extra: dict[str, Any] = {"schedule": "auto"} if self.use_schedule == "auto" \
+                else {}
+            tuned = ""
+            if self.use_schedule == "tune":
+                if args is None:
+                    raise JuliaFrontendError(f"{self.function.name}: schedule='tune' times "
+                                             "candidates on a call's arguments: call it")
+                tuned = built.fn.auto_schedule(
+                    self.target, outputs=built.outputs, tune=True,
+                    inputs=_arguments(built, spec, args, copy=True), service=self.service,
+                    fp_contract=self.fp_contract).python()
             kernel = built.fn.compile(target=self.target, outputs=built.outputs,
                                       service=self.service, fp_contract=self.fp_contract,
                                       **extra)
+            if tuned:
+                kernel.auto_schedule = tuned
             got = self._cache[spec] = _Compiled(built, kernel)
             self.compiles += 1
         return got
 
     def auto_schedule(self, *args: Any) -> str:
-        """The schedule ``schedule="auto"`` chose for the specialization ``args`` call (it
-        is compiled if it was not yet), as Python statements on the translated Function
-        ``f``; "" for a kernel compiled with its own schedule or none."""
-        return self.compiled(self.spec_of(args)).kernel.auto_schedule
+        """The schedule ``schedule="auto"`` (or ``"tune"``) chose for the specialization
+        ``args`` call (it is compiled if it was not yet), as Python statements on the
+        translated Function ``f``; "" for a kernel compiled with its own schedule or none."""
+        return self.compiled(self.spec_of(args), args).kernel.auto_schedule
 
     def __call__(self, *args: Any) -> Any:
         """Runs the kernel on the arguments (arrays updated in place) and returns what the
@@ -213,11 +239,8 @@ class JuliaKernel:
                 self.repeats += 1
                 return res
         spec = self.spec_of(args)
-        c = self.compiled(spec)
-        kw: dict[str, np.ndarray] = {}
-        for k, name in c.built.buffer_of_arg.items():
-            x, t = args[k], spec.types[k]
-            kw[name] = x.T if t.ndim else np.array([x], dtype=t.elem.numpy)
+        c = self.compiled(spec, args)
+        kw = _arguments(c.built, spec, args)
         out = c.kernel(**kw)
         r = c.built.returns
         if c.stub is _UNMADE:
@@ -232,7 +255,7 @@ class JuliaKernel:
         return got[0] if r[0] == "value" else got.T
 
 
-SCHEDULES = (True, False, "auto")
+SCHEDULES = (True, False, "auto", "tune")
 
 
 def compile_source(text: str, name: str, target: str = "cpu", schedule: bool | str = True,
@@ -241,12 +264,14 @@ def compile_source(text: str, name: str, target: str = "cpu", schedule: bool | s
     False ignores its ``@schedule`` directives (the same code, unscheduled); ``"auto"``
     ignores them too and has the middle-end schedule each specialization itself (its
     sizes known: every bound is a constant), the choice then in
-    :meth:`JuliaKernel.auto_schedule`."""
+    :meth:`JuliaKernel.auto_schedule`; ``"tune"`` also builds and times the best few
+    candidates on each specialization's first call's arguments (copies of them), and
+    keeps the fastest (stored: the same program on the same machine is not tuned twice)."""
     from frontends.julia.parse import parse_function
 
     if schedule not in SCHEDULES or not isinstance(schedule, (bool, str)):
-        raise JuliaFrontendError(f"{name}: schedule must be True, False or 'auto', got "
-                                 f"{schedule!r}")
+        raise JuliaFrontendError(f"{name}: schedule must be True, False, 'auto' or 'tune', "
+                                 f"got {schedule!r}")
     fn = parse_function(text, name)
     if not isinstance(fn, J.Function):
         raise JuliaFrontendError(f"{name}: the parser returned {type(fn).__name__}")

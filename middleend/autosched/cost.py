@@ -29,7 +29,7 @@ from .plan import Loop
 
 LINE = 64  # bytes per cache line
 ADD_LATENCY = 4.0  # cycles of a floating-point addition (a reduction chain's step)
-FORK_CYCLES = 6000.0  # starting and joining a parallel loop
+FORK_CYCLES = 20000.0  # starting and joining a parallel loop (the pool: a few µs)
 # bytes per cycle and core that each level delivers to the one above it
 BANDWIDTH = {2: 32.0, 3: 16.0, 4: 6.0}
 STREAM_RUN = 1024.0  # bytes of a contiguous run from which misses stream at full bandwidth
