@@ -27,10 +27,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..driver.summary import Stmt, Summary, domain_box, summarize
+from ..driver.summary import (
+    UNKNOWN_STRIDE,
+    Stmt,
+    Summary,
+    domain_box,
+    summarize,
+    value_nodes,
+)
 from ..ir import commands as cmd
 from ..ir.errors import MiddleEndError
-from ..ir.expr import Access, walk
+from ..ir.expr import Access, Binary, Call, Unary, walk
 from ..ir.function import Buffer, Computation, Function
 from .cost import MachineModel, compute_cycles, cost, speedup
 from .plan import Loop, Plan, loops
@@ -90,6 +97,22 @@ def _offset_store(fn: Function, name: str, trial: list[cmd.Command],
                                                                       strict=True)))], buf
 
 
+def _through(fn: Function, readers: Mapping[str, int], statements: set[str]
+             ) -> dict[str, int]:
+    """The statements that read a producer, directly or through inlined computations (a
+    blur read by an inlined interpolation that the output reads), with the reads."""
+    out: dict[str, int] = {}
+    todo, seen = list(readers.items()), set()
+    while todo:
+        r, n = todo.pop()
+        if r in statements:
+            out[r] = out.get(r, 0) + n
+        elif r not in seen:
+            seen.add(r)
+            todo += [(q, n * k) for q, k in _readers(fn, r).items()]
+    return out
+
+
 def _best(st: Stmt, m: MachineModel) -> float:
     got = ranked(st, (), m)
     return got[0][0] if got else 0.0
@@ -99,7 +122,10 @@ def _region(reader: Stmt, nest: Sequence[Loop], k: int, buf: str) -> float:
     """Elements of ``buf`` the reader reads in one iteration of its loop ``k`` (the
     loops inside it run over their ranges; the reads' offsets add the halo)."""
     reads = [a for a in reader.accesses if a.buffer == buf and not a.write]
-    if not reads:
+    # a data-dependent index (a grid's z from the pixel's value) or a fractional one (a
+    # pyramid's x / 8): no region per iteration to price, so no compute_at
+    if not reads or any(c != int(c) or abs(c) >= UNKNOWN_STRIDE
+                        for a in reads for row in a.spans for c in row):
         return 0.0
     index = {v: j for j, v in enumerate(reader.vars)}
     rng = [1] * len(reader.vars)
@@ -169,11 +195,11 @@ def place(fn: Function, base: list[cmd.Command], m: MachineModel,
                 continue
             readers = _readers(fn, p)
             comp = fn.computation(p)
-            ops = sum(1 for x in walk(comp.expr) if not x.dtype.is_int) \
-                if comp.expr is not None else 0
-            if ops < 2 or sum(readers.values()) < 2 or not set(readers) <= statements:
+            ops = sum(1 for x in value_nodes(comp.expr)
+                      if isinstance(x, (Binary, Unary, Call))) if comp.expr is not None else 0
+            if ops < 2 or sum(readers.values()) < 2:
                 continue
-            cands.append((p, readers))
+            cands.append((p, _through(fn, readers, statements)))
         if not cands:
             return current, ats
         if deadline is not None and time.monotonic() > deadline:

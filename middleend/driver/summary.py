@@ -23,7 +23,7 @@ import islpy as isl
 from ..ir import commands as cmd
 from ..ir import expr as ex
 from ..ir.errors import DefinitionError
-from ..ir.expr import Binary, Call, Expr, Unary, walk
+from ..ir.expr import Binary, Call, Expr, Unary
 from ..ir.function import Function
 from ..passes.dataflow import logical_access, read_buffer
 from ..passes.layer1 import build_layer1
@@ -237,17 +237,31 @@ def _coefficients(aff: isl.Aff, n_in: int) -> list[float]:
     return row
 
 
+def value_nodes(e: Expr) -> list[Expr]:
+    """The nodes of ``e`` that compute values: not those of the accesses' indices (index
+    arithmetic, which gcc strength-reduces), whatever the type (a uint16 pipeline's work
+    is integer arithmetic)."""
+    out: list[Expr] = []
+    stack = [e]
+    while stack:
+        n = stack.pop()
+        out.append(n)
+        if not isinstance(n, ex.Access):
+            stack.extend(n.children())
+    return out
+
+
 def _ops(e: Expr | None, funcs: Mapping[str, Any] | None = None,
          memo: dict[str, int] | None = None) -> int:
-    """Arithmetic on values (not index arithmetic: that is integer work gcc hoists or
-    strength-reduces), a node per operation, with the work of the inlined computations
-    it calls (``funcs``: Layer I's called functions) at every call."""
+    """Arithmetic on values (:func:`value_nodes`), a node per operation, with the work of
+    the inlined computations it calls (``funcs``: Layer I's called functions) at every
+    call."""
     if e is None:
         return 0
     memo = {} if memo is None else memo
     total = 0
-    for n in walk(e):
-        if isinstance(n, (Binary, Unary, Call)) and not n.dtype.is_int:
+    for n in value_nodes(e):
+        if isinstance(n, (Binary, Unary, Call)):
             total += 1
         elif funcs and isinstance(n, ex.Access) and getattr(n.target, "name", None) in funcs:
             name = n.target.name
