@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from middleend.ir.errors import BuildError, ResourceLimitError
+from middleend.target import paths
 
 log = logging.getLogger(__name__)
 
@@ -142,14 +143,7 @@ def cache_key(source: str, identity: str, flags: Sequence[str]) -> str:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=TMP_PREFIX, suffix=path.suffix)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    paths.write_atomic(path, text, TMP_PREFIX, path.suffix)
 
 
 # --- running the compiler --------------------------------------------------------------

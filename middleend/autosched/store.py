@@ -18,8 +18,6 @@ import dataclasses
 import functools
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..ir.function import Function
-from ..target.paths import cache_root
+from ..target.paths import cache_root, write_atomic
 from ..version import __version__
 from ..wire.encode import encode_function
 from .cost import MachineModel
@@ -71,10 +69,7 @@ def save(k: str, plans: Mapping[str, Plan]) -> None:
     path = _path(k)
     path.parent.mkdir(parents=True, exist_ok=True)
     body = json.dumps({n: dataclasses.asdict(p) for n, p in plans.items()}, sort_keys=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(body)
-        os.replace(tmp, path)
+        write_atomic(path, body)
     except OSError:
-        Path(tmp).unlink(missing_ok=True)
+        pass  # a cache that cannot be written: the next tuning tunes again
