@@ -37,10 +37,10 @@ def machine_model(target: str, cores: int | None = None) -> MachineModel:
     plain vector machine)."""
     if not isinstance(target, str):
         raise DefinitionError(f"auto_schedule: target must be a target name, got {target!r}")
+    t = TargetRegistry.discover().lookup(target)  # an unknown name: the registry's error
     if target not in MAPPED:
         raise DefinitionError(f"auto_schedule: no automatic schedule for the {target!r} "
                               f"target yet (it schedules for {', '.join(MAPPED)})")
-    t = TargetRegistry.discover().lookup(target)
     return MachineModel.of(t.machine() if target == "cpu" else None, cores)
 
 
