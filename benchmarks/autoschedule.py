@@ -24,7 +24,7 @@ The apps' reference is Halide's realize of the same app with every stage at the 
 (Halide's JIT of the inlined interpolate runs for over 25 minutes).
 
     python benchmarks/autoschedule.py [--reps 5] [--only NAME,...] [--rows R --cols C]
-        [--skip-halide] [--skip-julia] [--small]
+        [--skip-halide] [--skip-julia] [--small] [--tune]
 """
 
 from __future__ import annotations
@@ -218,7 +218,9 @@ def julia_rows(a: argparse.Namespace, names: list[str]) -> list[list[object]]:
     for n in names:
         kd = KERNELS[n]
         args = kd.make(kd.small if a.small else kd.large, np.random.default_rng(0))
-        kinds = {"auto": "auto", "unsched": False, "expert": True}
+        kinds: dict[str, bool | str] = {"auto": "auto", "unsched": False, "expert": True}
+        if a.tune:
+            kinds["tuned"] = "tune"  # tuned on the first call's arguments, outside the timing
         ks = {k: compile_source(src, n, schedule=v) for k, v in kinds.items()}
         data = {k: _fresh(args) for k in ks}
         for k, kern in ks.items():
@@ -239,7 +241,9 @@ def julia_rows(a: argparse.Namespace, names: list[str]) -> list[list[object]]:
                      f"{npy * 1e3:.3f}" if npy else "-",
                      f"{t['auto'] / npy:.2f}" if npy else "-",
                      f"{t['unsched'] * 1e3:.3f}", f"{t['unsched'] / t['auto']:.2f}x",
-                     f"{t['expert'] * 1e3:.3f}", f"{t['auto'] / t['expert']:.2f}"])
+                     f"{t['expert'] * 1e3:.3f}", f"{t['auto'] / t['expert']:.2f}"]
+                    + ([f"{t['tuned'] * 1e3:.3f}",
+                        f"{t['tuned'] / npy:.2f}" if npy else "-"] if a.tune else []))
         print(f"{n}: checked and timed", flush=True)
     return rows
 
@@ -252,6 +256,9 @@ def main() -> None:
     ap.add_argument("--cols", type=int, default=1760)
     ap.add_argument("--skip-halide", action="store_true")
     ap.add_argument("--skip-julia", action="store_true")
+    ap.add_argument("--tune", action="store_true",
+                    help="also the Julia kernels with schedule='tune' (built and timed on "
+                         "the benchmark's arrays first: minutes)")
     ap.add_argument("--small", action="store_true",
                     help="the Julia kernels at the tests' small sizes (a quick check)")
     a = ap.parse_args()
@@ -273,7 +280,8 @@ def main() -> None:
         print_table(f"Julia PolyBench kernels, best of {a.reps} interleaved, ms (ratio = ours "
                     "auto / anchor; < 1: ours faster)",
                     ["kernel", "auto", "search s", "numpy", "ratio", "unsched",
-                     "auto speedup", "expert", "ratio"], rows)
+                     "auto speedup", "expert", "ratio"]
+                    + (["tuned", "tuned/numpy"] if a.tune else []), rows)
 
 
 if __name__ == "__main__":

@@ -8,9 +8,11 @@ the model thinks costliest first, those above 5 % of its total), the best
 statements' current choices, and timed on the caller's inputs: best of :data:`REPS` calls
 after one warm-up, every candidate on fresh copies of the inputs (an in-place update must
 not drift into denormals between candidates). The choice as it stood is one of the timed
-candidates, so tuning never makes the program slower than the analytical schedule, up to
-the timing noise. A deadline stops it between two builds; what was measured so far is
-kept. The outcome is stored by the program's content hash (:mod:`.store`).
+candidates, and another replaces it only when measured :data:`MARGIN` faster: a call of a
+few milliseconds moves by more than that between runs, and a tuning that trades the
+model's choice for noise makes the program slower (bicg did, once). A deadline stops it
+between two builds; what was measured so far is kept. The outcome is stored by the
+program's content hash (:mod:`.store`).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from .space import ranked
 PER_STMT = 4  # legal candidates timed per statement
 REPS = 5
 MIN_SHARE = 0.05  # statements below this share of the model's total are not tuned
+MARGIN = 0.95  # another plan replaces the model's choice only if measured 5 % faster
 SCAN = 24  # ranked candidates looked at per statement to find PER_STMT legal ones
 
 
@@ -109,6 +112,7 @@ def tune(fn: Function, found: Searched, compile_: Callable[[Function], Any],
     choices = {c.stmt: c for c in found.choices}
     for ch in order:
         best_t, best = float("inf"), None
+        kept: tuple[float, tuple[float, Any, list[cmd.Command]]] | None = None
         for est, p, block in plans[ch.stmt]:
             if deadline is not None and time.monotonic() > deadline:
                 found.notes.append(f"tuning stopped at its deadline ({done}/{total} built)")
@@ -117,8 +121,12 @@ def tune(fn: Function, found: Searched, compile_: Callable[[Function], Any],
             t = _time(_build(fn, found.with_block(ch.stmt, block), compile_), inputs)
             done += 1
             times[f"{ch.stmt}: {p.describe()}"] = t
+            if p == ch.plan:
+                kept = (t, (est, p, block))
             if t < best_t:
                 best_t, best = t, (est, p, block)
+        if best is not None and kept is not None and best_t > MARGIN * kept[0]:
+            best = kept[1]  # within the noise of the model's own choice: keep it
         if best is not None:
             found.blocks[ch.stmt] = best[2]
             choices[ch.stmt] = replace(choices[ch.stmt], plan=best[1], estimate=best[0])
