@@ -69,9 +69,9 @@ def auto_schedule(fn: Function, target: str = "cpu", outputs: Sequence[Any] | No
     if tune is not None:  # the program as given: placement may add buffers to it
         stored = store.key(fn, outputs, target, m, est, inputs or {})
         cached = store.load(stored)
-    base, placed = place(fn, list(fn.commands.items), m, outputs, est, deadline, notes,
-                         per_tile=target == "cpu")
-    summary = summarize(fn, est, outputs, base)
+    base, placed, summary = place(fn, list(fn.commands.items), m, outputs, est, deadline,
+                                  notes, per_tile=target == "cpu")
+    summary = summary or summarize(fn, est, outputs, base)
     if target == "mpi" and ranks is None:
         raise DefinitionError("auto_schedule for mpi: give ranks= (the number the kernel "
                               "runs on, or 'runtime'), as the mpi target takes it")

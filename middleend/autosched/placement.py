@@ -179,13 +179,16 @@ def _per_tile(reader: Stmt, prod: Stmt, m: MachineModel) -> tuple[float, Plan, s
 
 def place(fn: Function, base: list[cmd.Command], m: MachineModel,
           outputs: Sequence[Any] | None, est: Mapping[str, int], deadline: float | None,
-          notes: list[str], per_tile: bool = True) -> tuple[list[cmd.Command], list[At]]:
+          notes: list[str], per_tile: bool = True
+          ) -> tuple[list[cmd.Command], list[At], Summary | None]:
     """``base`` without the ``inline`` commands of the producers the model computes faster
-    elsewhere, and those of them computed per tile of their reader (``per_tile``: a
-    multicore CPU's tiles; a device's mapping computes producers at the root)."""
+    elsewhere, those of them computed per tile of their reader (``per_tile``: a
+    multicore CPU's tiles; a device's mapping computes producers at the root), and the
+    summary of the commands returned if it was built (None: nothing was priced)."""
     current = list(base)
     ats: list[At] = []
     done: set[str] = set()
+    now: Summary | None = None  # the summary of ``current``, rebuilt when it changes
     while True:
         inlined = [c.comp for c in current if isinstance(c, cmd.Inline)]
         statements = {c.name for c in fn.computations} - set(inlined)
@@ -201,10 +204,10 @@ def place(fn: Function, base: list[cmd.Command], m: MachineModel,
                 continue
             cands.append((p, _through(fn, readers, statements)))
         if not cands:
-            return current, ats
+            return current, ats, now
         if deadline is not None and time.monotonic() > deadline:
             notes.append("placement: the deadline passed; the other producers stay inlined")
-            return current, ats
+            return current, ats, now
         p, readers = cands[0]
         done.add(p)
         trial = [c for c in current if not (isinstance(c, cmd.Inline) and c.comp == p)]
@@ -214,7 +217,7 @@ def place(fn: Function, base: list[cmd.Command], m: MachineModel,
             store, buf = [], None
         trial = store + trial
         try:
-            s0 = summarize(fn, est, outputs, current)
+            s0 = now = now or summarize(fn, est, outputs, current)
             s1 = summarize(fn, est, outputs, trial)
             choice = _choose(p, list(readers), s0, s1, m, per_tile)
         except MiddleEndError as e:  # any refusal: the producer stays inlined
@@ -225,7 +228,7 @@ def place(fn: Function, base: list[cmd.Command], m: MachineModel,
             if buf is not None:
                 fn.buffers.remove(buf)
             continue
-        current = trial
+        current, now = trial, s1
         if isinstance(choice, At):
             ats.append(choice)
             notes.append(f"placement: {p} computed per iteration of {choice.reader}'s loop "

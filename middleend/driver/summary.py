@@ -102,7 +102,6 @@ class Stmt:
     lows: tuple[int | None, ...]  # constant lower bounds (None: a parametric one)
     accesses: tuple[Access, ...]
     ops: int  # arithmetic operations per instance
-    is_float: bool
     # loops the stored element does not move with while the statement reads what it
     # writes: an accumulation along them (their order matters; legality decides)
     reductions: frozenset[str]
@@ -115,8 +114,6 @@ class Stmt:
 class Summary:
     stmts: tuple[Stmt, ...]  # in declaration order
     estimates: Mapping[str, int]
-    # statement -> the statements whose values or buffers it reads
-    producers: Mapping[str, tuple[str, ...]]
 
     def stmt(self, name: str) -> Stmt:
         return next(s for s in self.stmts if s.name == name)
@@ -282,14 +279,9 @@ def _summary(a: Analysis, est: Mapping[str, int]) -> Summary:
         reads_by_comp.setdefault(r.comp, []).append(r)
     stmts: list[Stmt] = []
     memo: dict[str, int] = {}
-    producers: dict[str, tuple[str, ...]] = {}
-    writers: dict[str, list[str]] = {}
-    for n in l1.declared:
-        if n in l1.comps:
-            writers.setdefault(l3.store[n], []).append(n)
     for n in l1.declared:
         c = l1.comps.get(n)
-        if c is None or n in l4_ops(a):
+        if c is None or n in a.l4.ops:
             continue
         nv = len(c.vars)
         dom = _fix(c.domain, est)
@@ -308,13 +300,9 @@ def _summary(a: Analysis, est: Mapping[str, int]) -> Summary:
         wbuf = l3.store[n]
         wacc = _access(l3.logical[n], wbuf, True, nv, sizes, l3)
         accs.append(wacc)
-        prods: list[str] = []
         for r in reads_by_comp.get(n, []):
             buf = read_buffer(l3, r)
             accs.append(_access(logical_access(l1, l3, r), buf, False, nv, sizes, l3))
-            for w in writers.get(buf, []):
-                if w != n and w not in prods:
-                    prods.append(w)
         own = [x for x in accs[1:] if x.buffer == wbuf]
         # a floor division (``sp[fld(i, 1000), j]``) keeps the element for many steps:
         # a reduction along ``i`` too, for the model (the legality check is exact)
@@ -324,11 +312,9 @@ def _summary(a: Analysis, est: Mapping[str, int]) -> Summary:
         for e in exts:
             points *= e
         stmts.append(Stmt(n, tuple(c.vars), tuple(exts), tuple(lows), tuple(accs),
-                          max(1, _ops(c.expr, l1.functions, memo)),
-                          l3.buffers[wbuf].dtype.is_float, red,
-                          points, SelfDeps(_self_deltas(a, n, est), nv)))
-        producers[n] = tuple(prods)
-    return Summary(tuple(stmts), dict(est), producers)
+                          max(1, _ops(c.expr, l1.functions, memo)), red, points,
+                          SelfDeps(_self_deltas(a, n, est), nv)))
+    return Summary(tuple(stmts), dict(est))
 
 
 def _self_deltas(a: Analysis, n: str, est: Mapping[str, int]) -> isl.Set | None:
@@ -349,10 +335,6 @@ def _self_deltas(a: Analysis, n: str, est: Mapping[str, int]) -> isl.Set | None:
     if out is None or out.is_empty():
         return None
     return isl.Set(str(out.coalesce()).replace(f"{n}[", "["))
-
-
-def l4_ops(a: Analysis) -> set[str]:
-    return set(a.l4.ops)
 
 
 def _access(m: isl.Map, buf: str, write: bool, nv: int,
