@@ -143,6 +143,43 @@ def test_user_loop_commands_are_kept() -> None:
     assert mine == [cmd.Parallelize("by", "i")]
 
 
+def _vblur(inline: bool) -> me.Function:
+    """A vertical 5-tap blur of a costly producer whose rows start at -2 (clamped reads of
+    the input): placement materializes the producer in a buffer of its own, offset."""
+    with me.Function("vblur") as f:
+        inp = me.Input("inp", [300, 400], me.float32)
+        y, x = me.Var("y", -2, 302), me.Var("x", 0, 400)
+        v = inp[me.clamp(y, 0, 299), x]
+        bx = me.Computation("bx", [y, x], me.sqrt(v * v + 1.0) * 0.5 + me.sqrt(v + 2.0))
+        y2, x2 = me.Var("y", 0, 300), me.Var("x", 0, 400)
+        me.Computation("out", [y2, x2], bx[y2 - 2, x2] + bx[y2 - 1, x2] + bx[y2, x2]
+                       + bx[y2 + 1, x2] + bx[y2 + 2, x2])
+        if inline:
+            bx.inline()
+    return f
+
+
+def test_python_form_replays_placement() -> None:
+    """``.python()`` rebuilds the whole schedule on the program built again (without the
+    inline() placement took out): the offset buffer, its store_in, the loop commands;
+    both compute numpy's result."""
+    f = _vblur(inline=True)
+    chosen = f.auto_schedule()
+    text = chosen.python()
+    assert "me.Buffer('bx_box', [304, 400], me.float32)" in text, text
+    assert "# bx: computed, no longer inlined" in text, text
+    g = _vblur(inline=False)
+    exec(text, {"f": g, "me": me})  # noqa: S102 - the text under test
+    assert sorted(c.describe() for c in g.commands.items) == \
+        sorted(c.describe() for c in f.commands.items)
+    a = np.random.default_rng(5).random((300, 400)).astype(np.float32)
+    p = np.pad(a, ((2, 2), (0, 0)), mode="edge")
+    bx = np.sqrt(p * p + 1) * 0.5 + np.sqrt(p + 2)
+    ref = sum(bx[2 + d:302 + d] for d in range(-2, 3))
+    for fn in (f, g):
+        np.testing.assert_allclose(fn.compile()(inp=a)["out"], ref, rtol=1e-5)
+
+
 # ------------------------------------------------------------------------ tuning
 
 

@@ -9,12 +9,13 @@ from typing import Any
 
 from ..driver.summary import estimates_for, summarize
 from ..driver.targets import TargetRegistry
+from ..ir import commands as cmd
 from ..ir.errors import DefinitionError
 from ..ir.function import Function
 from . import store
 from .cost import MachineModel
 from .placement import place
-from .result import AutoSchedule
+from .result import AutoSchedule, Stored
 from .search import _Checker, search
 from .tune import tune as run_tuning
 
@@ -69,6 +70,8 @@ def auto_schedule(fn: Function, target: str = "cpu", outputs: Sequence[Any] | No
     if tune is not None:  # the program as given: placement may add buffers to it
         stored = store.key(fn, outputs, target, m, est, inputs or {})
         cached = store.load(stored)
+    had = {b.name for b in fn.buffers}
+    inlined = [c.comp for c in fn.commands.items if isinstance(c, cmd.Inline)]
     base, placed, summary = place(fn, list(fn.commands.items), m, outputs, est, deadline,
                                   notes, per_tile=target == "cpu")
     summary = summary or summarize(fn, est, outputs, base)
@@ -85,10 +88,15 @@ def auto_schedule(fn: Function, target: str = "cpu", outputs: Sequence[Any] | No
                                      deadline)
         if stored is not None and not any("deadline" in n for n in found.notes):
             store.save(stored, {c.stmt: c.plan for c in found.choices if c.plan})
+    made = {b.name: b for b in fn.buffers if b.name not in had}
+    stores = [Stored(c, made[c.buffer], tuple(v.name for v in fn.computation(c.comp).vars))
+              for c in found.commands if isinstance(c, cmd.StoreIn) and c.buffer in made]
+    still = {c.comp for c in found.commands if isinstance(c, cmd.Inline)}
     result = AutoSchedule(fn.name, target, found.commands, found.choices,
                           time.monotonic() - t0, found.checks, found.notes,
                           tuned=tune is not None, measured=measured,
-                          from_cache=cached is not None)
+                          from_cache=cached is not None, stores=stores,
+                          uninlined=[p for p in dict.fromkeys(inlined) if p not in still])
     if apply:
         result.apply(fn)
     return result

@@ -93,8 +93,8 @@ def _offset_store(fn: Function, name: str, trial: list[cmd.Command],
         bname = f"{name}_box{k}"
     with fn:
         buf = Buffer(bname, sizes, comp.dtype)
-    return [cmd.StoreIn(name, bname, tuple(v - lo for v, lo in zip(comp.vars, lows,
-                                                                      strict=True)))], buf
+    idx = tuple(v if lo == 0 else v + (-lo) for v, lo in zip(comp.vars, lows, strict=True))
+    return [cmd.StoreIn(name, bname, idx)], buf
 
 
 def _through(fn: Function, readers: Mapping[str, int], statements: set[str]

@@ -9,7 +9,8 @@ from typing import Any
 
 from ..ir import commands as cmd
 from ..ir.errors import DefinitionError
-from ..ir.function import Function
+from ..ir.expr import Binary, Const, Expr
+from ..ir.function import Buffer, Function, Var
 from .search import Choice
 
 # the commands a schedule is made of (the data mapping a front-end wrote stays as it was)
@@ -46,6 +47,51 @@ def python_line(c: cmd.Command, comp: str = "{}") -> str:
     return f"{on}.{c.kind}({', '.join(_arg(v) for v in vals)})"
 
 
+_OPS = {"add": "+", "sub": "-", "mul": "*"}
+
+
+def _index(e: Expr, on: str, names: list[str]) -> str:
+    """A store index placement wrote (a variable plus or minus a constant) as Python on
+    the computation ``on``'s variables."""
+    if isinstance(e, Var) and e.name in names:
+        return f"{on}.vars[{names.index(e.name)}]"
+    if isinstance(e, Const) and isinstance(e.value, int) and not isinstance(e.value, bool):
+        return repr(e.value)
+    if isinstance(e, Binary) and e.op in ("add", "sub") and isinstance(e.b, Const) and \
+            isinstance(e.b.value, int) and e.b.value <= 0:
+        k = -e.b.value if e.op == "sub" else e.b.value  # v - -2 as v + 2, v - 0 as v
+        a = _index(e.a, on, names)
+        return a if k == 0 else f"{a} {'+' if k > 0 else '-'} {abs(k)}"
+    if isinstance(e, Binary) and e.op in _OPS:
+        return f"({_index(e.a, on, names)} {_OPS[e.op]} {_index(e.b, on, names)})"
+    raise DefinitionError(f"auto-schedule: a store_in index of {on} ({e!r}) has no "
+                          "Python form")
+
+
+@dataclass(frozen=True)
+class Stored:
+    """A ``store_in`` placement added: the command, its new buffer, and the names of the
+    computation's variables (what its indices are written in)."""
+
+    command: cmd.StoreIn
+    buffer: Buffer
+    vars: tuple[str, ...]
+
+    def python(self, function: str) -> list[str]:
+        """The buffer's declaration (inside ``with``) and the command, on ``function``."""
+        return _store_lines(self, function)
+
+
+def _store_lines(st: Stored, function: str) -> list[str]:
+    c, b, names = st.command, st.buffer, list(st.vars)
+    on = f'{function}.computation("{c.comp}")'
+    sizes = ", ".join(repr(int(getattr(s, "value", s))) for s in b.sizes)
+    idx = ", ".join(_index(e, on, names) for e in c.indices or ())
+    return [f"with {function}:",
+            f"    {b.name} = me.Buffer({b.name!r}, [{sizes}], me.{b.dtype.name})",
+            f"{on}.store_in({b.name}, [{idx}])"]
+
+
 @dataclass
 class AutoSchedule:
     """The schedule ``auto_schedule`` chose for ``function``: ``commands`` is the whole
@@ -64,6 +110,10 @@ class AutoSchedule:
     tuned: bool = False
     measured: dict[str, float] = field(default_factory=dict)  # candidate -> seconds
     from_cache: bool = False
+    # placement's additions: buffers for producers it materialized whose domain starts
+    # below 0, and the producers it took out of their front-end's inline() commands
+    stores: list[Stored] = field(default_factory=list)
+    uninlined: list[str] = field(default_factory=list)
 
     def schedule_commands(self) -> list[cmd.Command]:
         """The loop and ordering commands (what a user writes as a schedule)."""
@@ -73,7 +123,11 @@ class AutoSchedule:
         """The schedule as Python statements on the Function variable ``function``:
         pasted after the algorithm, they rebuild this schedule."""
         fmt = f'{function}.computation("{{}}")'
-        return "\n".join(python_line(c, fmt) for c in self.schedule_commands())
+        lines = [f"# {p}: computed, no longer inlined (drop its inline() command first)"
+                 for p in self.uninlined]
+        for st in self.stores:
+            lines += st.python(function)
+        return "\n".join(lines + [python_line(c, fmt) for c in self.schedule_commands()])
 
     def __str__(self) -> str:
         head = (f"# auto-schedule of {self.function!r} for {self.target}: "
