@@ -33,6 +33,10 @@ FORK_CYCLES = 20000.0  # starting and joining a parallel loop (the pool: a few Â
 # bytes per cycle and core that each level delivers to the one above it
 BANDWIDTH = {2: 32.0, 3: 16.0, 4: 6.0}
 STREAM_RUN = 1024.0  # bytes of a contiguous run from which misses stream at full bandwidth
+OVERLAP = 0.25  # the share of the lesser of compute and memory time that does not overlap
+# vectors of an innermost loop that stay in registers across the loops outside it (a register
+# tile's rows); a longer one is reloaded from L1 each time
+REGISTER_RUN = 4
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,26 @@ class MachineModel:
 
     def lanes(self, elem_bytes: int) -> int:
         return max(1, self.vector_bytes // max(1, elem_bytes))
+
+
+def step(a: Access, lp: Loop, index: dict[str, int]) -> float:
+    """How far ``a`` moves per iteration of ``lp``: its stride along the loop's variable,
+    except that an index ``fld(v, c)`` (a coefficient ``1 / c`` in its dimension) stays
+    put inside an aligned block of ``v`` whose size divides ``c``."""
+    k = index[lp.var]
+    s = a.strides[k]
+    if s and lp.within and all(_in_block(row[k], lp.within) for row in a.spans):
+        return 0.0
+    return s
+
+
+def _in_block(coef: float, size: int) -> bool:
+    """Whether an index of coefficient ``coef`` (0, or ``1 / c``) is constant within
+    aligned blocks of ``size``."""
+    if coef == 0:
+        return True
+    c = round(1.0 / abs(coef))
+    return abs(coef) < 1 and abs(c * abs(coef) - 1.0) < 1e-9 and c % size == 0
 
 
 def _ranges(stmt_vars: Sequence[str], nest: Sequence[Loop]) -> list[list[int]]:
@@ -112,7 +136,7 @@ def _stream_factor(a: Access, nest: Sequence[Loop], stmt_vars: Sequence[str]) ->
     index = {v: k for k, v in enumerate(stmt_vars)}
     run = float(a.elem_bytes)
     for lp in reversed(nest):
-        s = abs(a.strides[index[lp.var]])
+        s = abs(step(a, lp, index))
         if s == 0 or (lp.tag == "unroll" and lp.trip <= 16):
             continue  # an unrolled loop's copies are streams of their own
         if s == 1:
@@ -142,13 +166,32 @@ def cost(stmt: Stmt, nest: Sequence[Loop], m: MachineModel,
                 break
         for g, ln in zip(groups, lines, strict=True):
             slow = 1.0 if level == 2 else _stream_factor(g, nest, stmt.vars)
-            mem += ln[fit] * trips_above[fit] * LINE / BANDWIDTH[level] * slow
+            mem += _moved(ln, trips_above, fit) * LINE / BANDWIDTH[level] * slow
     compute = stmt.points * _per_point(stmt, nest, m)
     par = next((k for k, lp in enumerate(nest) if lp.tag == "parallel"), None)
     if par is None:
-        return max(compute, mem)
+        return _roof(compute, mem)
     spread = speedup(nest[par].trip, m)
-    return max(compute / spread, mem / min(spread, 1.6)) + FORK_CYCLES * trips_above[par]
+    return _roof(compute / spread, mem / min(spread, 1.6)) + FORK_CYCLES * trips_above[par]
+
+
+def _roof(compute: float, mem: float) -> float:
+    """The roofline, with the lesser side showing through in part (loads wait on misses,
+    misses on the loads' issue): of two nests that move the same lines, the one with
+    less work in its loop body wins."""
+    return max(compute, mem) + OVERLAP * min(compute, mem)
+
+
+def _moved(lines: Sequence[float], trips_above: Sequence[float], fit: int) -> float:
+    """Lines an access brings into a cache whose capacity holds what one iteration of
+    the loop at ``fit`` touches: each iteration's lines, except those the previous
+    iteration of the loop outside brought already (a window sliding along a column:
+    a line of 8 doubles serves 8 consecutive rows), i.e. the lines of one iteration of
+    that loop outside, as often as the loops above it run."""
+    here = lines[fit] * trips_above[fit]
+    if fit == 0:
+        return here
+    return min(here, lines[fit - 1] * trips_above[fit - 1])
 
 
 def speedup(trip: int, m: MachineModel) -> float:
@@ -165,6 +208,33 @@ def compute_cycles(stmt: Stmt, nest: Sequence[Loop], m: MachineModel) -> float:
     return stmt.points * _per_point(stmt, nest, m)
 
 
+def _jammed(stmt: Stmt, vl: Loop, index: dict[str, int]) -> bool:
+    """Whether the C compiler vectorizes ``vl``, the loop around an unrolled innermost
+    one: no sum along it, every access contiguous or fixed along it."""
+    steps = [abs(step(a, vl, index)) for a in stmt.accesses]
+    return vl.var not in stmt.reductions and all(x in (0.0, 1.0) for x in steps) \
+        and 1.0 in steps
+
+
+def _jam_per_point(stmt: Stmt, u: Loop, vl: Loop, index: dict[str, int],
+                   m: MachineModel) -> float:
+    """Unroll-and-jam: ``vl`` in vectors, the unrolled copies in its body; an access that
+    does not move along ``vl`` is hoisted out of it, one that does not move along ``u`` is
+    loaded and stored once for all the copies."""
+    elem = max((a.elem_bytes for a in stmt.accesses if a.write), default=4)
+    lanes = m.lanes(elem)
+    mem_ops = 0.0
+    for a in stmt.accesses:
+        if step(a, vl, index) == 0:
+            mem_ops += 1.0 / vl.trip
+        elif step(a, u, index) == 0:
+            mem_ops += 1.0 / u.trip
+        else:
+            mem_ops += 1.0
+    per = (stmt.ops + mem_ops) / lanes
+    return per * math.ceil(vl.trip / lanes) * lanes / vl.trip
+
+
 def _per_point(stmt: Stmt, nest: Sequence[Loop], m: MachineModel) -> float:
     """Cycles per instance: value operations plus the loads and stores left in the
     register block, over the vector lanes, at least a reduction chain's latency."""
@@ -172,6 +242,8 @@ def _per_point(stmt: Stmt, nest: Sequence[Loop], m: MachineModel) -> float:
         return float(stmt.ops + len(stmt.accesses))
     index = {v: k for k, v in enumerate(stmt.vars)}
     inner = nest[-1]
+    if len(nest) >= 2 and inner.tag == "unroll" and _jammed(stmt, nest[-2], index):
+        return _jam_per_point(stmt, inner, nest[-2], index, m)
     # the register block: the innermost loops of constant, small trip (vector, unrolled or
     # a plain tile loop), and the loop just outside them
     block: list[Loop] = []
@@ -193,10 +265,12 @@ def _per_point(stmt: Stmt, nest: Sequence[Loop], m: MachineModel) -> float:
     for a in stmt.accesses:
         share = 1.0
         for lp in block:
-            if a.strides[index[lp.var]] == 0:
+            if step(a, lp, index) == 0:
                 share /= lp.trip
-            elif lp is inner:
-                continue
+            elif lp is inner and inner.trip <= REGISTER_RUN * lanes:
+                continue  # a few vectors: held in registers across the loops outside
+            elif lp.tag == "unroll" and lp is not inner:
+                continue  # one register per unrolled copy (a register tile's columns)
             else:
                 break
         mem_ops += share

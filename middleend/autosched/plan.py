@@ -27,8 +27,9 @@ class Loop:
     name: str
     var: str
     trip: int
-    part: str
+    part: str  # "full", "outer", "inner", or "block" (a blocked variable's block loop)
     tag: str | None = None  # "parallel", "vector", "unroll"
+    within: int = 0  # a blocked variable's loop inside its block: the block's size
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,14 @@ class Plan:
     whose inner loop is unrolled completely; ``parallel``: the variable whose outer (or
     only) loop runs over the cores; ``contiguous``: the variable whose loop ends the inner
     band without a vector tag (a register tile's rows, printed as vectors by the cpu
-    target)."""
+    target); ``block``: a variable split first in blocks of a size (its block loop
+    ``<v>_b`` outermost, the rest of the plan inside one block), the blocks of an index
+    ``fld(v, size)``: a partial sum per block, the block loop over the cores, where the
+    variable itself carries the sum; ``jam``: the ``unroll`` variable's inner loop ends
+    the inner band, inside the loop of the contiguous variable before it, which has no
+    vectorize command: the C compiler vectorizes that loop with the unrolled copies in
+    its body, which share the loads and stores of what does not move with the unrolled
+    variable (unroll-and-jam: an axpy's sums loaded and stored once for 8 columns)."""
 
     order: tuple[str, ...]
     tiles: tuple[tuple[str, int], ...] = ()
@@ -48,44 +56,62 @@ class Plan:
     unroll: str | None = None
     parallel: str | None = None
     contiguous: str | None = None
+    block: tuple[str, int] | None = None
+    jam: bool = False
 
     def tile_of(self, v: str) -> int | None:
         return next((s for x, s in self.tiles if x == v), None)
 
     def describe(self) -> str:
         parts = [" ".join(self.order)]
+        if self.block:
+            parts.insert(0, f"blocks {self.block[0]}:{self.block[1]}")
         if self.tiles:
             parts.append("tiles " + ", ".join(f"{v}:{s}" for v, s in self.tiles))
         for what in ("vector", "unroll", "parallel"):
             if getattr(self, what):
-                parts.append(f"{what} {getattr(self, what)}")
+                parts.append(f"{what} {getattr(self, what)}"
+                             + (" (jammed)" if what == "unroll" and self.jam else ""))
         return "; ".join(parts)
+
+
+def _fresh(name: str, taken: set[str]) -> str:
+    n, k = name, 0
+    while n in taken:
+        k += 1
+        n = f"{name}{k}"
+    taken.add(n)
+    return n
 
 
 def _names(stmt: Stmt, taken: set[str]) -> dict[str, tuple[str, str]]:
     """Each variable's (outer, inner) loop names, unique among ``taken``."""
-    out: dict[str, tuple[str, str]] = {}
-    for v in stmt.vars:
-        pair = []
-        for suffix in ("o", "i"):
-            n, k = f"{v}_{suffix}", 0
-            while n in taken:
-                k += 1
-                n = f"{v}_{suffix}{k}"
-            taken.add(n)
-            pair.append(n)
-        out[v] = (pair[0], pair[1])
-    return out
+    return {v: (_fresh(f"{v}_o", taken), _fresh(f"{v}_i", taken)) for v in stmt.vars}
+
+
+def _block_name(stmt: Stmt, plan: Plan) -> str:
+    """The block loop's name (the names :func:`_names` gives come after it)."""
+    assert plan.block is not None
+    return _fresh(f"{plan.block[0]}_b", set(stmt.vars))
+
+
+def _taken(stmt: Stmt, plan: Plan) -> set[str]:
+    return set(stmt.vars) | ({_block_name(stmt, plan)} if plan.block else set())
 
 
 def loops(stmt: Stmt, shared: Sequence[str], plan: Plan) -> list[Loop]:
     """The loops ``plan`` gives ``stmt`` (after its ``shared`` outer loops, which stay as
     they are), outermost first."""
     ext = dict(zip(stmt.vars, stmt.extents, strict=True))
-    names = _names(stmt, set(stmt.vars))
+    names = _names(stmt, _taken(stmt, plan))
+    head: list[Loop] = []
+    if plan.block is not None:
+        bv, bs = plan.block
+        head.append(Loop(_block_name(stmt, plan), bv, -(-ext[bv] // bs), "block"))
+        ext[bv] = min(bs, ext[bv])
     outer: list[Loop] = []
     inner: list[Loop] = []
-    last = plan.vector or plan.contiguous
+    last = plan.unroll if plan.jam else (plan.vector or plan.contiguous)
     for v in plan.order:
         size = plan.tile_of(v)
         if size is None:
@@ -96,17 +122,20 @@ def loops(stmt: Stmt, shared: Sequence[str], plan: Plan) -> list[Loop]:
         outer.append(Loop(on, v, -(-ext[v] // size), "outer"))
         inner.append(Loop(inn, v, min(size, ext[v]), "inner"))
     inner.sort(key=lambda lp: lp.var == last)  # stable: the vector/contiguous loop last
-    out = [Loop(v, v, ext[v], "full") for v in shared] + outer + inner
+    out = [Loop(v, v, ext[v], "full") for v in shared] + head + outer + inner
+    blocked = plan.block[0] if plan.block else None
     tagged: list[Loop] = []
     for lp in out:
         tag = None
-        if lp.var == plan.parallel and lp.part in ("full", "outer") and lp.var not in shared:
+        if lp.var == plan.parallel and lp.var not in shared and (
+                lp.part == "block" if lp.var == blocked else lp.part in ("full", "outer")):
             tag = "parallel"
         elif lp.var == plan.vector and lp.part in ("full", "inner") and lp is out[-1]:
             tag = "vector"
         elif lp.var == plan.unroll and lp.part == "inner":
             tag = "unroll"
-        tagged.append(Loop(lp.name, lp.var, lp.trip, lp.part, tag))
+        within = plan.block[1] if lp.var == blocked and lp.part != "block" else 0
+        tagged.append(Loop(lp.name, lp.var, lp.trip, lp.part, tag, within))
     return tagged
 
 
@@ -121,8 +150,14 @@ def commands(stmt: Stmt, shared: Sequence[str], plan: Plan, shift: bool = True
         for v, lo in zip(stmt.vars, stmt.lows, strict=True):
             if v not in shared and lo:
                 out.append(cmd.Shift(c, v, -lo))
-    names = _names(stmt, set(stmt.vars))
+    names = _names(stmt, _taken(stmt, plan))
     current = list(stmt.vars)
+    if plan.block is not None:  # the block loop, then the variable's loop inside a block
+        bv, bs = plan.block
+        bn = _block_name(stmt, plan)
+        out.append(cmd.Split(c, bv, bs, bn, bv))
+        k = current.index(bv)
+        current[k:k + 1] = [bn, bv]
     for v, size in plan.tiles:
         on, inn = names[v]
         out.append(cmd.Split(c, v, size, on, inn))

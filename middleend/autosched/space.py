@@ -23,6 +23,7 @@ Which one wins is the cost model's call (:mod:`.cost`); which are legal, the mid
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Iterator, Sequence
 
@@ -65,9 +66,37 @@ def _parallel(order: Sequence[str], stmt: Stmt, ext: dict[str, int],
     return None
 
 
-def plans(stmt: Stmt, free: Sequence[str], m: MachineModel) -> Iterator[Plan]:
-    """Every candidate plan of ``stmt`` over its ``free`` loops (duplicates possible)."""
+def _fld_blocks(stmt: Stmt, free: Sequence[str]) -> list[tuple[str, int]]:
+    """The free variables ``v`` some access indexes as ``fld(v, c)`` (a coefficient
+    ``1 / c`` in one of its dimensions), with each such ``c`` below the loop's trip."""
     ext = dict(zip(stmt.vars, stmt.extents, strict=True))
+    out: list[tuple[str, int]] = []
+    for v in free:
+        k = stmt.vars.index(v)
+        for a in stmt.accesses:
+            for row in a.spans:
+                s = abs(row[k])
+                if 0 < s < 0.5:
+                    c = round(1.0 / s)
+                    if abs(c * s - 1.0) < 1e-9 and c < ext[v] and (v, c) not in out:
+                        out.append((v, c))
+    return out
+
+
+def plans(stmt: Stmt, free: Sequence[str], m: MachineModel) -> Iterator[Plan]:
+    """Every candidate plan of ``stmt`` over its ``free`` loops (duplicates possible):
+    those of the families above, then, for a variable indexed as ``fld(v, c)`` (a sum per
+    block of ``c``), the same inside one block of ``c``, the block loop over the cores."""
+    yield from _plans(stmt, free, m, dict(zip(stmt.vars, stmt.extents, strict=True)))
+    for v, c in _fld_blocks(stmt, free):
+        ext = dict(zip(stmt.vars, stmt.extents, strict=True))
+        ext[v] = c
+        for p in _plans(stmt, free, m, ext):
+            yield dataclasses.replace(p, block=(v, c), parallel=v)
+
+
+def _plans(stmt: Stmt, free: Sequence[str], m: MachineModel, ext: dict[str, int]
+           ) -> Iterator[Plan]:
     elem = max((a.elem_bytes for a in stmt.accesses if a.write), default=4)
     lanes = m.lanes(elem)
     vec = [v for v in free if v not in stmt.reductions and _contiguous(stmt, v)]
@@ -102,6 +131,18 @@ def plans(stmt: Stmt, free: Sequence[str], m: MachineModel) -> Iterator[Plan]:
                         t = {vv: b, u: uf}
                         yield Plan(order, tuple(t.items()), vv, lanes, u,
                                    _parallel(order, stmt, ext, t, vv))
+                        yield Plan(order, tuple(t.items()), None, 0, u,
+                                   _parallel(order, stmt, ext, t, vv), jam=True)
+        # unroll-and-jam with the contiguous loop whole: the order's last variable
+        if inner in vec and ext[inner] >= lanes:
+            for u in free:
+                if u == inner:
+                    continue
+                for uf in UNROLLS:
+                    if uf < ext[u]:
+                        t = {u: uf}
+                        yield Plan(order, tuple(t.items()), None, 0, u,
+                                   _parallel(order, stmt, ext, t, inner), jam=True)
         for r in red:
             for vv in vec:
                 for u in keep:
@@ -151,7 +192,8 @@ def likely_legal(stmt: Stmt, shared: Sequence[str], p: Plan) -> bool:
         untiled = [ix[v] for v in (*shared, *p.order) if v not in tiled]
         if not d.keeps_order(untiled + [ix[v] for v in band]):
             return False
-    if p.parallel is not None:
+    if p.parallel is not None and (p.block is None or p.block[0] != p.parallel):
+        # (a block loop may carry no sum where its variable does: the check decides)
         before = []
         for lp in loops(stmt, shared, p):
             if lp.tag == "parallel":
@@ -184,7 +226,7 @@ def ranked(stmt: Stmt, shared: Sequence[str], m: MachineModel) -> list[tuple[flo
             continue
         add(p)
         if p.parallel is not None:  # the same without the parallel loop
-            q = Plan(p.order, p.tiles, p.vector, p.lanes, p.unroll, None, p.contiguous)
+            q = dataclasses.replace(p, parallel=None)
             if q not in seen:
                 add(q)
     out.sort(key=lambda t: (t[0], t[1], t[2]))

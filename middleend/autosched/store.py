@@ -60,7 +60,10 @@ def load(k: str) -> dict[str, Plan] | None:
         raw = json.loads(_path(k).read_text())
         return {n: Plan(tuple(p["order"]), tuple((v, int(s)) for v, s in p["tiles"]),
                         p["vector"], int(p["lanes"]), p["unroll"], p["parallel"],
-                        p["contiguous"]) for n, p in raw.items()}
+                        p["contiguous"],
+                        (p["block"][0], int(p["block"][1])) if p.get("block") else None,
+                        bool(p.get("jam", False)))
+                for n, p in raw.items()}
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
