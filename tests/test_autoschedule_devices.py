@@ -1,7 +1,8 @@
 """``auto_schedule`` for the device targets: the gpu target's block/thread mapping (run here
 as OpenCL kernels on PoCL's CPU device) and the mpi target's distribution of the
 outermost parallel loop, with the buffers and halo exchanges that follow (run at 1-3
-ranks); results against numpy, and the programs they cannot map refused in one line.
+ranks), the fpga target's pipelines (C-simulated, ranked by its latency model); results
+against numpy, and the programs they cannot map refused in one line.
 """
 
 from __future__ import annotations
@@ -88,7 +89,84 @@ def test_mpi_needs_its_ranks() -> None:
         examples.blur((23, 9)).fn.auto_schedule(target="mpi")
 
 
-def test_fpga_has_no_automatic_mapping_yet() -> None:
-    mm = examples.matmul("fmm")
-    with pytest.raises(me.DefinitionError, match="no automatic schedule for the 'fpga'"):
-        mm.fn.auto_schedule(target="fpga")
+@pytest.mark.fpga
+@pytest.mark.parametrize("name", ["scale", "cvtColor", "sobel", "gaussian"])
+def test_fpga_pipelines_the_paper_kernels(name: str) -> None:
+    """Unscheduled, each kernel gets pipelined, vectorized loops whose C-simulation equals
+    numpy, and the latency model puts it at least as fast as both hand schedules."""
+    from test_fpga import reference
+
+    from middleend.api import examples_fpga as fx
+
+    img = np.random.default_rng(5).integers(0, 256, (21, 70, 3), dtype=np.uint8)
+    f = fx.KERNELS[name]("none")
+    chosen = f.auto_schedule(target="fpga", estimates={"N": 384, "M": 512})
+    assert any(isinstance(c, cmd.Pipeline) for c in chosen.commands)
+    assert "latency model" in str(chosen)
+    k = f.compile(target="fpga")
+    (out,) = k(inp=img).values()
+    np.testing.assert_array_equal(out, reference(name, img))
+    hand = [fx.KERNELS[name](s).compile(target="fpga").estimate(N=384, M=512)
+            for s in fx.SCHEDULES]
+    assert k.estimate(N=384, M=512) <= min(hand)
+
+
+def _gemv(name: str) -> me.Function:
+    with me.Function(name) as f:
+        n, m = me.Param("N", min=1), me.Param("M", min=1)
+        i, j = me.Var("i", 0, n), me.Var("j", 0, m)
+        a, v = me.Input("A", [n, m], me.float32), me.Input("v", [m], me.float32)
+        y = me.Computation("y", [i], me.cast(me.float32, 0))
+        y.update([i, j], a[i, j] * v[j], name="yacc", at=[i])
+    return f
+
+
+@pytest.mark.fpga
+def test_fpga_moves_the_accumulation_out_of_the_pipeline() -> None:
+    """A matrix-vector product: the row loop is pipelined at II 1 inside the sum's loop
+    (pipelining the sum's own loop needs the adder's latency as its II); a running sum,
+    with no other loop, is pipelined at the II its recurrence allows."""
+    f = _gemv("fgemv")
+    f.auto_schedule(target="fpga", estimates={"N": 256, "M": 256})
+    piped = [c for c in f.commands.items if isinstance(c, cmd.Pipeline) and c.comp == "yacc"]
+    assert piped and piped[0].dim == "i" and piped[0].ii == 1
+    rng = np.random.default_rng(2)
+    a = rng.integers(-3, 4, (23, 17)).astype(np.float32)
+    v = rng.integers(-3, 4, 17).astype(np.float32)
+    k = f.compile(target="fpga")
+    np.testing.assert_array_equal(k(A=a, v=v)["y"], a @ v)
+    plain = _gemv("fgemv_plain").compile(target="fpga")
+    assert k.estimate(N=256, M=256) < plain.estimate(N=256, M=256)
+    with me.Function("frsum") as g:
+        n = me.Param("N", min=1)
+        i, z = me.Var("i", 0, n), me.Var("z", 0, 1)
+        x = me.Input("x", [n], me.float32)
+        s = me.Computation("s", [z], me.cast(me.float32, 0))
+        s.update([i], x[i], at=[0], name="acc")
+    g.auto_schedule(target="fpga")
+    (acc,) = [c for c in g.commands.items if isinstance(c, cmd.Pipeline) and c.comp == "acc"]
+    assert acc.ii > 1  # the adder's latency: distance 1
+    xs = np.arange(300, dtype=np.float32) / 7
+    np.testing.assert_allclose(g.compile(target="fpga")(x=xs)["s"],
+                               [np.cumsum(xs, dtype=np.float32)[-1]], rtol=1e-6)
+
+
+def test_an_unknown_target_is_refused_in_one_line() -> None:
+    mm = examples.matmul("umm")
+    with pytest.raises(me.MiddleEndError) as info:
+        mm.fn.auto_schedule(target="tpu")
+    assert str(info.value) == "unknown target 'tpu' (registered targets: cpu, fpga, gpu, mpi)"
+
+
+@pytest.mark.fpga
+def test_fpga_auto_schedule_of_a_halide_pipeline() -> None:
+    pytest.importorskip("halide")
+    from frontends.halide import compile_pipeline, paper
+
+    b = paper.blurxy(40, 150)
+    (funcs, sizes), = b.groups
+    k = compile_pipeline(funcs, target="fpga", schedule="auto")
+    ours = k.realize(sizes, **b.inputs)
+    (ref,) = b.halide_realize()
+    np.testing.assert_allclose(np.asarray(ours), ref, rtol=1e-5, atol=1e-5)
+    assert ".pipeline(" in k.auto_schedule(sizes, **b.inputs)

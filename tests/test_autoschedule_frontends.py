@@ -49,6 +49,21 @@ def test_julia_kernels_auto_scheduled(name: str, size: str) -> None:
     assert k.auto_schedule(*args).startswith("f.computation(")
 
 
+@pytest.mark.fpga
+@pytest.mark.parametrize("name", ["bicg!", "jacobi1d!", "doitgen!"])
+def test_julia_kernels_auto_scheduled_for_fpga(name: str) -> None:
+    """The same kernels pipelined for the fpga target, C-simulated."""
+    kd = KERNELS[name]
+    args = kd.make(kd.small, np.random.default_rng(1))
+    k = compile_source(source(), name, target="fpga", schedule="auto")
+    x = tuple(v.copy(order="K") if isinstance(v, np.ndarray) else v for v in args)
+    k(*x)
+    for pos, ref in kd.reference(args).items():
+        np.testing.assert_allclose(x[pos], ref, rtol=RTOL, atol=ATOL,
+                                   err_msg=f"{name} argument {pos}")
+    assert ".pipeline(" in k.auto_schedule(*args)
+
+
 def test_separated_tiles_that_isl_cannot_generate() -> None:
     """Covariance at its benchmark size with three statements' auto-chosen loops (the
     mean and the centring unrolled by 8 columns, the scaling in 256 x 4 tiles): ISL's

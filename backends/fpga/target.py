@@ -152,6 +152,10 @@ class FpgaTarget(Target):
         self.require()
         return self._probed()[1]
 
+    def estimate_cycles(self, program: Program, params: Mapping[str, int]) -> float | None:
+        """The latency model's cycles for one call (what ``kernel.estimate`` returns)."""
+        return float(estimate(model(program), dict(params)))
+
     def generate(self, program: Program, options: Mapping[str, Any]) -> list[SourceText]:
         part = str(options.get("part", DEFAULT_PART))
         clock = float(options.get("clock_mhz", 300.0))

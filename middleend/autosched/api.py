@@ -19,7 +19,7 @@ from .result import AutoSchedule, Stored
 from .search import _Checker, search
 from .tune import tune as run_tuning
 
-MAPPED = ("cpu", "gpu", "mpi")  # the targets auto_schedule maps programs onto
+MAPPED = ("cpu", "gpu", "mpi", "fpga")  # the targets auto_schedule maps programs onto
 # a compile to time candidates with: (the Function with a candidate's commands) -> kernel
 Compile = Callable[[Function], Any]
 

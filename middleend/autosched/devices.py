@@ -1,4 +1,5 @@
-"""Plans for the targets that are not a multicore CPU: GPU blocks and threads, MPI ranks.
+"""Plans for the targets that are not a multicore CPU: GPU blocks and threads, MPI ranks,
+FPGA pipelines.
 
 A GPU kernel wants its parallel loops as a grid: the two outermost loops that carry no
 dependence (once the loops shared with other statements are fixed) become blocks of
@@ -12,6 +13,15 @@ buffers follow (:func:`mpi_data`): each written one is distributed along the dim
 its writer's distributed loop runs along, an input along the dimension its readers' do,
 and a distributed statement that reads another's buffer away from its own rows gets the
 halo exchange (``me.exchange``, its elements exact, from ISL).
+The fpga target pipelines each statement's innermost loop that is not a pixel's few
+channels (those, at most :data:`FPGA_UNROLL` iterations, are unrolled inside it, as the
+paper's channel-parallel schedule does), at II 1, or at the statement's latency where that
+loop carries its accumulation (or, first, with a loop that carries none moved inside it and
+pipelined at II 1); or vectorizes it in words of the widest port
+(:data:`FPGA_PORT_BITS`: 64 lanes of 8 bits) and pipelines the loop over words; plain
+loops are the last resort. Among the legal ones the target's own latency model decides
+(:meth:`~middleend.target.base.Target.estimate_cycles`), since that is what an HLS
+schedule is judged by.
 Candidates are ordered by preference; the search keeps the first the legality check
 accepts.
 """
@@ -27,6 +37,8 @@ from ..ir.operations import Operation
 
 GPU_TILES = ((16, 16), (8, 32))
 GPU_THREADS = 256
+FPGA_UNROLL = 8  # innermost loops of at most this many iterations: unrolled in the pipeline
+FPGA_PORT_BITS = 512  # the widest memory port (a vectorized loop's word)
 
 
 def _free_parallel(st: Stmt, shared: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -114,6 +126,40 @@ def mpi_candidates(st: Stmt, shared: Sequence[str], ranks: int | str | None = No
     block = max(1, -(-ext // max(ranks, 1)))
     return [head + [cmd.Split(st.name, v, block, f"{v}_rank", f"{v}_in"),
                     cmd.Distribute(st.name, f"{v}_rank")]]
+
+
+def fpga_candidates(st: Stmt, shared: Sequence[str], latency: int
+                    ) -> list[list[cmd.Command]]:
+    """Pipelines of ``st`` for the fpga target (see the module's docstring); ``latency``:
+    the statement's in cycles (the II a loop carrying its accumulation needs)."""
+    free = [v for v in st.vars if v not in shared]
+    if not free:
+        return []
+    ext = dict(zip(st.vars, st.extents, strict=True))
+    k = len(free)
+    while k > 1 and ext[free[k - 1]] <= FPGA_UNROLL and free[k - 1] not in st.reductions:
+        k -= 1
+    x, small = free[k - 1], free[k:]
+    head = _shifts(st, shared)
+    if ext[x] <= 1:
+        return [head]
+    out: list[list[cmd.Command]] = []
+    if x in st.reductions and not small:
+        # the accumulation outside, a loop without one pipelined inside it at II 1 (a
+        # matrix-vector product's rows: each iteration adds into another sum)
+        u = next((v for v in reversed(free[:k - 1]) if v not in st.reductions), None)
+        if u is not None:
+            out.append(head + [cmd.Interchange(st.name, u, x), cmd.Pipeline(st.name, u, 1)])
+    lanes = FPGA_PORT_BITS // (8 * max(a.elem_bytes for a in st.accesses))
+    if x not in st.reductions and 2 <= lanes <= ext[x]:
+        out.append(head + [cmd.Vectorize(st.name, x, lanes, f"{x}_vo", f"{x}_vi"),
+                           cmd.Pipeline(st.name, f"{x}_vo", 1)])
+    unrolls: list[cmd.Command] = [cmd.Unroll(st.name, v, None, f"{v}_uo", f"{v}_ui")
+                                  for v in small]
+    for ii in dict.fromkeys([1, max(latency, 1)]):
+        out.append(head + unrolls + [cmd.Pipeline(st.name, x, ii)])
+    out.append(head)
+    return out
 
 
 def _dim_of(st: Stmt, write: bool, buffer: str, v: str) -> int | None:

@@ -23,13 +23,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..driver.lowering import check_commands
+from ..driver.lowering import check_commands, checked_program
 from ..driver.summary import Stmt, Summary, summarize
+from ..driver.targets import TargetRegistry
 from ..ir import commands as cmd
 from ..ir.errors import MiddleEndError, ScheduleError
 from ..ir.function import Function
+from ..ir.latency import statement_latency
 from .cost import MachineModel, cost
-from .devices import CANDIDATES, mpi_data
+from .devices import CANDIDATES, fpga_candidates, mpi_data
 from .placement import At
 from .plan import Plan, commands, loops
 from .space import ranked
@@ -212,12 +214,49 @@ def _device(device: _Device, found: Searched, check: _Checker, target: str,
         raise ScheduleError(f"auto_schedule for {target}: no mapping of "
                             f"{', '.join(device)} is legal together (schedule it by hand)",
                             computations=list(device))
+    if target == "fpga":
+        cycles = _by_estimate(device, found, check, target, summary, pick)
+        if cycles is not None:
+            at = ", ".join(f"{k}={v}" for k, v in summary.estimates.items())
+            found.notes.append(f"the fpga target's latency model: {cycles:.0f} cycles per "
+                               f"call{' at ' + at if at else ''}")
     out = {}
     for n, (_, sh, c, baseline) in device.items():
         what = "; ".join(x.describe().split(".", 1)[1] for x in c[pick[n]]
-                         if isinstance(x, (cmd.TileGpu, cmd.Gpu, cmd.Distribute)))
+                         if isinstance(x, _MAPPING)) or "loops as written"
         out[n] = Choice(n, None, sh, baseline, baseline, pick[n], what)
     return out
+
+
+_MAPPING = (cmd.TileGpu, cmd.Gpu, cmd.Distribute, cmd.Interchange, cmd.Pipeline, cmd.Vectorize,
+            cmd.Unroll)
+
+
+def _by_estimate(device: _Device, found: Searched, check: _Checker, target: str,
+                 summary: Summary, pick: dict[str, int]) -> float | None:
+    """Each statement's candidate that the target's own estimate of the whole program
+    finds fastest, the others kept, statement by statement from the legal mapping found
+    (a candidate the check refuses has no estimate). Returns the final estimate."""
+    tgt = TargetRegistry.discover().lookup(target)
+
+    def estimate(commands_: list[cmd.Command]) -> float | None:
+        check.count += 1
+        try:
+            program = checked_program(check.fn, commands_, check.outputs)
+        except MiddleEndError:
+            return None
+        return tgt.estimate_cycles(program, summary.estimates)
+
+    best = estimate(found.commands)
+    for n, (_, _, c, _) in device.items():
+        for k in range(len(c)):
+            if k == pick[n]:
+                continue
+            trial = found.with_block(n, c[k])
+            e = estimate(trial)
+            if e is not None and (best is None or e < best):
+                best, found.blocks[n], pick[n] = e, c[k], k
+    return best
 
 
 def _inside(st: Stmt, a: At, m: MachineModel) -> list[cmd.Command]:
@@ -285,6 +324,10 @@ def search(fn: Function, m: MachineModel, outputs: Sequence[Any] | None = None,
                 continue
             notes.append(f"{st.name}: not computed in {a.reader}'s loop {a.level} (refused "
                          "as illegal): at the root")
+        if target == "fpga":
+            lat = statement_latency(fn.computation(st.name).expr)
+            device[st.name] = (st, sh, fpga_candidates(st, sh, lat), baseline)
+            continue
         if target in CANDIDATES:
             device[st.name] = (st, sh, CANDIDATES[target](st, sh, ranks), baseline)
             continue
@@ -310,5 +353,5 @@ def search(fn: Function, m: MachineModel, outputs: Sequence[Any] | None = None,
     if device:
         results.update(_device(device, found, check, target, s))
     found.choices = [results[st.name] for st in s.stmts if st.name in results]
-    found.checks, found.notes = check.count, notes
+    found.checks, found.notes = check.count, notes + found.notes
     return found

@@ -294,3 +294,22 @@ def check_commands(fn: Function, commands: Sequence[cmd.Command],
                 f"function {fn.name!r}: ISL exceeded its bound of {max_isl_ops} operations "
                 "while checking a schedule") from None
         raise MiddleEndError(f"function {fn.name!r}: ISL failed: {e}") from e
+
+
+def checked_program(fn: Function, commands: Sequence[cmd.Command],
+                    outputs: Sequence[Any] | None = None,
+                    max_isl_ops: int = DEFAULT_MAX_OPS) -> Program:
+    """:func:`check_commands`, then the loop AST of ``fn`` under ``commands``: what a
+    target's own cost estimate reads (the fpga target's latency model), for an automatic
+    scheduler comparing legal candidates."""
+    ctx = _new_ctx(max_isl_ops)
+    try:
+        a = _analyse(fn, list(commands), outputs, ctx)
+        a.check()
+        return _program(fn, a)
+    except isl.Error as e:
+        if exhausted(ctx):
+            raise ResourceLimitError(
+                f"function {fn.name!r}: ISL exceeded its bound of {max_isl_ops} operations "
+                "while building a candidate's loop AST") from None
+        raise MiddleEndError(f"function {fn.name!r}: ISL failed: {e}") from e

@@ -179,6 +179,14 @@ class Target(abc.ABC):
         target returns ``{"ranks": n}``: the middle-end then plans the distribution)."""
         return {}
 
+    def estimate_cycles(self, program: Program, params: Mapping[str, int]) -> float | None:
+        """This target's own estimate of one call's cycles at these parameter values, or
+        None (the default) where it has no model of its own: an automatic scheduler then
+        ranks candidates with its analytical model. The fpga target has one (its latency
+        model: pipelines' depth and II, loop trips), which is what HLS schedules are judged
+        by, so candidates for it are compared on that."""
+        return None
+
     def declaration(self, program: Program) -> str:
         """The entry point as a C declaration, for callers outside Python ("" when the
         target has no C-callable entry point)."""
