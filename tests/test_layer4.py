@@ -344,3 +344,46 @@ def test_a_region_outside_the_buffer_is_refused() -> None:
         me.send([r], inp[r * 4, 0, 0], [2, 5, 3], r - 1)
     e = _lower_blur(s)
     assert isinstance(e, me.ScheduleError) and "the region lies outside 'inp'" in str(e)
+
+
+def _atb(order: tuple[int, ...] | None, level: str, dst: object = "At") -> me.Function:
+    """C = A' B with k outermost: A[k, i] is strided along i, the loop inside k."""
+    with me.Function("atb") as f:
+        n, m, kk = me.Param("N", min=1), me.Param("M", min=1), me.Param("K", min=1)
+        i, j, k = me.Var("i", 0, n), me.Var("j", 0, m), me.Var("k", 0, kk)
+        a, b = me.Input("A", [kk, n], me.float64), me.Input("B", [kk, m], me.float64)
+        c = me.Computation("C", [i, j], me.cast(me.float64, 0))
+        u = c.update([i, j, k], a[k, i] * b[k, j], name="U", at=[i, j])
+        if not isinstance(dst, str):
+            dst = dst(n, kk)  # type: ignore[operator]
+    u.interchange("j", "k")
+    u.interchange("i", "k")
+    me.copy_at(u, me.ROOT if level == "root" else level, a, dst, order=order)
+    return f
+
+
+@pytest.mark.parametrize(("order", "level"), [((1, 0), "root"), (None, "root"),
+                                              ((1, 0), "i"), ((1, 0), "k")])
+def test_a_transposed_copy_packs_the_strided_operand(order, level, rng) -> None:
+    """copy_at with order=(1, 0) stores the copy transposed (what a BLAS packs): at the
+    root once, in the source's sizes, or per iteration of a loop, its footprint only."""
+    a, b = rng.random((7, 5)), rng.random((7, 6))
+    k = _atb(order, level).compile()
+    np.testing.assert_allclose(k(A=a, B=b)["C"], a.T @ b, rtol=1e-12)
+    if order and level == "root":
+        assert "b_At[v_At_1 * s_At_0 + v_At_0] = b_A[v_At_0 * s_A_0 + v_At_1]" in k.source
+        assert "b_At[v_i * s_At_0 + v_k]" in k.source  # read along k, contiguous
+
+
+def test_transposed_copies_are_checked() -> None:
+    with pytest.raises(me.DefinitionError, match=r"order must be a permutation of 0..n-1"):
+        _atb((0, 0), "root")
+    with pytest.raises(me.ScheduleError, match=r"order \(2, 0, 1\) is not a permutation "
+                                               r"of the dims of 'A' \(0..1\)"):
+        _atb((2, 0, 1), "root").compile()
+    with pytest.raises(me.ScheduleError, match="must have the sizes of 'A' in the order"):
+        _atb((1, 0), "root", lambda n, kk: me.Buffer("At", [kk, n], me.float64)).compile()
+    rng = np.random.default_rng(3)
+    a, b = rng.random((4, 3)), rng.random((4, 2))
+    k = _atb((1, 0), "root", lambda n, kk: me.Buffer("At", [n, kk], me.float64)).compile()
+    np.testing.assert_allclose(k(A=a, B=b)["C"], a.T @ b, rtol=1e-12)

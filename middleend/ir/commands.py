@@ -308,12 +308,17 @@ SEND_PROPERTIES = ("sync", "async", "blocking", "nonblocking")
 class CopyAt(Command):
     """Copy the elements of buffer ``src`` that ``comp`` reads below its loop ``level``
     into ``dst`` (a buffer allocated per iteration of ``level``, indexed like ``src`` minus
-    the tile's origin) and make those reads read ``dst``. ``name`` names the operation."""
+    the tile's origin; at ``ROOT``, once before ``comp``, into a buffer of ``src``'s
+    sizes) and make those reads read ``dst``. ``name`` names the operation. ``order``:
+    ``dst``'s dimensions as ``src``'s, ``dst`` dim ``q`` being ``src`` dim ``order[q]``
+    (the last one contiguous); empty: the same order. A transposed copy is what a BLAS
+    packs: an operand strided along the vector loop read contiguously."""
 
     level: str
     src: str
     dst: str
     name: str
+    order: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -66,14 +66,17 @@ def _consumer(p: Any, what: str) -> str:
     return p.name
 
 
-def copy_at(consumer: Any, level: Any, src: Any, dst: Any, name: str | None = None
-            ) -> Operation:
+def copy_at(consumer: Any, level: Any, src: Any, dst: Any, name: str | None = None,
+            order: Sequence[int] | None = None) -> Operation:
     """``copy_at(P, level, src, dst)``: in each iteration of ``P``'s loop ``level``, copy
     the elements of ``src`` that ``P`` reads below that loop (computed exactly from the
     schedule) into ``dst``, and make those reads read ``dst``. ``dst`` is a new buffer's
     name (sized by the compiler: the largest such footprint) or a declared temporary
     ``me.Buffer`` of ``src``'s rank and type. Returns the copy operation, which runs before
-    ``P``'s inner loops unless ordered otherwise."""
+    ``P``'s inner loops unless ordered otherwise. At ``me.ROOT`` the copy runs once,
+    before ``P``, into a buffer of ``src``'s sizes. ``order``: ``dst``'s dims as ``src``'s
+    (``(1, 0)``: the transpose, ``dst[j, i] = src[i, j]``), so that a loop along which
+    ``src`` is strided reads ``dst`` contiguously."""
     p = _consumer(consumer, "copy_at")
     fn = _function_of(consumer)
     s = _buffer_name(src, "copy_at source")
@@ -81,10 +84,16 @@ def copy_at(consumer: Any, level: Any, src: Any, dst: Any, name: str | None = No
     if s == d:
         raise DefinitionError(f"copy_at({p}, {level!r}, {s}, {d}): source and destination "
                               "are the same buffer")
+    perm = tuple(order or ())
+    if any(not isinstance(k, int) or isinstance(k, bool) for k in perm) or \
+            sorted(perm) != list(range(len(perm))):
+        raise DefinitionError(f"copy_at({p}, {level!r}, {s}, {d}): order must be a "
+                              f"permutation of 0..n-1 (the source's dims), got {order!r}")
     if isinstance(dst, str):
         fn._reserve(d)
+    lv = cmd.ROOT if isinstance(level, str) and level == cmd.ROOT else dim_name(level)
     op = Operation(fn, name or f"copy_{d}", "copy")
-    fn.commands.add(cmd.CopyAt(p, dim_name(level), s, d, op.name))
+    fn.commands.add(cmd.CopyAt(p, lv, s, d, op.name, perm))
     return op
 
 

@@ -45,6 +45,9 @@ class BufferInfo:
     writers: list[str] = field(default_factory=list)
     copy_of: str | None = None  # a copy_at destination: the buffer it holds a tile of
     space: str | None = None  # a memory space it was tagged with (commands.MEMORY_SPACES)
+    # the physical dims as logical ones (physical dim q is logical dim order[q]; a copy_at
+    # with order=): indices, sizes and footprints are permuted after any folding
+    order: tuple[int, ...] = ()
 
 
 @dataclass
@@ -78,18 +81,21 @@ class Layer3:
         return got if got is not None else self.dropped[comp]
 
     def phys_index(self, buf: str, idx: Sequence[Expr]) -> tuple[Expr, ...]:
-        f = self.buffers[buf].fold
-        return tuple(Binary("mod", e, Const(f[k], e.dtype), e.dtype) if k in f else e
-                     for k, e in enumerate(idx))
+        b = self.buffers[buf]
+        f = b.fold
+        out = tuple(Binary("mod", e, Const(f[k], e.dtype), e.dtype) if k in f else e
+                    for k, e in enumerate(idx))
+        return tuple(out[k] for k in b.order) if b.order else out
 
     def fold_map(self, buf: str, space: isl.Space) -> isl.Map | None:
-        """``{buf[e] -> buf[e']}`` applying the storage folds, or None if there are none."""
+        """``{buf[e] -> buf[e']}`` applying the storage folds and the dims' order, or None
+        if there are neither."""
         b = self.buffers[buf]
-        if not b.fold:
+        if not b.fold and not b.order:
             return None
         ac = AffineContext(space)
         m = isl.Map.from_domain(isl.Set.universe(space))
-        for k in range(b.ndim):
+        for k in b.order or range(b.ndim):
             x = ac.dim(k)
             if k in b.fold:
                 x = x.mod_val(isl.Val.int_from_si(space.get_ctx(), b.fold[k]))

@@ -196,7 +196,12 @@ def _copy(l4: Layer4, l1: Layer1, l3: Layer3, fn: Function, c: cmd.CopyAt, k: in
             raise _fail(who, k, f"{p!r} reads {src!r} at a data-dependent index; its footprint "
                               "is not exact, so it cannot be copied", (p,))
     sb = l3.buffers[src]
+    if c.order and sorted(c.order) != list(range(sb.ndim)):
+        raise _fail(who, k, f"order {c.order} is not a permutation of the dims of {src!r} "
+                          f"(0..{sb.ndim - 1})", (p,))
     dst = _dst_buffer(l3, fn, c, k, sb, who)
+    if c.order != tuple(range(sb.ndim)):
+        dst.order = c.order
     acc: isl.Map | None = None
     for r in refs:
         a = logical_access(l1, l3, r)
@@ -219,9 +224,10 @@ def _copy(l4: Layer4, l1: Layer1, l3: Layer3, fn: Function, c: cmd.CopyAt, k: in
 
 def _dst_buffer(l3: Layer3, fn: Function, c: cmd.CopyAt, k: int, sb: BufferInfo,
                 who: cmd.Command) -> BufferInfo:
-    """The copy's destination: a new temporary (sized per iteration by the compiler) or a
-    declared temporary of the source's rank and type, never written by a computation."""
-    at = (c.comp, c.level, c.describe())
+    """The copy's destination: a new temporary (sized per iteration by the compiler; at
+    the root, the source's sizes) or a declared temporary of the source's rank and type,
+    never written by a computation."""
+    at = None if c.level == cmd.ROOT else (c.comp, c.level, c.describe())
     if c.dst in l3.buffers:
         b = l3.buffers[c.dst]
         if b.declared is None or b.declared.kind != TEMPORARY or b.writers:
@@ -232,11 +238,19 @@ def _dst_buffer(l3: Layer3, fn: Function, c: cmd.CopyAt, k: int, sb: BufferInfo,
                               f"source {sb.name!r} is {sb.ndim}-d {sb.dtype.name}")
         if b.alloc_at is not None:
             raise _fail(who, k, f"destination {c.dst!r} is already allocated at a loop")
+        if at is None:  # indexed as the source is: its sizes, in the order given
+            if any(not b.sizes[q].is_equal(sb.sizes[d])
+                   for q, d in enumerate(c.order or range(sb.ndim))):
+                raise _fail(who, k, f"destination {c.dst!r} of a copy at the root must "
+                                  f"have the sizes of {sb.name!r}"
+                                  + (f" in the order {c.order}" if c.order else ""))
+            b.sizes = list(sb.sizes)  # logical, as the source's (the order permutes them)
         b.alloc_at, b.copy_of = at, sb.name
         return b
     if c.dst in fn._names() - set(fn.reserved):
         raise _fail(who, k, f"destination {c.dst!r} is the name of something else")
-    b = BufferInfo(c.dst, sb.dtype, sb.ndim, [], TEMPORARY, alloc_at=at, copy_of=sb.name)
+    b = BufferInfo(c.dst, sb.dtype, sb.ndim, list(sb.sizes) if at is None else [], TEMPORARY,
+                   alloc_at=at, copy_of=sb.name)
     l3.buffers[c.dst] = b
     return b
 

@@ -61,6 +61,8 @@ def build_program(fn: Function, l1: Layer1, l3: Layer3, l4: Layer4, ts: TimeSpac
                 sizes.append(IInt(b.fold[k]))
             else:
                 sizes.append(iexpr(cb.expr_from_pw_aff(pa.project_domain_on_params()), pmap))
+        if b.order and la is None:  # a local buffer's sizes are physical already
+            sizes = [sizes[k] for k in b.order]
         full = True
         if b.role == "output" and b.name in exp.written:
             # only sure writes count: a guarded or data-dependent one may skip elements,
@@ -240,7 +242,7 @@ def _stmt_info(name: str, l1: Layer1, l3: Layer3, l4: Layer4, ph: Physical,
                 raise DefinitionError(f"{name}: cannot lower a read of {t!r}")
             if id(n) in redirected:  # a copy holds the element, at its logical index
                 dst = redirected[id(n)]
-                return BufAccess(dst, lidx, n.dtype, _offsets(ph, dst))
+                return BufAccess(dst, l3.phys_index(dst, lidx), n.dtype, _offsets(ph, dst))
             return BufAccess(buf, l3.phys_index(buf, lidx), n.dtype, _offsets(ph, buf),
                              checked=id(n) not in affine_nodes)
         return None

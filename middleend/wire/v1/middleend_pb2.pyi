@@ -531,16 +531,18 @@ class AllocateAt(_message.Message):
     def __init__(self, consumer: _Optional[str] = ..., level: _Optional[str] = ...) -> None: ...
 
 class CopyAt(_message.Message):
-    __slots__ = ("level", "src", "dst", "name")
+    __slots__ = ("level", "src", "dst", "name", "order")
     LEVEL_FIELD_NUMBER: _ClassVar[int]
     SRC_FIELD_NUMBER: _ClassVar[int]
     DST_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
+    ORDER_FIELD_NUMBER: _ClassVar[int]
     level: str
     src: str
     dst: str
     name: str
-    def __init__(self, level: _Optional[str] = ..., src: _Optional[str] = ..., dst: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
+    order: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, level: _Optional[str] = ..., src: _Optional[str] = ..., dst: _Optional[str] = ..., name: _Optional[str] = ..., order: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class BarrierAt(_message.Message):
     __slots__ = ("level", "name")
