@@ -180,6 +180,44 @@ def test_python_form_replays_placement() -> None:
         np.testing.assert_allclose(fn.compile()(inp=a)["out"], ref, rtol=1e-5)
 
 
+def _atb(name: str) -> me.Function:
+    """``C = A' B`` as written in a column-major language: both operands run along the
+    reduction ``k``, their contiguous dim, so ``i`` (the vector loop the sums allow) reads
+    ``A`` a whole row apart."""
+    with me.Function(name) as f:
+        n, m, kk = me.Param("N", min=1), me.Param("M", min=1), me.Param("K", min=1)
+        i, j, k = me.Var("i", 0, n), me.Var("j", 0, m), me.Var("k", 0, kk)
+        a, b = me.Input("A", [n, kk], me.float64), me.Input("B", [m, kk], me.float64)
+        c = me.Computation("C", [j, i], me.cast(me.float64, 0))
+        c.update([j, i, k], a[i, k] * b[j, k], name="U", at=[j, i])
+    return f
+
+
+def test_a_strided_operand_is_packed_and_replayed() -> None:
+    """At sizes where it pays, the search reads ``A`` through a transposed copy made once
+    (``copy_at`` at the root, ``order=(1, 0)``): ``i`` is then contiguous for every
+    access and the register tiles apply. The copy is in the report and in ``.python()``,
+    which rebuilds the same schedule; both give numpy's result. At tiny sizes, no copy."""
+    f = _atb("patb")
+    chosen = f.auto_schedule(estimates={"N": 512, "M": 512, "K": 512})
+    copies = [c for c in chosen.commands if isinstance(c, cmd.CopyAt)]
+    assert copies and copies[0].src == "A" and copies[0].order == (1, 0), str(chosen)
+    assert copies[0].level == cmd.ROOT
+    assert "U: reads A through a copy" in str(chosen)
+    text = chosen.python()
+    assert "me.copy_at(f.computation(\"U\"), me.ROOT, 'A', 'A_p'" in text, text
+    g = _atb("patb")
+    exec(text, {"f": g, "me": me})  # noqa: S102 - the text under test
+    assert [c.describe() for c in g.commands.items] == [c.describe() for c in f.commands.items]
+    rng = np.random.default_rng(8)
+    a, b = rng.random((37, 29)), rng.random((23, 29))
+    for fn in (f, g):
+        np.testing.assert_allclose(fn.compile()(A=a, B=b)["C"], b @ a.T, rtol=1e-12)
+    small = _atb("satb")
+    small.auto_schedule(estimates={"N": 4, "M": 4, "K": 4})
+    assert not any(isinstance(c, cmd.CopyAt) for c in small.commands.items)
+
+
 # ------------------------------------------------------------------------ tuning
 
 

@@ -11,13 +11,14 @@ from ..ir import commands as cmd
 from ..ir.errors import DefinitionError
 from ..ir.expr import Binary, Const, Expr
 from ..ir.function import Buffer, Function, Var
+from ..ir.operations import Operation
 from .search import Choice
 
 # the commands a schedule is made of (the data mapping a front-end wrote stays as it was)
 _SHOWN = (cmd.Shift, cmd.Split, cmd.Interchange, cmd.Unroll, cmd.Vectorize,
           cmd.Parallelize, cmd.Tile, cmd.After, cmd.Gpu, cmd.TileGpu, cmd.Distribute,
           cmd.ComputeAt,
-          cmd.AllocateAt, cmd.Pipeline)
+          cmd.AllocateAt, cmd.Pipeline, cmd.CopyAt)
 
 
 def _arg(v: Any) -> str:
@@ -43,6 +44,10 @@ def python_line(c: cmd.Command, comp: str = "{}") -> str:
                f"inner={c.inner!r})"
     if isinstance(c, cmd.Gpu):
         return f"{on}.gpu_loops({c.blocks!r}, {c.threads!r})"
+    if isinstance(c, cmd.CopyAt):  # a packed operand (pack.py): an operation of its own
+        order = f", order={c.order!r}" if c.order else ""
+        return (f"me.copy_at({on}, {_arg(c.level)}, {c.src!r}, {c.dst!r}, name={c.name!r}"
+                f"{order})")
     vals = [v for k, v in c.__dict__.items() if k != "comp"]
     return f"{on}.{c.kind}({', '.join(_arg(v) for v in vals)})"
 
@@ -152,6 +157,11 @@ class AutoSchedule:
         if fn.name != self.function:
             raise DefinitionError(f"auto-schedule of {self.function!r} applied to function "
                                   f"{fn.name!r}")
+        for c in self.commands:  # the copies the search added, made in a rebuilt program
+            if isinstance(c, cmd.CopyAt) and c.name not in {o.name for o in fn.operations}:
+                Operation(fn, c.name, "copy")
+                if c.dst not in fn._names():
+                    fn._reserve(c.dst)
         names = {x.name for x in (*fn.computations, *fn.operations, *fn.buffers)}
         missing = sorted({c.comp for c in self.commands} - names)
         if missing:

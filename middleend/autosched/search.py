@@ -30,11 +30,13 @@ from ..ir import commands as cmd
 from ..ir.errors import MiddleEndError, ScheduleError
 from ..ir.function import Function
 from ..ir.latency import statement_latency
+from ..ir.operations import Operation
 from .cost import MachineModel, cost
 from .devices import CANDIDATES, fpga_candidates, mpi_data
+from .pack import Packing, copy_cycles, packings, relayout
 from .placement import At
 from .plan import Plan, commands, loops
-from .space import ranked
+from .space import likely_legal, ranked
 
 TRIES = 6  # candidates checked per statement before settling for a simpler one
 _ORDERING = (cmd.After, cmd.Before, cmd.Then)
@@ -259,6 +261,32 @@ def _by_estimate(device: _Device, found: Searched, check: _Checker, target: str,
     return best
 
 
+def _tries(st: Stmt, sh: Sequence[str], m: MachineModel, fn: Function, packs: bool
+           ) -> list[tuple[float, Plan, Packing | None]]:
+    """The best few plans of ``st`` to check, likely-legal ones first, by estimate: its
+    own, and (``packs``) those of ``st`` reading an operand through a packed copy
+    (:mod:`.pack`), each with the copy's cost added."""
+    out: list[tuple[float, Plan, Packing | None]] = [
+        (est, plan, None) for est, plan in ranked(st, sh, m)[:TRIES]]
+    if not packs:
+        return out
+    for pk in packings(st, sh, fn._names()):
+        extra = copy_cycles(st, pk)
+        out += [(est + extra, plan, pk) for est, plan in ranked(relayout(st, pk), sh, m)
+                [:TRIES]]
+    out.sort(key=lambda t: (not likely_legal(st, sh, t[1]), t[0]))  # stable: ties as made
+    return out[:TRIES]
+
+
+def _claim(fn: Function, pk: Packing) -> None:
+    """The chosen copy's operation and buffer name, in ``fn`` (a user's later commands can
+    then schedule the copy, and no new name clashes with it)."""
+    if pk.name not in {o.name for o in fn.operations}:
+        Operation(fn, pk.name, "copy")
+    if pk.dst not in fn.reserved:
+        fn._reserve(pk.dst)
+
+
 def _inside(st: Stmt, a: At, m: MachineModel) -> list[cmd.Command]:
     """A producer's commands inside its reader's tile: 0-based loops, the innermost
     vectorized where its accesses are contiguous, computed at the reader's loop."""
@@ -332,24 +360,28 @@ def search(fn: Function, m: MachineModel, outputs: Sequence[Any] | None = None,
             device[st.name] = (st, sh, CANDIDATES[target](st, sh, ranks), baseline)
             continue
         refused = 0
-        picked: tuple[float, Plan] | None = None
-        tries = ranked(st, sh, m)[:TRIES]
+        picked: tuple[float, Plan, Packing | None] | None = None
+        tries = _tries(st, sh, m, fn, packs=target == "cpu" and st.name not in forced)
         if st.name in forced and not sh:
-            tries = [(cost(st, loops(st, sh, forced[st.name]), m), forced[st.name])] + tries
-        for est, plan in tries:
+            tries = [(cost(st, loops(st, sh, forced[st.name]), m), forced[st.name], None)
+                     ] + tries
+        for est, plan, pk in tries:
             if deadline is not None and time.monotonic() > deadline:
                 notes.append(f"{st.name}: the deadline passed; its loops are as written")
                 break
-            trial = commands(st, sh, plan)
+            trial = ([pk.command(st.name)] if pk else []) + commands(st, sh, plan)
             if check.legal(found.with_block(st.name, trial)):
                 found.blocks[st.name] = trial
-                picked = (est, plan)
+                picked = (est, plan, pk)
                 break
             refused += 1
         if picked is None:
             results[st.name] = Choice(st.name, None, sh, baseline, baseline, refused)
         else:
             results[st.name] = Choice(st.name, picked[1], sh, picked[0], baseline, refused)
+            if picked[2] is not None:
+                _claim(fn, picked[2])
+                notes.append(f"{st.name}: {picked[2].describe()}")
     if device:
         results.update(_device(device, found, check, target, s))
     found.choices = [results[st.name] for st in s.stmts if st.name in results]

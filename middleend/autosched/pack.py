@@ -1,0 +1,116 @@
+"""Packing: an operand that a statement reads across its rows along the loop that should be
+its vector loop, copied once into a buffer with its dims permuted, so that the loop reads
+the copy contiguously, as a BLAS packs the operands of a GEMM.
+
+``cov[i, j] += data[k, i] * data[k, j]`` and doitgen's ``sum[p] += A[s, q, r] * C4[s, p]``
+read both operands along the reduction ``k`` (``s``), the contiguous dim; the C compiler may
+not reorder a floating-point sum, so the vector loop must be ``i`` (``p``), along which the
+operand lies a whole column apart: a gather per vector, or scalar dot products. A
+transposed copy (``copy_at(P, me.ROOT, data, data_t, order=(1, 0))``) makes ``i``
+contiguous, for the cost of one pass over the operand; the register tiles of
+:mod:`.space` then apply. Whether that pays is the cost model's call: the search ranks the
+packed statement's plans, plus the copy, with the others (:func:`copy_cycles`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..driver.summary import Access, Stmt
+from ..ir import commands as cmd
+from .cost import BANDWIDTH
+
+STRIDED_COPY = 2.0  # the copy reads along one dim and writes along another: lines twice
+
+
+@dataclass(frozen=True)
+class Packing:
+    """A copy of ``buffer`` into ``dst`` whose dim ``q`` is the buffer's ``order[q]``,
+    made by the copy operation ``name`` once, before the statement."""
+
+    buffer: str
+    order: tuple[int, ...]
+    dst: str
+    name: str
+    along: str  # the loop that reads the copy contiguously
+
+    def command(self, stmt: str) -> cmd.CopyAt:
+        return cmd.CopyAt(stmt, cmd.ROOT, self.buffer, self.dst, self.name, self.order)
+
+    def describe(self) -> str:
+        return (f"reads {self.buffer} through a copy with its dims in the order "
+                f"{self.order} ({self.dst}: contiguous along {self.along})")
+
+
+def _fresh(base: str, taken: set[str]) -> str:
+    name, k = base, 0
+    while name in taken:
+        k += 1
+        name = f"{base}{k}"
+    taken.add(name)
+    return name
+
+
+def packings(st: Stmt, shared: Sequence[str], taken: set[str]) -> list[Packing]:
+    """The copies that would make a loop of ``st`` without a reduction contiguous for
+    every access (the vector loop of a register tile): of a buffer ``st`` only reads,
+    indexed along that loop in one dim that is not its last. ``taken``: the names in use
+    (the copies' names are added to it)."""
+    written = {a.buffer for a in st.accesses if a.write}
+    out: list[Packing] = []
+    for v in st.vars:
+        if v in shared or v in st.reductions:
+            continue
+        k = st.vars.index(v)
+        for a in st.accesses:
+            if a.write or a.buffer in written or len(a.spans) < 2:
+                continue
+            moving = [d for d, row in enumerate(a.spans) if row[k] != 0]
+            if len(moving) != 1 or abs(a.spans[moving[0]][k]) != 1.0:
+                continue
+            d = moving[0]
+            if d == len(a.spans) - 1:
+                continue  # contiguous along v already
+            order = tuple(q for q in range(len(a.spans)) if q != d) + (d,)
+            if any(p.buffer == a.buffer and p.order == order for p in out):
+                continue
+            trial = Packing(a.buffer, order, "", "", v)
+            if not _contiguous_after(relayout(st, trial), k):
+                continue
+            dst = _fresh(f"{a.buffer}_p", taken)
+            out.append(Packing(a.buffer, order, dst, _fresh(f"copy_{dst}", taken), v))
+    return out
+
+
+def _contiguous_after(st: Stmt, k: int) -> bool:
+    strides = [abs(a.strides[k]) for a in st.accesses]
+    return all(s in (0.0, 1.0) for s in strides) and 1.0 in strides
+
+
+def _relaid(a: Access, p: Packing) -> Access:
+    spans = tuple(a.spans[q] for q in p.order)
+    sizes = tuple(a.dim_sizes[q] for q in p.order)
+    step = [math.prod(sizes[q + 1:]) for q in range(len(sizes))]
+    strides = tuple(float(sum(spans[q][k] * step[q] for q in range(len(sizes))))
+                    for k in range(len(a.strides)))
+    offsets = tuple(a.offsets[q] for q in p.order) if a.offsets else a.offsets
+    return dataclasses.replace(a, buffer=p.dst or f"{a.buffer}'", strides=strides,
+                               spans=spans, dim_sizes=sizes, offsets=offsets)
+
+
+def relayout(st: Stmt, p: Packing) -> Stmt:
+    """``st`` as it reads after the copy: the buffer's accesses in the copy's layout."""
+    return dataclasses.replace(st, accesses=tuple(
+        _relaid(a, p) if a.buffer == p.buffer and not a.write else a for a in st.accesses))
+
+
+def copy_cycles(st: Stmt, p: Packing) -> float:
+    """The copy's estimated cycles: one element per cycle, and the buffer's lines read and
+    written from memory, twice over (it reads along one dim and writes along another)."""
+    a = next(x for x in st.accesses if x.buffer == p.buffer)
+    elems = math.prod(a.dim_sizes)
+    moved = 2.0 * elems * a.elem_bytes * STRIDED_COPY
+    return elems + moved / BANDWIDTH[4]
