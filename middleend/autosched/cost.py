@@ -262,6 +262,7 @@ def _per_point(stmt: Stmt, nest: Sequence[Loop], m: MachineModel) -> float:
     if vectorized and inner.var in stmt.reductions:
         vectorized = False  # an ordered sum cannot run in lanes
     mem_ops = 0.0
+    broadcasts = 0.0  # loads of one value for every lane: one instruction per value
     for a in stmt.accesses:
         share = 1.0
         for lp in block:
@@ -273,11 +274,15 @@ def _per_point(stmt: Stmt, nest: Sequence[Loop], m: MachineModel) -> float:
                 continue  # one register per unrolled copy (a register tile's columns)
             else:
                 break
-        mem_ops += share
+        if vectorized and not a.write and step(a, inner, index) == 0:
+            broadcasts += share
+        else:
+            mem_ops += share
     per = stmt.ops + mem_ops
     if vectorized:
         per /= lanes
         per *= math.ceil(inner.trip / lanes) * lanes / inner.trip
+    per += broadcasts
     if inner.var in stmt.reductions or (block and block[-1].var in stmt.reductions):
         chains = 1.0
         for lp in block[:-1]:
