@@ -181,5 +181,27 @@ def test_halide_scheduled_pipeline_refused() -> None:
     with pytest.raises(UnsupportedHalideFeature, match="schedule='auto'") as e:
         compile_pipeline(b.groups[0][0], schedule="auto")
     assert "by" in str(e.value) or "bx" in str(e.value)
-    with pytest.raises(TypeError, match="schedule must be None or 'auto'"):
+    with pytest.raises(TypeError, match="schedule must be None, 'auto' or 'tune'"):
         compile_pipeline(ALL["blurxy"](40, 60).groups[0][0], schedule="expert")
+    with pytest.raises(UnsupportedHalideFeature, match="schedule='tune'"):
+        compile_pipeline(b.groups[0][0], schedule="tune")
+
+
+def test_halide_tuned_on_the_first_call(monkeypatch: pytest.MonkeyPatch,
+                                        tmp_path: Path) -> None:
+    """``schedule="tune"``: the first realize builds and times the model's best plans on
+    its inputs; the result is Halide's, the choice is printable, and the same pipeline
+    compiled again is tuned from the store (no candidate built: nothing on stderr)."""
+    monkeypatch.setenv("MIDDLEEND_CACHE_DIR", str(tmp_path))
+    b = ALL["blurxy"](64, 96, schedule="default")
+    (funcs, sizes), = b.groups
+    k = compile_pipeline(funcs, schedule="tune")
+    got = k.realize(sizes, **b.inputs)
+    (ref,) = b.halide_realize()
+    np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-5, atol=1e-6)
+    chosen = k.auto_schedule(sizes, **b.inputs)
+    assert 'f.computation("by' in chosen and ".parallelize(" in chosen, chosen
+    again = compile_pipeline(funcs, schedule="tune")
+    np.testing.assert_allclose(np.asarray(again.realize(sizes, **b.inputs)), ref,
+                               rtol=1e-5, atol=1e-6)
+    assert again.auto_schedule(sizes, **b.inputs) == chosen

@@ -67,7 +67,9 @@ class HalideKernel:
         # strict_float: no FMA anywhere (the strict operations' values are Halide's)
         self.fp_contract = fp_contract and not uses_strict_float(hp)
         self.target_options = dict(target_options or {})
-        self.schedule = schedule  # "auto": the middle-end schedules each specialization
+        # "auto": the middle-end schedules each specialization; "tune": and times the
+        # model's best few plans on the first call's inputs (:meth:`_tuned`)
+        self.schedule = schedule
         order = producer_order(hp, outputs)
         self.index_params = index_params(hp, order)
         self.params = {p.name: p for p in hp.external_parameters}
@@ -143,6 +145,8 @@ class HalideKernel:
                 if self.extra_schedule is not None:
                     with built.fn:
                         self.extra_schedule(built)
+                tuned = self._tuned(built, images, scalars) if self.schedule == "tune" \
+                    else ""
                 try:
                     kernel = built.fn.compile(self.target, outputs=built.outputs,
                                               check_legality=self.check_legality,
@@ -155,6 +159,8 @@ class HalideKernel:
                     if refusal is None:
                         raise
                     raise refusal from e
+                if tuned:
+                    kernel.auto_schedule = tuned
                 got = (built, kernel)
                 self._builds[spec] = got
                 self.compiles += 1
@@ -162,6 +168,23 @@ class HalideKernel:
 
     def _schedule_options(self) -> dict[str, Any]:
         return {"schedule": "auto"} if self.schedule == "auto" else {}
+
+    def _tuned(self, built: Built, images: Mapping[str, np.ndarray],
+               scalars: Mapping[str, np.generic]) -> str:
+        """``schedule="tune"``: the auto-schedule of this specialization with its best
+        few plans per statement built and timed on copies of this call's inputs (the
+        tuned plans are stored by the program's content hash: a second compile of the
+        same pipeline builds nothing), applied to ``built``; returns it as Python."""
+        args: dict[str, Any] = dict(built.constants)
+        for name, ours in built.inputs.items():
+            args[ours] = np.array(images[name], order="C")
+        for name, (ours, kind, dt) in built.scalars.items():
+            v = scalars[name]
+            args[ours] = int(v) if kind == "param" else np.array(v, dtype=dt.numpy)
+        return str(built.fn.auto_schedule(
+            self.target, outputs=built.outputs, tune=True, inputs=args,
+            service=self.service, fp_contract=self.fp_contract,
+            **self.target_options).python())
 
     def auto_schedule(self, sizes: Sequence[int], **inputs: Any) -> str:
         """What ``schedule="auto"`` chose for the specialization of these sizes and inputs
@@ -444,7 +467,7 @@ def _with_externs(hp: HPipeline, names: list[str], checks: Checks, target: str,
     return ExternPipeline(hp, names, checks, make)
 
 
-def unscheduled_or_refuse(hp: HPipeline, names: list[str]) -> None:
+def unscheduled_or_refuse(hp: HPipeline, names: list[str], schedule: str = "auto") -> None:
     """``schedule="auto"`` schedules a pipeline as Halide's autoschedulers do: one without
     a schedule of its own (every Func at Halide's default). A Func with a directive
     would have it silently replaced, so such a pipeline is refused, naming the Func."""
@@ -456,7 +479,7 @@ def unscheduled_or_refuse(hp: HPipeline, names: list[str]) -> None:
             what = "a compute level" if touched is None else \
                 ("a schedule" if touched == 0 else f"a schedule on update {touched}")
             raise UnsupportedHalideFeature(
-                n, touched, f"{what} with schedule='auto' (it schedules pipelines without "
+                n, touched, f"{what} with schedule={schedule!r} (it schedules pipelines without "
                 "one: build the Funcs without scheduling directives, or compile with "
                 "their own schedule)")
 
@@ -478,9 +501,11 @@ def compile_pipeline(outputs: Any, target: str = "cpu", service: Any = None,
     are the target's own (``dialect="opencl"`` for the gpu target, ...). ``schedule="auto"``
     has the middle-end schedule a pipeline that has no schedule (Halide's default), per
     specialization (its sizes known), as Halide's autoschedulers would: what it chose is
-    in :meth:`HalideKernel.auto_schedule`."""
-    if schedule not in (None, "auto"):
-        raise TypeError(f"compile_pipeline: schedule must be None or 'auto', got "
+    in :meth:`HalideKernel.auto_schedule`. ``schedule="tune"`` also builds and times the
+    model's best few plans per statement on the first call's inputs (seconds to minutes,
+    progress on stderr), per specialization, and keeps the fastest."""
+    if schedule not in (None, "auto", "tune"):
+        raise TypeError(f"compile_pipeline: schedule must be None, 'auto' or 'tune', got "
                         f"{schedule!r}")
     if isinstance(outputs, hl.Pipeline):
         pipe = outputs
@@ -497,17 +522,17 @@ def compile_pipeline(outputs: Any, target: str = "cpu", service: Any = None,
     for n in names:
         if n not in hp.funcs_by_name:
             raise UnsupportedHalideFeature(n, None, "an output missing from the serialization")
-    if schedule == "auto":
-        unscheduled_or_refuse(hp, names)
+    if schedule in ("auto", "tune"):
+        unscheduled_or_refuse(hp, names, schedule)
         if extra_schedule is not None:
-            raise TypeError("compile_pipeline: extra_schedule and schedule='auto' cannot "
-                            "be combined")
+            raise TypeError(f"compile_pipeline: extra_schedule and schedule={schedule!r} "
+                            "cannot be combined")
     hp = innermost_reductions(without_output_buffers(hp, names), names)
     checks = build_checks(hp, live, str(names))
     if any(hp.func(n).extern_function_name for n in producer_order(hp, names)):
-        if schedule == "auto":
-            raise UnsupportedHalideFeature(None, None, "schedule='auto' with define_extern "
-                                           "stages")
+        if schedule in ("auto", "tune"):
+            raise UnsupportedHalideFeature(None, None, f"schedule={schedule!r} with "
+                                           "define_extern stages")
         return _with_externs(hp, names, checks, target, service, check_legality,
                              extra_schedule, fp_contract, target_options)
     warn_ignored(hp, producer_order(hp, names))

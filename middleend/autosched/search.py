@@ -325,7 +325,8 @@ def search(fn: Function, m: MachineModel, outputs: Sequence[Any] | None = None,
     shared = _shared(by_name, orders)
     found = Searched(rest, {st.name: [] for st in s.stmts}, orders, [])
     notes: list[str] = []
-    forced = {**(prefer or {}), **{a.reader: a.plan for a in placed}}
+    # a tuning's plan (measured, with the producers placed as now) before placement's own
+    forced = {**{a.reader: a.plan for a in placed}, **(prefer or {})}
     at = {a.producer: a for a in placed}
     # a reader whose producer is computed in its loops is planned first: the producer's
     # compute_at names one of the loops its plan makes
