@@ -218,6 +218,23 @@ def test_a_strided_operand_is_packed_and_replayed() -> None:
     assert not any(isinstance(c, cmd.CopyAt) for c in small.commands.items)
 
 
+def test_a_packed_operand_stays_packed_when_tuned(monkeypatch: pytest.MonkeyPatch,
+                                                  tmp_path: Path) -> None:
+    """Tuning times the packed statement's candidates reading the same copy, and the
+    stored outcome gives the same schedule, copy included, on the next compile."""
+    monkeypatch.setenv("MIDDLEEND_CACHE_DIR", str(tmp_path))
+    rng = np.random.default_rng(9)
+    a, b = rng.random((256, 192)), rng.random((160, 192))
+    f = _atb("tatb")
+    chosen = f.auto_schedule(tune=True, inputs={"A": a, "B": b}, budget=120)
+    assert chosen.tuned and any(isinstance(c, cmd.CopyAt) for c in chosen.commands)
+    np.testing.assert_allclose(f.compile()(A=a, B=b)["C"], b @ a.T, rtol=1e-12)
+    g = _atb("tatb")
+    again = g.auto_schedule(tune=True, inputs={"A": a, "B": b})
+    assert again.from_cache
+    assert [c.describe() for c in again.commands] == [c.describe() for c in chosen.commands]
+
+
 # ------------------------------------------------------------------------ tuning
 
 

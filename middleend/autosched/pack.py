@@ -45,6 +45,11 @@ class Packing:
                 f"{self.order} ({self.dst}: contiguous along {self.along})")
 
 
+def of_command(c: cmd.CopyAt) -> Packing:
+    """The packing a ``copy_at`` at the root records (a chosen block's, when tuning)."""
+    return Packing(c.src, c.order, c.dst, c.name, "")
+
+
 def _fresh(base: str, taken: set[str]) -> str:
     name, k = base, 0
     while name in taken:

@@ -278,6 +278,19 @@ def _tries(st: Stmt, sh: Sequence[str], m: MachineModel, fn: Function, packs: bo
     return out[:TRIES]
 
 
+def _forced(st: Stmt, sh: Sequence[str], m: MachineModel, fn: Function, plan: Plan,
+            packs: bool) -> list[tuple[float, Plan, Packing | None]]:
+    """A given plan (a tuning's, from the store) to try first: as it is and, where the
+    model finds a packed copy pays for it (as it did when the plan was tuned), with it,
+    cheapest first."""
+    out: list[tuple[float, Plan, Packing | None]] = [
+        (cost(st, loops(st, sh, plan), m), plan, None)]
+    for pk in packings(st, sh, fn._names()) if packs else []:
+        out.append((cost(relayout(st, pk), loops(st, sh, plan), m) + copy_cycles(st, pk),
+                    plan, pk))
+    return sorted(out, key=lambda t: t[0])
+
+
 def _claim(fn: Function, pk: Packing) -> None:
     """The chosen copy's operation and buffer name, in ``fn`` (a user's later commands can
     then schedule the copy, and no new name clashes with it)."""
@@ -364,8 +377,7 @@ def search(fn: Function, m: MachineModel, outputs: Sequence[Any] | None = None,
         picked: tuple[float, Plan, Packing | None] | None = None
         tries = _tries(st, sh, m, fn, packs=target == "cpu" and st.name not in forced)
         if st.name in forced and not sh:
-            tries = [(cost(st, loops(st, sh, forced[st.name]), m), forced[st.name], None)
-                     ] + tries
+            tries = _forced(st, sh, m, fn, forced[st.name], target == "cpu") + tries
         for est, plan, pk in tries:
             if deadline is not None and time.monotonic() > deadline:
                 notes.append(f"{st.name}: the deadline passed; its loops are as written")

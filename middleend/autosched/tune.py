@@ -31,6 +31,7 @@ from ..ir import commands as cmd
 from ..ir.errors import MiddleEndError
 from ..ir.function import Function
 from .cost import MachineModel
+from .pack import of_command, relayout
 from .plan import commands
 from .search import Searched
 from .space import ranked
@@ -92,14 +93,19 @@ def tune(fn: Function, found: Searched, compile_: Callable[[Function], Any],
     checks = 0
     for ch in order:
         st = summary.stmt(ch.stmt)
+        # a packed operand (pack.py) stays packed: the candidates read the same copy
+        pre = [c for c in found.blocks[ch.stmt] if isinstance(c, cmd.CopyAt)]
+        seen = st
+        for c in pre:
+            seen = relayout(seen, of_command(c))
         legal: list[tuple[float, Any, list[cmd.Command]]] = []
-        for est, p in ranked(st, ch.shared, m)[:SCAN]:
+        for est, p in ranked(seen, ch.shared, m)[:SCAN]:
             if len(legal) >= PER_STMT:
                 break
-            block = commands(st, ch.shared, p)
             if p == ch.plan:
-                legal.append((est, p, block))
+                legal.append((est, p, list(found.blocks[ch.stmt])))
                 continue
+            block = pre + commands(st, ch.shared, p)
             checks += 1
             try:
                 check_commands(fn, found.with_block(ch.stmt, block), outputs)
