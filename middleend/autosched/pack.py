@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from ..driver.summary import Access, Stmt
 from ..ir import commands as cmd
 from .cost import BANDWIDTH
+from .plan import fresh
 
 STRIDED_COPY = 2.0  # the copy reads along one dim and writes along another: lines twice
 
@@ -50,15 +51,6 @@ def of_command(c: cmd.CopyAt) -> Packing:
     return Packing(c.src, c.order, c.dst, c.name, "")
 
 
-def _fresh(base: str, taken: set[str]) -> str:
-    name, k = base, 0
-    while name in taken:
-        k += 1
-        name = f"{base}{k}"
-    taken.add(name)
-    return name
-
-
 def packings(st: Stmt, shared: Sequence[str], taken: set[str]) -> list[Packing]:
     """The copies that would make a loop of ``st`` without a reduction contiguous for
     every access (the vector loop of a register tile): of a buffer ``st`` only reads,
@@ -85,8 +77,8 @@ def packings(st: Stmt, shared: Sequence[str], taken: set[str]) -> list[Packing]:
             trial = Packing(a.buffer, order, "", "", v)
             if not _contiguous_after(relayout(st, trial), k):
                 continue
-            dst = _fresh(f"{a.buffer}_p", taken)
-            out.append(Packing(a.buffer, order, dst, _fresh(f"copy_{dst}", taken), v))
+            dst = fresh(f"{a.buffer}_p", taken)
+            out.append(Packing(a.buffer, order, dst, fresh(f"copy_{dst}", taken), v))
     return out
 
 

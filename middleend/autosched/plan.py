@@ -75,7 +75,9 @@ class Plan:
         return "; ".join(parts)
 
 
-def _fresh(name: str, taken: set[str]) -> str:
+def fresh(name: str, taken: set[str]) -> str:
+    """``name``, or ``name`` with the first number that makes it unique among ``taken``
+    (added to it)."""
     n, k = name, 0
     while n in taken:
         k += 1
@@ -86,13 +88,13 @@ def _fresh(name: str, taken: set[str]) -> str:
 
 def _names(stmt: Stmt, taken: set[str]) -> dict[str, tuple[str, str]]:
     """Each variable's (outer, inner) loop names, unique among ``taken``."""
-    return {v: (_fresh(f"{v}_o", taken), _fresh(f"{v}_i", taken)) for v in stmt.vars}
+    return {v: (fresh(f"{v}_o", taken), fresh(f"{v}_i", taken)) for v in stmt.vars}
 
 
 def _block_name(stmt: Stmt, plan: Plan) -> str:
     """The block loop's name (the names :func:`_names` gives come after it)."""
     assert plan.block is not None
-    return _fresh(f"{plan.block[0]}_b", set(stmt.vars))
+    return fresh(f"{plan.block[0]}_b", set(stmt.vars))
 
 
 def _taken(stmt: Stmt, plan: Plan) -> set[str]:

@@ -282,18 +282,7 @@ def check_commands(fn: Function, commands: Sequence[cmd.Command],
     the :class:`ScheduleError` (or :class:`DefinitionError`) the compile would; an
     automatic scheduler calls it on every candidate it keeps. With ``ranks``, also the
     distribution over that many ranks (which needs the loop AST)."""
-    ctx = _new_ctx(max_isl_ops)
-    try:
-        a = _analyse(fn, list(commands), outputs, ctx)
-        a.check()
-        if ranks is not None:
-            _program(fn, a, ranks)
-    except isl.Error as e:
-        if exhausted(ctx):
-            raise ResourceLimitError(
-                f"function {fn.name!r}: ISL exceeded its bound of {max_isl_ops} operations "
-                "while checking a schedule") from None
-        raise MiddleEndError(f"function {fn.name!r}: ISL failed: {e}") from e
+    _checked(fn, commands, outputs, max_isl_ops, ranks, build=ranks is not None)
 
 
 def checked_program(fn: Function, commands: Sequence[cmd.Command],
@@ -302,14 +291,21 @@ def checked_program(fn: Function, commands: Sequence[cmd.Command],
     """:func:`check_commands`, then the loop AST of ``fn`` under ``commands``: what a
     target's own cost estimate reads (the fpga target's latency model), for an automatic
     scheduler comparing legal candidates."""
+    program = _checked(fn, commands, outputs, max_isl_ops, None, build=True)
+    assert program is not None
+    return program
+
+
+def _checked(fn: Function, commands: Sequence[cmd.Command], outputs: Sequence[Any] | None,
+             max_isl_ops: int, ranks: int | str | None, build: bool) -> Program | None:
     ctx = _new_ctx(max_isl_ops)
     try:
         a = _analyse(fn, list(commands), outputs, ctx)
         a.check()
-        return _program(fn, a)
+        return _program(fn, a, ranks) if build else None
     except isl.Error as e:
         if exhausted(ctx):
             raise ResourceLimitError(
                 f"function {fn.name!r}: ISL exceeded its bound of {max_isl_ops} operations "
-                "while building a candidate's loop AST") from None
+                "while checking a schedule") from None
         raise MiddleEndError(f"function {fn.name!r}: ISL failed: {e}") from e
