@@ -85,9 +85,10 @@ def copy_at(consumer: Any, level: Any, src: Any, dst: Any, name: str | None = No
         raise DefinitionError(f"copy_at({p}, {level!r}, {s}, {d}): source and destination "
                               "are the same buffer")
     perm = tuple(order or ())
+    shown = "me.ROOT" if level == cmd.ROOT else repr(level)
     if any(not isinstance(k, int) or isinstance(k, bool) for k in perm) or \
             sorted(perm) != list(range(len(perm))):
-        raise DefinitionError(f"copy_at({p}, {level!r}, {s}, {d}): order must be a "
+        raise DefinitionError(f"copy_at({p}, {shown}, {s}, {d}): order must be a "
                               f"permutation of 0..n-1 (the source's dims), got {order!r}")
     if isinstance(dst, str):
         fn._reserve(d)
