@@ -204,6 +204,10 @@ def test_a_strided_operand_is_packed_and_replayed() -> None:
     assert copies and copies[0].src == "A" and copies[0].order == (1, 0), str(chosen)
     assert copies[0].level == cmd.ROOT
     assert "U: reads A through a copy" in str(chosen)
+    assert f.operation(copies[0].name).kind == "copy"  # made by apply(), schedulable
+    dry = _atb("patb")
+    dry.auto_schedule(estimates={"N": 512, "M": 512, "K": 512}, apply=False)
+    assert not dry.operations and not dry.reserved  # apply=False leaves the program alone
     text = chosen.python()
     assert "me.copy_at(f.computation(\"U\"), me.ROOT, 'A', 'A_p'" in text, text
     g = _atb("patb")

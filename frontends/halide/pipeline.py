@@ -175,12 +175,7 @@ class HalideKernel:
         few plans per statement built and timed on copies of this call's inputs (the
         tuned plans are stored by the program's content hash: a second compile of the
         same pipeline builds nothing), applied to ``built``; returns it as Python."""
-        args: dict[str, Any] = dict(built.constants)
-        for name, ours in built.inputs.items():
-            args[ours] = np.array(images[name], order="C")
-        for name, (ours, kind, dt) in built.scalars.items():
-            v = scalars[name]
-            args[ours] = int(v) if kind == "param" else np.array(v, dtype=dt.numpy)
+        args = _kernel_args(built, images, scalars, copy=True)
         return str(built.fn.auto_schedule(
             self.target, outputs=built.outputs, tune=True, inputs=args,
             service=self.service, fp_contract=self.fp_contract,
@@ -409,12 +404,7 @@ class HalideKernel:
         if nothing is not None:
             return nothing[0] if len(nothing) == 1 else nothing
         (built, kernel), outs_given = self._build(sizes, images, scalars, out)
-        args: dict[str, Any] = dict(built.constants)
-        for name, ours in built.inputs.items():
-            args[ours] = np.asarray(images[name], order="C")  # keeps 0-d arrays 0-d
-        for name, (ours, kind, dt) in built.scalars.items():
-            v = scalars[name]
-            args[ours] = int(v) if kind == "param" else np.array(v, dtype=dt.numpy)
+        args = _kernel_args(built, images, scalars)
         assert built.regions is not None
         keys = [a.key for a in built.regions.arrays]
         if outs_given is not None:
@@ -465,6 +455,19 @@ def _with_externs(hp: HPipeline, names: list[str], checks: Checks, target: str,
         return k
 
     return ExternPipeline(hp, names, checks, make)
+
+
+def _kernel_args(built: Built, images: Mapping[str, Any], scalars: Mapping[str, np.generic],
+                 copy: bool = False) -> dict[str, Any]:
+    """The kernel's arguments by buffer name for these inputs (``copy``: the images
+    copied, for runs that must not touch the caller's arrays)."""
+    args: dict[str, Any] = dict(built.constants)
+    for name, ours in built.inputs.items():  # np.asarray keeps 0-d arrays 0-d
+        args[ours] = (np.array if copy else np.asarray)(images[name], order="C")
+    for name, (ours, kind, dt) in built.scalars.items():
+        v = scalars[name]
+        args[ours] = int(v) if kind == "param" else np.array(v, dtype=dt.numpy)
+    return args
 
 
 def unscheduled_or_refuse(hp: HPipeline, names: list[str], schedule: str = "auto") -> None:

@@ -30,7 +30,6 @@ from ..ir import commands as cmd
 from ..ir.errors import MiddleEndError, ScheduleError
 from ..ir.function import Function
 from ..ir.latency import statement_latency
-from ..ir.operations import Operation
 from .cost import MachineModel, cost
 from .devices import CANDIDATES, fpga_candidates, mpi_data
 from .pack import Packing, copy_cycles, packings, relayout
@@ -261,16 +260,16 @@ def _by_estimate(device: _Device, found: Searched, check: _Checker, target: str,
     return best
 
 
-def _tries(st: Stmt, sh: Sequence[str], m: MachineModel, fn: Function, packs: bool
+def _tries(st: Stmt, sh: Sequence[str], m: MachineModel, taken: set[str], packs: bool
            ) -> list[tuple[float, Plan, Packing | None]]:
     """The best few plans of ``st`` to check, likely-legal ones first, by estimate: its
     own, and (``packs``) those of ``st`` reading an operand through a packed copy
-    (:mod:`.pack`), each with the copy's cost added."""
+    (:mod:`.pack`, its names new among ``taken``), each with the copy's cost added."""
     out: list[tuple[float, Plan, Packing | None]] = [
         (est, plan, None) for est, plan in ranked(st, sh, m)[:TRIES]]
     if not packs:
         return out
-    for pk in packings(st, sh, fn._names()):
+    for pk in packings(st, sh, taken):
         extra = copy_cycles(st, pk)
         out += [(est + extra, plan, pk) for est, plan in ranked(relayout(st, pk), sh, m)
                 [:TRIES]]
@@ -278,26 +277,17 @@ def _tries(st: Stmt, sh: Sequence[str], m: MachineModel, fn: Function, packs: bo
     return out[:TRIES]
 
 
-def _forced(st: Stmt, sh: Sequence[str], m: MachineModel, fn: Function, plan: Plan,
+def _forced(st: Stmt, sh: Sequence[str], m: MachineModel, taken: set[str], plan: Plan,
             packs: bool) -> list[tuple[float, Plan, Packing | None]]:
     """A given plan (a tuning's, from the store) to try first: as it is and, where the
     model finds a packed copy pays for it (as it did when the plan was tuned), with it,
     cheapest first."""
     out: list[tuple[float, Plan, Packing | None]] = [
         (cost(st, loops(st, sh, plan), m), plan, None)]
-    for pk in packings(st, sh, fn._names()) if packs else []:
+    for pk in packings(st, sh, taken) if packs else []:
         out.append((cost(relayout(st, pk), loops(st, sh, plan), m) + copy_cycles(st, pk),
                     plan, pk))
     return sorted(out, key=lambda t: t[0])
-
-
-def _claim(fn: Function, pk: Packing) -> None:
-    """The chosen copy's operation and buffer name, in ``fn`` (a user's later commands can
-    then schedule the copy, and no new name clashes with it)."""
-    if pk.name not in {o.name for o in fn.operations}:
-        Operation(fn, pk.name, "copy")
-    if pk.dst not in fn.reserved:
-        fn._reserve(pk.dst)
 
 
 def _inside(st: Stmt, a: At, m: MachineModel) -> list[cmd.Command]:
@@ -338,6 +328,9 @@ def search(fn: Function, m: MachineModel, outputs: Sequence[Any] | None = None,
     shared = _shared(by_name, orders)
     found = Searched(rest, {st.name: [] for st in s.stmts}, orders, [])
     notes: list[str] = []
+    # the names a packed copy may take: new in fn and among the copies this search makes
+    # (AutoSchedule.apply creates the chosen ones' operations in the Function)
+    taken = fn._names()
     # a tuning's plan (measured, with the producers placed as now) before placement's own
     forced = {**{a.reader: a.plan for a in placed}, **(prefer or {})}
     at = {a.producer: a for a in placed}
@@ -375,9 +368,9 @@ def search(fn: Function, m: MachineModel, outputs: Sequence[Any] | None = None,
             continue
         refused = 0
         picked: tuple[float, Plan, Packing | None] | None = None
-        tries = _tries(st, sh, m, fn, packs=target == "cpu" and st.name not in forced)
+        tries = _tries(st, sh, m, taken, packs=target == "cpu" and st.name not in forced)
         if st.name in forced and not sh:
-            tries = _forced(st, sh, m, fn, forced[st.name], target == "cpu") + tries
+            tries = _forced(st, sh, m, taken, forced[st.name], target == "cpu") + tries
         for est, plan, pk in tries:
             if deadline is not None and time.monotonic() > deadline:
                 notes.append(f"{st.name}: the deadline passed; its loops are as written")
@@ -393,7 +386,6 @@ def search(fn: Function, m: MachineModel, outputs: Sequence[Any] | None = None,
         else:
             results[st.name] = Choice(st.name, picked[1], sh, picked[0], baseline, refused)
             if picked[2] is not None:
-                _claim(fn, picked[2])
                 notes.append(f"{st.name}: {picked[2].describe()}")
     if device:
         results.update(_device(device, found, check, target, s))

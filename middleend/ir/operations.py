@@ -66,6 +66,11 @@ def _consumer(p: Any, what: str) -> str:
     return p.name
 
 
+def _level(level: Any) -> str:
+    """A loop level, or ``ROOT`` (above every loop: once, before the consumer)."""
+    return cmd.ROOT if isinstance(level, str) and level == cmd.ROOT else dim_name(level)
+
+
 def copy_at(consumer: Any, level: Any, src: Any, dst: Any, name: str | None = None,
             order: Sequence[int] | None = None) -> Operation:
     """``copy_at(P, level, src, dst)``: in each iteration of ``P``'s loop ``level``, copy
@@ -84,15 +89,15 @@ def copy_at(consumer: Any, level: Any, src: Any, dst: Any, name: str | None = No
     if s == d:
         raise DefinitionError(f"copy_at({p}, {level!r}, {s}, {d}): source and destination "
                               "are the same buffer")
+    lv = _level(level)
     perm = tuple(order or ())
-    shown = "me.ROOT" if level == cmd.ROOT else repr(level)
     if any(not isinstance(k, int) or isinstance(k, bool) for k in perm) or \
             sorted(perm) != list(range(len(perm))):
+        shown = "me.ROOT" if lv == cmd.ROOT else repr(lv)
         raise DefinitionError(f"copy_at({p}, {shown}, {s}, {d}): order must be a "
                               f"permutation of 0..n-1 (the source's dims), got {order!r}")
     if isinstance(dst, str):
         fn._reserve(d)
-    lv = cmd.ROOT if isinstance(level, str) and level == cmd.ROOT else dim_name(level)
     op = Operation(fn, name or f"copy_{d}", "copy")
     fn.commands.add(cmd.CopyAt(p, lv, s, d, op.name, perm))
     return op
@@ -121,7 +126,7 @@ def exchange(consumer: Any, buffer: Any, level: Any = cmd.ROOT, name: str | None
     p = _consumer(consumer, "exchange")
     fn = _function_of(consumer)
     b = _buffer_name(buffer, "exchange")
-    lv = cmd.ROOT if isinstance(level, str) and level == cmd.ROOT else dim_name(level)
+    lv = _level(level)
     op = Operation(fn, name or f"exchange_{b}_{p}", "exchange")
     fn.commands.add(cmd.Exchange(p, b, lv, op.name))
     return op

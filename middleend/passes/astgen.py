@@ -165,9 +165,8 @@ def generate(ts: TimeSpace, ph: Physical, params: list[str], context: isl.Set,
             # same loops without the separation, except, first, the register tiles' (whose
             # sums stay in registers only in full tiles: 1.5-3.7x), said on the
             # lowering's logger
-            tiles = _register_tiled(ts) - keep
-            keep = set(ts.order) - tiles if tiles and not keep & tiles and \
-                keep != set(ts.order) - tiles else set(ts.order)
+            wider = keep | (set(ts.order) - _register_tiled(ts))
+            keep = wider if wider not in (keep, set(ts.order)) else set(ts.order)
             _log.info("ISL could not generate the separated full/partial tiles (%s): %s "
                       "generated without the separation", DISJOINT, ", ".join(sorted(keep)))
             continue
