@@ -239,6 +239,59 @@ def test_a_packed_operand_stays_packed_when_tuned(monkeypatch: pytest.MonkeyPatc
     assert [c.describe() for c in again.commands] == [c.describe() for c in chosen.commands]
 
 
+def _bicg(name: str, dependent: bool = False, ordered: bool = True) -> me.Function:
+    """bicg as written in a column-major language: ``s = A' r`` and ``q = A p`` updated in
+    one loop nest, both reading ``A[i, j]`` (contiguous along ``i``); ``dependent``: the
+    second reads the first's value (the partial sum) instead of ``p``; not ``ordered``: without the
+    ordering (a schedule's replay gives it)."""
+    with me.Function(name) as f:
+        n, m = me.Param("N", min=1), me.Param("M", min=1)
+        i, j = me.Var("i", 0, n), me.Var("j", 0, m)
+        a = me.Input("A", [m, n], me.float64)
+        p, r = me.Input("p", [m], me.float64), me.Input("r", [n], me.float64)
+        s = me.Computation("s", [j], me.cast(me.float64, 0))
+        q = me.Computation("q", [i], me.cast(me.float64, 0))
+        su = s.update([i, j], r[i] * a[j, i], name="S", at=[j])
+        qu = q.update([i, j], a[j, i] * (su[i, j] if dependent else p[j]), name="Q", at=[i])
+        if ordered:
+            q.after(s, me.ROOT)
+            su.after(q, me.ROOT)
+            qu.after(su, j)
+    return f
+
+
+def test_statements_reading_one_operand_keep_one_loop_nest(monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    """bicg's two updates read ``A`` alike: on one core (on more, the two nests' own
+    parallel loops win: no loop is free of both sums) the search keeps them in one loop
+    nest with one plan (one pass over ``A`` where two loop nests read it twice), says so,
+    and the result, and its replay from ``.python()``, is numpy's. Where the second reads
+    what the first writes, each gets a nest of its own."""
+    monkeypatch.setenv("MIDDLEEND_NUM_THREADS", "1")
+    est = {"N": 2000, "M": 2400}
+    f = _bicg("fbicg")
+    chosen = f.auto_schedule(estimates=est)
+    assert "S, Q: one loop nest, one plan" in str(chosen), str(chosen)
+    after = next(c for c in chosen.commands if isinstance(c, cmd.After) and c.comp == "Q")
+    assert after.other == "S" and after.level != cmd.ROOT
+    plans = {c.stmt: c.plan for c in chosen.choices}
+    assert plans["S"] == plans["Q"] and plans["S"] is not None
+    g = _bicg("fbicg", ordered=False)
+    exec(chosen.python(), {"f": g, "me": me})  # noqa: S102 - the text under test
+    rng = np.random.default_rng(3)
+    a, p, r = rng.random((37, 45)), rng.random(37), rng.random(45)
+    for fn in (f, g):
+        out = fn.compile()(A=a, p=p, r=r)
+        np.testing.assert_allclose(out["s"], a @ r, rtol=1e-12)
+        np.testing.assert_allclose(out["q"], a.T @ p, rtol=1e-12)
+    d = _bicg("dbicg", dependent=True)
+    apart = d.auto_schedule(estimates=est)
+    assert "one loop nest" not in str(apart)
+    out = d.compile()(A=a, p=p, r=r)
+    partial = np.cumsum(a * r, axis=1)  # S's value at (i, j): s[j] summed up to i
+    np.testing.assert_allclose(out["q"], (a * partial).sum(axis=0), rtol=1e-12)
+
+
 # ------------------------------------------------------------------------ tuning
 
 

@@ -87,7 +87,9 @@ def auto_schedule(fn: Function, target: str = "cpu", outputs: Sequence[Any] | No
         found, measured = run_tuning(fn, found, tune, inputs or {}, summary, m, outputs,
                                      deadline)
         if stored is not None and not any("deadline" in n for n in found.notes):
-            store.save(stored, {c.stmt: c.plan for c in found.choices if c.plan})
+            # a fused group's plan is the model's again next time (fuse.py), not forced
+            store.save(stored, {c.stmt: c.plan for c in found.choices
+                                if c.plan and not c.group})
     made = {b.name: b for b in fn.buffers if b.name not in had}
     stores = [Stored(c, made[c.buffer], tuple(v.name for v in fn.computation(c.comp).vars))
               for c in found.commands if isinstance(c, cmd.StoreIn) and c.buffer in made]

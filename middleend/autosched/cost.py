@@ -149,8 +149,21 @@ def cost(stmt: Stmt, nest: Sequence[Loop], m: MachineModel,
          resident: frozenset[str] = frozenset()) -> float:
     """Estimated cycles of ``stmt`` run as ``nest``; the buffers in ``resident`` are
     read from L1 (a producer computed per tile, just before)."""
+    return joint_cost((stmt,), nest, m, resident)
+
+
+def joint_cost(stmts: Sequence[Stmt], nest: Sequence[Loop], m: MachineModel,
+               resident: frozenset[str] = frozenset()) -> float:
+    """Estimated cycles of ``stmts`` (the same variables) run in one loop nest, ``nest``,
+    each iteration running them all: the work of each, the cache lines of their accesses
+    together, so that an operand two of them read alike (bicg's ``A[i, j]``) moves once."""
+    stmt = stmts[0]
     ranges = _ranges(stmt.vars, nest)
-    groups = [g for g in _groups(stmt) if g.buffer not in resident]
+    seen: dict[tuple[str, tuple[tuple[float, ...], ...]], Access] = {}
+    for s in stmts:
+        for g in _groups(s):
+            seen.setdefault((g.buffer, g.spans), g)
+    groups = [g for g in seen.values() if g.buffer not in resident]
     depth = len(nest)
     trips_above = [1.0] * (depth + 1)
     for lvl in range(1, depth + 1):
@@ -167,7 +180,7 @@ def cost(stmt: Stmt, nest: Sequence[Loop], m: MachineModel,
         for g, ln in zip(groups, lines, strict=True):
             slow = 1.0 if level == 2 else _stream_factor(g, nest, stmt.vars)
             mem += _moved(ln, trips_above, fit) * LINE / BANDWIDTH[level] * slow
-    compute = stmt.points * _per_point(stmt, nest, m)
+    compute = sum(s.points * _per_point(s, nest, m) for s in stmts)
     par = next((k for k, lp in enumerate(nest) if lp.tag == "parallel"), None)
     if par is None:
         return _roof(compute, mem)

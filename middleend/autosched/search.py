@@ -30,8 +30,9 @@ from ..ir import commands as cmd
 from ..ir.errors import MiddleEndError, ScheduleError
 from ..ir.function import Function
 from ..ir.latency import statement_latency
-from .cost import MachineModel, cost
+from .cost import MachineModel, cost, joint_cost
 from .devices import CANDIDATES, fpga_candidates, mpi_data
+from .fuse import Group, apart, distributed, fused, groups, joint_ranked
 from .pack import Packing, copy_cycles, packings, relayout
 from .placement import At
 from .plan import Plan, commands, loops
@@ -53,6 +54,7 @@ class Choice:
     baseline: float
     refused: int
     what: str = ""  # a device mapping (plan None): what it is
+    group: tuple[str, ...] = ()  # statements sharing its loop nest and plan (fuse.py)
 
 
 @dataclass
@@ -74,10 +76,16 @@ class Searched:
 
     def with_block(self, stmt: str, block: list[cmd.Command]) -> list[cmd.Command]:
         """The commands with ``stmt``'s block replaced by ``block``."""
+        return self.with_blocks({stmt: block})
+
+    def with_blocks(self, blocks: Mapping[str, list[cmd.Command]],
+                    orders: list[cmd.Command] | None = None) -> list[cmd.Command]:
+        """The commands with the statements' blocks in ``blocks`` replaced, and the
+        ordering by ``orders`` if given."""
         out = list(self.rest)
         for n, b in self.blocks.items():
-            out += block if n == stmt else b
-        return out + self.orders
+            out += blocks.get(n, b)
+        return out + (self.orders if orders is None else orders)
 
 
 def _user_scheduled(commands_: Sequence[cmd.Command]) -> set[str]:
@@ -102,17 +110,17 @@ class _Checker:
 
 
 def _distribute(check: _Checker, rest: list[cmd.Command], orders: list[cmd.Command],
-                stmts: Mapping[str, Stmt]) -> list[cmd.Command]:
+                stmts: Mapping[str, Stmt], keep: Sequence[int] = ()) -> list[cmd.Command]:
     """``orders`` with each ``after`` level moved as far out as stays legal: to the root
     (a loop nest of its own), else to the outermost of the statement's loops outside it
     that still is (a time loop around two sweeps stays shared, the sweeps' own loops
-    are not)."""
+    are not); those at the positions ``keep`` (groups kept fused, :mod:`.fuse`) stay."""
     def at(c: cmd.Command, level: str) -> cmd.Command:
         assert isinstance(c, cmd.After)
         return type(c)(c.comp, c.other, level)
 
     movable = [k for k, c in enumerate(orders)
-               if type(c) is cmd.After and c.level != cmd.ROOT]
+               if type(c) is cmd.After and c.level != cmd.ROOT and k not in keep]
     if not movable:
         return orders
     every = [at(c, cmd.ROOT) if k in movable else c for k, c in enumerate(orders)]
@@ -307,6 +315,47 @@ def _inside(st: Stmt, a: At, m: MachineModel) -> list[cmd.Command]:
                   cmd.AllocateAt(st.name, a.reader, a.level)]
 
 
+def _worth_fusing(stmts: Mapping[str, Stmt], orders: Sequence[cmd.Command], skip: set[str],
+                  m: MachineModel) -> list[tuple[Group, list[tuple[float, Plan]], float]]:
+    """The source's groups of statements in one loop nest (:mod:`.fuse`) whose best joint
+    plan the model finds cheaper than their best plans apart: each with its joint
+    candidates and its estimate apart."""
+    out = []
+    for g in groups(stmts, orders, skip):
+        sts = [stmts[n] for n in g.members]
+        tries = joint_ranked(sts, m)
+        alone = apart(sts, m)
+        if tries and tries[0][0] < alone:
+            out.append((g, tries, alone))
+    return out
+
+
+def _fused(sts: Sequence[Stmt], g: Group, tries: Sequence[tuple[float, Plan]], alone: float,
+           found: Searched, check: _Checker, m: MachineModel, deadline: float | None,
+           results: dict[str, Choice], notes: list[str]) -> bool:
+    """The first of a group's best few joint plans that is legal, with the ordering at
+    its innermost loop, kept in ``found``; False when none is."""
+    refused = 0
+    for est, plan in tries[:TRIES]:
+        if deadline is not None and time.monotonic() > deadline:
+            break
+        blocks, orders = fused(sts, g, plan, found.orders)
+        if not check.legal(found.with_blocks(blocks, orders)):
+            refused += 1
+            continue
+        found.blocks.update(blocks)
+        found.orders = orders
+        base = joint_cost(sts, loops(sts[0], (), Plan(sts[0].vars)), m)
+        for st in sts:
+            results[st.name] = Choice(st.name, plan, (), est, base, refused, group=g.members)
+        notes.append(f"{', '.join(g.members)}: one loop nest, one plan (the model: "
+                     f"{est:.3g} cycles together, {alone:.3g} apart)")
+        return True
+    notes.append(f"{', '.join(g.members)}: no joint plan is legal ({refused} refused); "
+                 "planned apart")
+    return False
+
+
 def search(fn: Function, m: MachineModel, outputs: Sequence[Any] | None = None,
            estimates: Mapping[str, int] | None = None, deadline: float | None = None,
            summary: Summary | None = None, base: list[cmd.Command] | None = None,
@@ -324,16 +373,20 @@ def search(fn: Function, m: MachineModel, outputs: Sequence[Any] | None = None,
     s = summary or summarize(fn, estimates, outputs, base)
     check = check or _Checker(fn, outputs)
     by_name = {st.name: st for st in s.stmts}
-    orders = _distribute(check, rest, orders, by_name)
+    # a tuning's plan (measured, with the producers placed as now) before placement's own
+    forced = {**{a.reader: a.plan for a in placed}, **(prefer or {})}
+    at = {a.producer: a for a in placed}
+    joint = _worth_fusing(by_name, orders, fixed | set(forced) | set(at), m) \
+        if target == "cpu" else []
+    orders = _distribute(check, rest, orders, by_name,
+                         keep=[k for g, _, _ in joint for k in g.links])
     shared = _shared(by_name, orders)
     found = Searched(rest, {st.name: [] for st in s.stmts}, orders, [])
     notes: list[str] = []
     # the names a packed copy may take: new in fn and among the copies this search makes
     # (AutoSchedule.apply creates the chosen ones' operations in the Function)
     taken = fn._names()
-    # a tuning's plan (measured, with the producers placed as now) before placement's own
-    forced = {**{a.reader: a.plan for a in placed}, **(prefer or {})}
-    at = {a.producer: a for a in placed}
+    group_of = {n: j for j in joint for n in j[0].members}
     # a reader whose producer is computed in its loops is planned first: the producer's
     # compute_at names one of the loops its plan makes
     todo = [st for st in s.stmts if st.name in forced] + \
@@ -341,8 +394,18 @@ def search(fn: Function, m: MachineModel, outputs: Sequence[Any] | None = None,
     results: dict[str, Choice] = {}
     device: dict[str, tuple[Stmt, tuple[str, ...], list[list[cmd.Command]], float]] = {}
     for st in todo:
-        if st.name in fixed or len(st.vars) == 0:
+        if st.name in fixed or len(st.vars) == 0 or st.name in results:
             continue
+        if st.name in group_of:
+            g, tries, apart_ = group_of[st.name]
+            sts = [by_name[n] for n in g.members]
+            if _fused(sts, g, tries, apart_, found, check, m, deadline, results, notes):
+                continue
+            # no joint plan is legal: each member in a nest of its own, if that is
+            loose = distributed(g, found.orders)
+            if check.legal(found.with_blocks({}, loose)):
+                found.orders = loose
+                shared = _shared(by_name, loose)
         sh = st.vars[:shared.get(st.name, 0)]
         baseline = cost(st, loops(st, sh, Plan(st.vars[len(sh):])), m)
         if len(sh) == len(st.vars):

@@ -66,7 +66,7 @@ def _parallel(order: Sequence[str], stmt: Stmt, ext: dict[str, int],
     return None
 
 
-def _fld_blocks(stmt: Stmt, free: Sequence[str]) -> list[tuple[str, int]]:
+def fld_blocks(stmt: Stmt, free: Sequence[str]) -> list[tuple[str, int]]:
     """The free variables ``v`` some access indexes as ``fld(v, c)`` (a coefficient
     ``1 / c`` in one of its dimensions), with each such ``c`` below the loop's trip."""
     ext = dict(zip(stmt.vars, stmt.extents, strict=True))
@@ -83,12 +83,17 @@ def _fld_blocks(stmt: Stmt, free: Sequence[str]) -> list[tuple[str, int]]:
     return out
 
 
-def plans(stmt: Stmt, free: Sequence[str], m: MachineModel) -> Iterator[Plan]:
+def plans(stmt: Stmt, free: Sequence[str], m: MachineModel,
+          blocks: Sequence[tuple[str, int]] = ()) -> Iterator[Plan]:
     """Every candidate plan of ``stmt`` over its ``free`` loops (duplicates possible):
     those of the families above, then, for a variable indexed as ``fld(v, c)`` (a sum per
-    block of ``c``), the same inside one block of ``c``, the block loop over the cores."""
+    block of ``c``), the same inside one block of ``c``, the block loop over the cores;
+    ``blocks``: more such blocks (those of a statement sharing this one's loops)."""
     yield from _plans(stmt, free, m, dict(zip(stmt.vars, stmt.extents, strict=True)))
-    for v, c in _fld_blocks(stmt, free):
+    own = fld_blocks(stmt, free)
+    ext0 = dict(zip(stmt.vars, stmt.extents, strict=True))
+    more = [(v, c) for v, c in blocks if v in free and c < ext0[v] and (v, c) not in own]
+    for v, c in own + more:
         ext = dict(zip(stmt.vars, stmt.extents, strict=True))
         ext[v] = c
         for p in _plans(stmt, free, m, ext):

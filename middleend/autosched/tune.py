@@ -85,9 +85,10 @@ def tune(fn: Function, found: Searched, compile_: Callable[[Function], Any],
          progress: Any = sys.stderr) -> tuple[Searched, dict[str, float]]:
     """``found`` with each statement's fastest measured plan; and the times measured
     (candidate label -> seconds) for the report."""
-    total = sum(c.estimate for c in found.choices)
-    # the statements that matter: a fill of a vector is not worth a build
-    order = sorted((c for c in found.choices if c.plan is not None
+    total = sum(c.estimate / max(1, len(c.group)) for c in found.choices)  # a group's once
+    # the statements that matter: a fill of a vector is not worth a build; a group in one
+    # loop nest (fuse.py) keeps its joint plan (a member's own plan would split the nest)
+    order = sorted((c for c in found.choices if c.plan is not None and not c.group
                     and c.estimate >= MIN_SHARE * total), key=lambda c: -c.estimate)
     plans: dict[str, list[tuple[float, Any, list[cmd.Command]]]] = {}
     checks = 0
