@@ -292,6 +292,44 @@ def test_statements_reading_one_operand_keep_one_loop_nest(monkeypatch: pytest.M
     np.testing.assert_allclose(out["q"], (a * partial).sum(axis=0), rtol=1e-12)
 
 
+def _cycled(name: str) -> me.Function:
+    """atax's ``y = A' tmp`` as 8 interleaved partial sums per column (``yq[j, i mod 8]``):
+    the stored element cycles along the sum's loop ``i``."""
+    with me.Function(name) as f:
+        n, m = me.Param("N", min=1), me.Param("M", min=1)
+        i, j, c = me.Var("i", 0, n), me.Var("j", 0, m), me.Var("c", 0, 8)
+        a, t = me.Input("A", [m, n], me.float64), me.Input("t", [n], me.float64)
+        yq = me.Computation("yq", [j, c], me.cast(me.float64, 0))
+        y = yq.update([i, j], a[j, i] * t[i], name="Y", at=[j, i % 8])
+        y.after(yq, me.ROOT)
+    return f
+
+
+def test_a_sum_whose_element_cycles_gets_a_register_tile() -> None:
+    """The summary sees ``i mod 8`` move inside an aligned 8-wide tile of ``i`` (where its
+    stride, over the whole loop, is 0); the search then tiles ``i`` by the period as a
+    register tile's contiguous rows (8 different sums), columns unrolled beside them,
+    and the result, with tails, is numpy's."""
+    from middleend.autosched.api import machine_model
+    from middleend.driver.summary import summarize
+
+    est = {"N": 1900, "M": 2100}
+    f = _cycled("cyc")
+    y = summarize(f, est, None, list(f.commands.items)).stmt("Y")
+    assert y.reductions == {"i"} and y.period("i") == 8
+    assert y.accesses[0].wrap(0) == (8, 1.0) and y.accesses[0].strides[0] == 0
+    chosen = f.auto_schedule(estimates=est)
+    plan = next(c.plan for c in chosen.choices if c.stmt == "Y")
+    lanes = machine_model("cpu").lanes(8)
+    if 8 % lanes == 0 and 8 // lanes <= 3:  # every AVX2 or AVX-512 machine
+        assert plan is not None and plan.contiguous == "i" and plan.tile_of("i") == 8, \
+            str(chosen)
+    rng = np.random.default_rng(1)
+    a, t = rng.random((37, 45)), rng.random(45)
+    ref = np.stack([(a[:, r::8] * t[r::8]).sum(axis=1) for r in range(8)], axis=1)
+    np.testing.assert_allclose(f.compile()(A=a, t=t)["yq"], ref, rtol=1e-12)
+
+
 # ------------------------------------------------------------------------ tuning
 
 

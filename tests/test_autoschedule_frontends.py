@@ -200,7 +200,7 @@ def test_halide_tuned_on_the_first_call(monkeypatch: pytest.MonkeyPatch,
     (ref,) = b.halide_realize()
     np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-5, atol=1e-6)
     chosen = k.auto_schedule(sizes, **b.inputs)
-    assert 'f.computation("by' in chosen and ".parallelize(" in chosen, chosen
+    assert 'f.computation("by' in chosen and ".vectorize(" in chosen, chosen
     again = compile_pipeline(funcs, schedule="tune")
     np.testing.assert_allclose(np.asarray(again.realize(sizes, **b.inputs)), ref,
                                rtol=1e-5, atol=1e-6)

@@ -76,7 +76,20 @@ def step(a: Access, lp: Loop, index: dict[str, int]) -> float:
     s = a.strides[k]
     if s and lp.within and all(_in_block(row[k], lp.within) for row in a.spans):
         return 0.0
+    w = a.wrap(k) if not s and lp.part == "inner" else None
+    if w is not None and w[0] % lp.trip == 0:
+        return w[1]  # ``mod(v, c)`` inside an aligned tile of v that divides c: it moves
     return s
+
+
+def carries(stmt: Stmt, lp: Loop) -> bool:
+    """Whether ``lp`` carries one of ``stmt``'s sums: a reduction variable's loop, except
+    a tile inside the period of a stored element that cycles (``yq[mod(i, 8), j]``'s
+    8-wide tile of ``i``: 8 different sums)."""
+    if lp.var not in stmt.reductions:
+        return False
+    c = stmt.period(lp.var)
+    return not (c and lp.part == "inner" and c % lp.trip == 0)
 
 
 def _in_block(coef: float, size: int) -> bool:
@@ -135,13 +148,24 @@ def _stream_factor(a: Access, nest: Sequence[Loop], stmt_vars: Sequence[str]) ->
     line costs a latency, not a share of bandwidth."""
     index = {v: k for k, v in enumerate(stmt_vars)}
     run = float(a.elem_bytes)
+    elems = 1.0  # the elements of the run so far (0: no run)
+    tile = {lp.var: lp.trip for lp in nest if lp.part == "inner"}
     for lp in reversed(nest):
         s = abs(step(a, lp, index))
-        if s == 0 or (lp.tag == "unroll" and lp.trip <= 16):
+        if lp.tag == "unroll" and lp.trip <= 16:
             continue  # an unrolled loop's copies are streams of their own
-        if s == 1:
-            run = a.elem_bytes * lp.trip
-        break
+        if s == 0:
+            if elems > 1:
+                break  # the run pauses for a whole loop: a stream the prefetcher loses
+            continue
+        if lp.part == "outer":
+            s *= tile.get(lp.var, 1)  # a tile loop steps by its tile
+        if s != elems:
+            break
+        # a loop stepping by the run's length right outside it (or outside unrolled
+        # copies) continues it: a tile of 8 rows, then the tile loop over the next 8
+        elems *= lp.trip
+        run = a.elem_bytes * elems
     return 1.0 + 3.0 * max(0.0, 1.0 - run / STREAM_RUN)
 
 
@@ -272,7 +296,7 @@ def _per_point(stmt: Stmt, nest: Sequence[Loop], m: MachineModel) -> float:
         and any(lp.tag == "unroll" for lp in block))
     if vectorized and any(abs(a.strides[k_in]) not in (0.0, 1.0) for a in stmt.accesses):
         vectorized = False  # a gather or a strided store: lane by lane
-    if vectorized and inner.var in stmt.reductions:
+    if vectorized and carries(stmt, inner):
         vectorized = False  # an ordered sum cannot run in lanes
     mem_ops = 0.0
     broadcasts = 0.0  # loads of one value for every lane: one instruction per value
@@ -296,12 +320,12 @@ def _per_point(stmt: Stmt, nest: Sequence[Loop], m: MachineModel) -> float:
         per /= lanes
         per *= math.ceil(inner.trip / lanes) * lanes / inner.trip
     per += broadcasts
-    if inner.var in stmt.reductions or (block and block[-1].var in stmt.reductions):
+    if carries(stmt, inner) or (block and carries(stmt, block[-1])):
         chains = 1.0
         for lp in block[:-1]:
-            if lp.var not in stmt.reductions:
+            if not carries(stmt, lp):
                 chains *= lp.trip
-        if inner.var in stmt.reductions:
+        if carries(stmt, inner):
             chains = 1.0
         per = max(per, ADD_LATENCY / chains)
     accumulators = 1.0

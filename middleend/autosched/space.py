@@ -2,7 +2,7 @@
 (loop order, tiling, unrolling, vectorization, a parallel loop), combined the ways the
 seeds' and Halide's hand schedules combine them, with sizes from the machine.
 
-Four families, each over every order of the statement's free loops:
+Five families, each over every order of the statement's free loops:
 
 - *plain*: a loop permutation, the innermost loop vectorized where its accesses are
   contiguous and it carries no reduction, the outermost loop without a reduction parallel;
@@ -16,7 +16,10 @@ Four families, each over every order of the statement's free loops:
   with ``m U`` sums within the vector registers, ``r`` in blocks (or not) outside them;
 - *dot-product tile*: an innermost reduction with ``U`` of its neighbours' sums unrolled
   inside it (independent chains for the adder's latency, in vectors where they are
-  contiguous).
+  contiguous);
+- *cycled sums*: a reduction whose stored element cycles along it (``yq[mod(i, 8), j]``,
+  8 interleaved partial sums): its tile of one period as a register tile's rows, ``U``
+  columns unrolled beside it.
 
 Which one wins is the cost model's call (:mod:`.cost`); which are legal, the middle-end's.
 """
@@ -169,6 +172,17 @@ def _plans(stmt: Stmt, free: Sequence[str], m: MachineModel, ext: dict[str, int]
                                 yield Plan(order, tuple(t.items()), None, 0, u,
                                            _parallel(order, stmt, ext, t, None),
                                            contiguous=vv)
+            c = stmt.period(r)
+            if c and c % lanes == 0 and c // lanes <= 3 and c <= ext[r] \
+                    and _contiguous(stmt, r):
+                # a sum whose element cycles along r (``yq[mod(i, 8), j]``): r's tile of
+                # one period is the register tile's contiguous rows, its tile loop the sum
+                for u in keep:
+                    for uf in TILE_COLUMNS:
+                        if c // lanes * uf <= m.registers - 4 and uf <= ext[u]:
+                            t = {r: c, u: uf}
+                            yield Plan(order, tuple(t.items()), None, 0, u,
+                                       _parallel(order, stmt, ext, t, None), contiguous=r)
             if inner != r:
                 continue
             for u in keep:

@@ -48,6 +48,14 @@ class Access:
     elem_bytes: int
     dim_sizes: tuple[int, ...]  # the buffer's sizes under the estimates (row-major)
     offsets: tuple[float, ...] = ()  # per buffer dimension, the index's constant term
+    # (loop k, period c, elements per step): an index ``mod(v, c)`` along loop k, which
+    # ``strides`` counts as still (it comes back every c steps) but which moves by the
+    # given stride inside an aligned block of c (atax's ``yq[mod(i, 8), j]``)
+    wraps: tuple[tuple[int, int, float], ...] = ()
+
+    def wrap(self, k: int) -> tuple[int, float] | None:
+        """The period and the stride inside it of this access along loop ``k``."""
+        return next(((c, s) for kk, c, s in self.wraps if kk == k), None)
 
 
 class SelfDeps:
@@ -108,6 +116,14 @@ class Stmt:
     points: int  # instances under the estimates
     deps: SelfDeps = field(default_factory=lambda: SelfDeps(None, 0), compare=False,
                            repr=False)
+
+    def period(self, v: str) -> int:
+        """The period along ``v`` of a reduction whose stored element cycles (``yq[mod(i,
+        8), j] += ...``: 8), inside which ``v`` carries no sum; 0 if none."""
+        if v not in self.reductions:
+            return 0
+        w = self.accesses[0].wrap(self.vars.index(v))
+        return w[0] if w else 0
 
 
 @dataclass(frozen=True)
@@ -198,15 +214,18 @@ def _const(pa: isl.PwAff, est: Mapping[str, int], what: str) -> int:
     return int(v.to_python())
 
 
-def _affine_rows(m: isl.Map, n_in: int) -> list[list[float]] | None:
+def _affine_rows(m: isl.Map, n_in: int
+                 ) -> tuple[list[list[float]], list[dict[int, tuple[int, float]]]] | None:
     """Per output dimension of ``m`` (an access), the coefficient of each input dimension
     in its affine form (a floor division counts its numerator's coefficients over its
-    denominator), then its constant term; None when an index is not affine."""
+    denominator), then its constant term; and its wraps (:func:`_wraps`); None when an
+    index is not affine."""
     try:
         pma = m.as_pw_multi_aff()
     except isl.Error:
         return None
     rows: list[list[float]] = []
+    wraps: list[dict[int, tuple[int, float]]] = []
     for d in range(pma.dim(isl.dim_type.out)):
         pieces = pma.get_pw_aff(d).get_pieces()
         if not pieces:
@@ -216,7 +235,25 @@ def _affine_rows(m: isl.Map, n_in: int) -> list[list[float]] | None:
         cands = [(_coefficients(aff, n_in), aff) for _, aff in pieces]
         row, aff = max(cands, key=lambda r: sum(abs(c) for c in r[0]))
         rows.append(row + [_num(aff.get_constant_val())])
-    return rows
+        wraps.append(_wraps(aff, n_in, row))
+    return rows, wraps
+
+
+def _wraps(aff: isl.Aff, n_in: int, row: Sequence[float]) -> dict[int, tuple[int, float]]:
+    """The input dimensions ``k`` along which ``aff`` is ``mod(x_k, c)``-like: a direct
+    coefficient that a floor division's cancels (``x - 8 floor(x / 8)``), as loop k ->
+    (c, the direct coefficient)."""
+    out: dict[int, tuple[int, float]] = {}
+    for k in range(n_in):
+        direct = _num(aff.get_coefficient_val(isl.dim_type.in_, k))
+        if not direct or row[k]:
+            continue
+        for q in range(aff.dim(isl.dim_type.div)):
+            inner = _num(aff.get_div(q).get_coefficient_val(isl.dim_type.in_, k))
+            if 0 < abs(inner) < 1 and abs(round(1 / abs(inner)) * abs(inner) - 1) < 1e-9:
+                out[k] = (round(1 / abs(inner)), direct)
+                break
+    return out
 
 
 def _num(v: isl.Val) -> float:
@@ -341,14 +378,17 @@ def _access(m: isl.Map, buf: str, write: bool, nv: int,
             sizes: Mapping[str, tuple[int, ...]], l3: Any) -> Access:
     dims = sizes[buf]
     elem = max(1, l3.buffers[buf].dtype.bits // 8)
-    rows = _affine_rows(m, nv)
+    got = _affine_rows(m, nv)
     bstrides = [1] * len(dims)
     for d in range(len(dims) - 2, -1, -1):
         bstrides[d] = bstrides[d + 1] * dims[d + 1]
-    if rows is None or len(rows) != len(dims):
+    if got is None or len(got[0]) != len(dims):
         unknown = tuple(float(UNKNOWN_STRIDE) for _ in range(nv))
         return Access(buf, write, unknown, tuple(unknown for _ in dims), elem, dims)
+    rows, wraps = got
     strides = tuple(sum(rows[d][k] * bstrides[d] for d in range(len(dims)))
                     for k in range(nv))
+    wrapped = tuple((k, c, s * bstrides[d]) for d, w in enumerate(wraps)
+                    for k, (c, s) in sorted(w.items()))
     return Access(buf, write, strides, tuple(tuple(r[:nv]) for r in rows), elem, dims,
-                  tuple(r[nv] for r in rows))
+                  tuple(r[nv] for r in rows), wrapped)
