@@ -148,7 +148,7 @@ def _stream_factor(a: Access, nest: Sequence[Loop], stmt_vars: Sequence[str]) ->
     line costs a latency, not a share of bandwidth."""
     index = {v: k for k, v in enumerate(stmt_vars)}
     run = float(a.elem_bytes)
-    elems = 1.0  # the elements of the run so far (0: no run)
+    elems = 1.0  # the elements of the contiguous run so far
     tile = {lp.var: lp.trip for lp in nest if lp.part == "inner"}
     for lp in reversed(nest):
         s = abs(step(a, lp, index))

@@ -57,9 +57,9 @@ def groups(stmts: Mapping[str, Stmt], orders: Sequence[cmd.Command],
         by_later[b.name] = (a.name, k)
     firsts = {a for a, _ in by_later.values()} - set(by_later)
     out: list[Group] = []
+    nxt = {a: (b, k) for b, (a, k) in by_later.items()}  # one later per earlier statement
     for first in sorted(firsts, key=list(stmts).index):
         members, links = [first], []
-        nxt = {a: (b, k) for b, (a, k) in by_later.items()}
         while members[-1] in nxt:
             b, k = nxt.pop(members[-1])
             members.append(b)
@@ -125,21 +125,19 @@ def fused(sts: Sequence[Stmt], g: Group, plan: Plan, orders: Sequence[cmd.Comman
           ) -> tuple[dict[str, list[cmd.Command]], list[cmd.Command]]:
     """Each member's commands for ``plan`` and the ordering with each link at the plan's
     innermost loop."""
-    blocks = {st.name: commands(st, (), plan) for st in sts}
-    out = list(orders)
-    level = innermost(sts[0], plan)
-    for k in g.links:
-        c = out[k]
-        assert isinstance(c, cmd.After)
-        out[k] = cmd.After(c.comp, c.other, level)
-    return blocks, out
+    return ({st.name: commands(st, (), plan) for st in sts},
+            _links_at(g, orders, innermost(sts[0], plan)))
 
 
 def distributed(g: Group, orders: Sequence[cmd.Command]) -> list[cmd.Command]:
     """The ordering with the group's links at the root: each member in its own nest."""
+    return _links_at(g, orders, cmd.ROOT)
+
+
+def _links_at(g: Group, orders: Sequence[cmd.Command], level: str) -> list[cmd.Command]:
     out = list(orders)
     for k in g.links:
         c = out[k]
         assert isinstance(c, cmd.After)
-        out[k] = cmd.After(c.comp, c.other, cmd.ROOT)
+        out[k] = cmd.After(c.comp, c.other, level)
     return out

@@ -352,7 +352,7 @@ def _fused(sts: Sequence[Stmt], g: Group, tries: Sequence[tuple[float, Plan]], a
                      f"{est:.3g} cycles together, {alone:.3g} apart)")
         return True
     notes.append(f"{', '.join(g.members)}: no joint plan is legal ({refused} refused); "
-                 "planned apart")
+                 "planned apart where that is legal")
     return False
 
 
