@@ -203,6 +203,12 @@ def test_a_strided_operand_is_packed_and_replayed() -> None:
     copies = [c for c in chosen.commands if isinstance(c, cmd.CopyAt)]
     assert copies and copies[0].src == "A" and copies[0].order == (1, 0), str(chosen)
     assert copies[0].level == cmd.ROOT
+    # only the read along the vector loop is copied (B stays where it is contiguous); in
+    # panels of the register tile's rows when the model finds them cheaper (here: yes)
+    assert copies[0].along == "i", str(chosen)
+    tile = next(c.factor for c in chosen.commands
+                if isinstance(c, cmd.Split) and c.comp == "U" and c.dim == "i")
+    assert copies[0].panel in (0, tile), str(chosen)
     assert "U: reads A through a copy" in str(chosen)
     assert f.operation(copies[0].name).kind == "copy"  # made by apply(), schedulable
     dry = _atb("patb")

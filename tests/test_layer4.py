@@ -375,6 +375,66 @@ def test_a_transposed_copy_packs_the_strided_operand(order, level, rng) -> None:
         assert "b_At[v_i * s_At_0 + v_k]" in k.source  # read along k, contiguous
 
 
+def _aat(order: tuple[int, ...] | None, panel: int, along: str | None = None,
+         tile: int = 0, dst: object = "Ap") -> me.Function:
+    """C = A' A (both reads of A, ``A[k, i]`` contiguous along ``i``, the inner loop):
+    the copy in panels of ``panel`` (with no ``order``: ``Ap[i // P, k, i % P]``); with
+    ``tile``, i split by it (the register tile's rows)."""
+    with me.Function("aat") as f:
+        n, kk = me.Param("N", min=1), me.Param("K", min=1)
+        i, j, k = me.Var("i", 0, n), me.Var("j", 0, n), me.Var("k", 0, kk)
+        a = me.Input("A", [kk, n], me.float64)
+        c = me.Computation("C", [j, i], me.cast(me.float64, 0))
+        u = c.update([j, i, k], a[k, i] * a[k, j], name="U", at=[j, i])
+    u.interchange("i", "k")
+    if tile:
+        u.split("i", tile, "i0", "i1")
+    if dst is not None:
+        me.copy_at(u, me.ROOT, a, dst, order=order, panel=panel or None, along=along)
+    return f
+
+
+@pytest.mark.parametrize(("order", "panel", "along", "tile"),
+                         [(None, 4, "i", 4), (None, 3, "i", 0), (None, 8, None, 8),
+                          ((1, 0), 2, "j", 0), (None, 5, "i", 10)])
+def test_a_copy_in_panels_gives_the_products(order, panel, along, tile, rng) -> None:
+    """copy_at(..., panel=P) stores the copy as [d // P, ..., d % P] (sizes that are no
+    multiple of P: the last panel part-filled); along= copies only the reads that move
+    with that variable, the others read A itself. A tile of P rows reads a constant
+    panel (no division in the loop)."""
+    a = rng.random((7, 13))
+    k = _aat(order, panel, along, tile).compile()
+    np.testing.assert_allclose(k(A=a)["C"], a.T @ a, rtol=1e-12)
+    reads = [ln for ln in k.source.splitlines() if "b_C[" in ln and " + (" in ln]
+    assert reads and all("b_Ap[" in ln for ln in reads)
+    assert all(("b_A[" in ln) == (along is not None) for ln in reads)
+    if tile == panel:  # the tile's panel and its row: loop counters, no division
+        assert all("b_Ap[(t" in ln and "me_fdiv" not in ln for ln in reads)
+
+
+def test_copies_in_panels_are_checked() -> None:
+    with pytest.raises(me.DefinitionError, match="panel must be an int of at least 2"):
+        _aat(None, 1)
+    with pytest.raises(me.DefinitionError, match="a copy in panels is made once, at me.ROOT"):
+        f = _aat(None, 0, dst=None)
+        me.copy_at(f.computation("U"), "k", f.buffers[0], "Aq", panel=4)
+    with pytest.raises(me.ScheduleError, match="needs panels of at least 2 elements and a "
+                                               "new buffer as its destination"):
+        _aat_declared().compile()
+    with pytest.raises(me.ScheduleError, match="no read of 'A' by 'U' has an index that "
+                                               "moves with 'C_x'"):
+        _aat(None, 4, along="C_x").compile()
+
+
+def _aat_declared() -> me.Function:
+    f = _aat(None, 0, dst=None)
+    n, kk = f.params
+    with f:
+        ap = me.Buffer("Aq", [n, kk], me.float64)
+    me.copy_at(f.computation("U"), me.ROOT, f.buffers[0], ap, order=(1, 0), panel=4)
+    return f
+
+
 def test_transposed_copies_are_checked() -> None:
     with pytest.raises(me.DefinitionError, match=r"order must be a permutation of 0..n-1"):
         _atb((0, 0), "root")

@@ -75,6 +75,7 @@ def _every_command_program() -> me.Function:
         # Layer IV operations, scheduled like computations
         cp = me.copy_at(c, "si", a, "a_tile")
         me.copy_at(d, me.ROOT, a, "a_t", order=(1, 0))  # a transposed copy, once
+        me.copy_at(d, me.ROOT, a, "a_p", order=(1, 0), panel=4, along="i")  # in panels
         cp.vectorize("a_tile_1", 4)
         me.barrier_at(c, "si").after(cp, "si")
         tmp.host_to_device().before(b, me.ROOT)

@@ -124,6 +124,11 @@ def _lines(a: Access, ranges: Sequence[int]) -> float:
     for d in range(n):
         s = 1.0 + sum(abs(c) * (r - 1) for c, r in zip(a.spans[d], ranges, strict=True))
         spans.append(min(s, float(a.dim_sizes[d])))
+    if a.panel:  # the panels the last dim's values cross (aligned: ceil(values / P))
+        s = 1.0 + sum(abs(c) * (r - 1) for c, r in zip(a.spans[-1], ranges, strict=True))
+        spans[0] = min(float(math.ceil(s / a.panel)), float(a.dim_sizes[0]))
+        if n > 2 and spans[-1] >= a.panel:  # whole panel rows: one run along the next dim
+            spans[-2:] = [spans[-2] * spans[-1]]
     last = spans[-1] * a.elem_bytes
     lines = math.ceil(last / LINE) + (1.0 if last > LINE else 0.0)
     for s in spans[:-1]:

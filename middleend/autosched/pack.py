@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from ..driver.summary import Access, Stmt
 from ..ir import commands as cmd
 from .cost import BANDWIDTH
-from .plan import fresh
+from .plan import Plan, fresh
 
 STRIDED_COPY = 2.0  # the copy reads along one dim and writes along another: lines twice
 
@@ -37,18 +37,33 @@ class Packing:
     dst: str
     name: str
     along: str  # the loop that reads the copy contiguously
+    panel: int = 0  # the copy in panels of this many along ``along`` (0: a plain one)
 
     def command(self, stmt: str) -> cmd.CopyAt:
-        return cmd.CopyAt(stmt, cmd.ROOT, self.buffer, self.dst, self.name, self.order)
+        return cmd.CopyAt(stmt, cmd.ROOT, self.buffer, self.dst, self.name, self.order,
+                          self.panel, self.along)
 
     def describe(self) -> str:
+        panels = f", in panels of {self.panel}" if self.panel else ""
         return (f"reads {self.buffer} through a copy with its dims in the order "
-                f"{self.order} ({self.dst}: contiguous along {self.along})")
+                f"{self.order}{panels} ({self.dst}: contiguous along {self.along})")
 
 
 def of_command(c: cmd.CopyAt) -> Packing:
     """The packing a ``copy_at`` at the root records (a chosen block's, when tuning)."""
-    return Packing(c.src, c.order, c.dst, c.name, "")
+    return Packing(c.src, c.order, c.dst, c.name, c.along, c.panel)
+
+
+def panelled(p: Packing, plan: Plan) -> Packing | None:
+    """``p`` in panels of the rows ``plan``'s register tile reads as vectors: the inner
+    tile of ``p.along`` where that is the tile's contiguous or vector loop. Each step of
+    the reduction inside the tile then reads the next ``P`` elements of one panel, where
+    the plain copy puts the steps a row apart (a line and a page each: the prefetchers
+    see as many streams as the tile's rows are long)."""
+    rows = plan.tile_of(p.along)
+    if rows is None or rows < 2 or p.along not in (plan.contiguous, plan.vector):
+        return None
+    return dataclasses.replace(p, panel=rows)
 
 
 def packings(st: Stmt, shared: Sequence[str], taken: set[str]) -> list[Packing]:
@@ -88,20 +103,36 @@ def _contiguous_after(st: Stmt, k: int) -> bool:
 
 
 def _relaid(a: Access, p: Packing) -> Access:
+    """``a`` in the copy's layout. In panels of ``P``, the panel's dim first (its spans
+    0: the cost model counts the panels from the last dim's) and the last dim ``P``
+    long; a loop along it moves by one element inside a panel (its tile loop outside
+    the panels is taken to as well: the model's approximation)."""
     spans = tuple(a.spans[q] for q in p.order)
     sizes = tuple(a.dim_sizes[q] for q in p.order)
+    offsets = tuple(a.offsets[q] for q in p.order) if a.offsets else a.offsets
+    if p.panel:
+        spans = (tuple(0.0 for _ in spans[-1]), *spans)
+        sizes = (math.ceil(sizes[-1] / p.panel), *sizes[:-1], p.panel)
+        offsets = (0.0, *offsets) if offsets else offsets
     step = [math.prod(sizes[q + 1:]) for q in range(len(sizes))]
     strides = tuple(float(sum(spans[q][k] * step[q] for q in range(len(sizes))))
                     for k in range(len(a.strides)))
-    offsets = tuple(a.offsets[q] for q in p.order) if a.offsets else a.offsets
     return dataclasses.replace(a, buffer=p.dst or f"{a.buffer}'", strides=strides,
-                               spans=spans, dim_sizes=sizes, offsets=offsets)
+                               spans=spans, dim_sizes=sizes, offsets=offsets,
+                               panel=p.panel)
 
 
 def relayout(st: Stmt, p: Packing) -> Stmt:
-    """``st`` as it reads after the copy: the buffer's accesses in the copy's layout."""
+    """``st`` as it reads after the copy: the buffer's reads that move along ``p.along``
+    (all of them without one) in the copy's layout; the others read the buffer."""
+    k = st.vars.index(p.along) if p.along in st.vars else None
+
+    def copied(a: Access) -> bool:
+        return a.buffer == p.buffer and not a.write and (
+            k is None or any(row[k] != 0 for row in a.spans))
+
     return dataclasses.replace(st, accesses=tuple(
-        _relaid(a, p) if a.buffer == p.buffer and not a.write else a for a in st.accesses))
+        _relaid(a, p) if copied(a) else a for a in st.accesses))
 
 
 def copy_cycles(st: Stmt, p: Packing) -> float:

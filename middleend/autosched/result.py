@@ -45,7 +45,9 @@ def python_line(c: cmd.Command, comp: str = "{}") -> str:
     if isinstance(c, cmd.Gpu):
         return f"{on}.gpu_loops({c.blocks!r}, {c.threads!r})"
     if isinstance(c, cmd.CopyAt):  # a packed operand (pack.py): an operation of its own
-        order = f", order={c.order!r}" if c.order else ""
+        order = (f", order={c.order!r}" if c.order else "") + \
+            (f", panel={c.panel}" if c.panel else "") + \
+            (f", along={c.along!r}" if c.along else "")
         return (f"me.copy_at({on}, {_arg(c.level)}, {c.src!r}, {c.dst!r}, name={c.name!r}"
                 f"{order})")
     vals = [v for k, v in c.__dict__.items() if k != "comp"]

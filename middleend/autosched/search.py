@@ -33,7 +33,7 @@ from ..ir.latency import statement_latency
 from .cost import MachineModel, cost, joint_cost
 from .devices import CANDIDATES, fpga_candidates, mpi_data
 from .fuse import Group, apart, distributed, fused, groups, joint_ranked
-from .pack import Packing, copy_cycles, packings, relayout
+from .pack import Packing, copy_cycles, packings, panelled, relayout
 from .placement import At
 from .plan import Plan, commands, loops
 from .space import likely_legal, ranked
@@ -279,8 +279,12 @@ def _tries(st: Stmt, sh: Sequence[str], m: MachineModel, taken: set[str], packs:
         return out
     for pk in packings(st, sh, taken):
         extra = copy_cycles(st, pk)
-        out += [(est + extra, plan, pk) for est, plan in ranked(relayout(st, pk), sh, m)
-                [:TRIES]]
+        for est, plan in ranked(relayout(st, pk), sh, m)[:TRIES]:
+            out.append((est + extra, plan, pk))
+            pp = panelled(pk, plan)  # the same plan reading the copy in its tile's panels
+            if pp is not None:
+                est = cost(relayout(st, pp), loops(st, sh, plan), m)
+                out.append((est + extra, plan, pp))
     out.sort(key=lambda t: (not likely_legal(st, sh, t[1]), t[0]))  # stable: ties as made
     return out[:TRIES]
 
@@ -293,8 +297,10 @@ def _forced(st: Stmt, sh: Sequence[str], m: MachineModel, taken: set[str], plan:
     out: list[tuple[float, Plan, Packing | None]] = [
         (cost(st, loops(st, sh, plan), m), plan, None)]
     for pk in packings(st, sh, taken) if packs else []:
-        out.append((cost(relayout(st, pk), loops(st, sh, plan), m) + copy_cycles(st, pk),
-                    plan, pk))
+        for p in (pk, panelled(pk, plan)):
+            if p is not None:
+                out.append((cost(relayout(st, p), loops(st, sh, plan), m)
+                            + copy_cycles(st, p), plan, p))
     return sorted(out, key=lambda t: t[0])
 
 

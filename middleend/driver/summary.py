@@ -52,6 +52,10 @@ class Access:
     # ``strides`` counts as still (it comes back every c steps) but which moves by the
     # given stride inside an aligned block of c (atax's ``yq[mod(i, 8), j]``)
     wraps: tuple[tuple[int, int, float], ...] = ()
+    # P > 0: the buffer is stored in panels (a copy_at with panel=P): dim 0 is the panel,
+    # the last dim's index divided by P (its spans all 0: :func:`cost._lines` counts the
+    # panels a box of the last dim's index crosses), the last dim its index modulo P
+    panel: int = 0
 
     def wrap(self, k: int) -> tuple[int, float] | None:
         """The period and the stride inside it of this access along loop ``k``."""

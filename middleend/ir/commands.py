@@ -312,13 +312,24 @@ class CopyAt(Command):
     sizes) and make those reads read ``dst``. ``name`` names the operation. ``order``:
     ``dst``'s dimensions as ``src``'s, ``dst`` dim ``q`` being ``src`` dim ``order[q]``
     (the last one contiguous); empty: the same order. A transposed copy is what a BLAS
-    packs: an operand strided along the vector loop read contiguously."""
+    packs: an operand strided along the vector loop read contiguously. ``panel`` (at the
+    root only; 0: none) blocks ``dst``'s last dim in panels of that many elements, the
+    panel's index outermost: ``dst[d // P, <the other dims in order>, d % P]``, so that a
+    register tile of ``P`` rows reads one contiguous run per step of the loops inside the
+    panel, where the plain transpose puts each step a whole row apart (a line and a page
+    per step): what a BLAS does to the operand it reads as vectors. ``along`` (a variable
+    of ``comp``) copies and redirects only the reads whose index moves with it: in
+    ``cov[i, j] += data[k, i] * data[k, j]`` the vector operand ``data[k, i]``, while
+    ``data[k, j]`` (one value per ``j``, broadcast) stays where it is contiguous along
+    ``k``."""
 
     level: str
     src: str
     dst: str
     name: str
     order: tuple[int, ...] = ()
+    panel: int = 0
+    along: str = ""  # only the reads whose index moves with this variable of comp ("": all)
 
 
 @dataclass(frozen=True)

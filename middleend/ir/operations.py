@@ -72,7 +72,8 @@ def _level(level: Any) -> str:
 
 
 def copy_at(consumer: Any, level: Any, src: Any, dst: Any, name: str | None = None,
-            order: Sequence[int] | None = None) -> Operation:
+            order: Sequence[int] | None = None, panel: int | None = None,
+            along: Any = None) -> Operation:
     """``copy_at(P, level, src, dst)``: in each iteration of ``P``'s loop ``level``, copy
     the elements of ``src`` that ``P`` reads below that loop (computed exactly from the
     schedule) into ``dst``, and make those reads read ``dst``. ``dst`` is a new buffer's
@@ -81,7 +82,12 @@ def copy_at(consumer: Any, level: Any, src: Any, dst: Any, name: str | None = No
     ``P``'s inner loops unless ordered otherwise. At ``me.ROOT`` the copy runs once,
     before ``P``, into a buffer of ``src``'s sizes. ``order``: ``dst``'s dims as ``src``'s
     (``(1, 0)``: the transpose, ``dst[j, i] = src[i, j]``), so that a loop along which
-    ``src`` is strided reads ``dst`` contiguously."""
+    ``src`` is strided reads ``dst`` contiguously. ``panel`` (at ``me.ROOT``): ``dst``'s
+    last dim in panels of that many elements, ``dst[d // P, ..., d % P]`` (``order=(1, 0),
+    panel=8`` on ``A[i, k]``: ``dst[i // 8, k, i % 8]``), as a BLAS packs the operand a
+    register tile of ``P`` rows reads: each step along ``k`` reads the next ``P``
+    elements. ``along`` (a variable of ``P``): only the reads whose index moves with it
+    read the copy (``data[k, i]`` of ``data[k, i] * data[k, j]``, along ``i``)."""
     p = _consumer(consumer, "copy_at")
     fn = _function_of(consumer)
     s = _buffer_name(src, "copy_at source")
@@ -96,10 +102,20 @@ def copy_at(consumer: Any, level: Any, src: Any, dst: Any, name: str | None = No
         shown = "me.ROOT" if lv == cmd.ROOT else repr(lv)
         raise DefinitionError(f"copy_at({p}, {shown}, {s}, {d}): order must be a "
                               f"permutation of 0..n-1 (the source's dims), got {order!r}")
+    shown = "me.ROOT" if lv == cmd.ROOT else repr(lv)
+    if panel is not None and (not isinstance(panel, int) or isinstance(panel, bool)
+                              or panel < 2):
+        raise DefinitionError(f"copy_at({p}, {shown}, {s}, {d}): panel must be an int of at "
+                              f"least 2 (the elements of a panel's row), got {panel!r}")
+    if panel is not None and lv != cmd.ROOT:
+        raise DefinitionError(f"copy_at({p}, {shown}, {s}, {d}): a copy in panels is made "
+                              "once, at me.ROOT (a tile's copy is small enough to be read "
+                              "in place)")
+    var = "" if along is None else dim_name(along)
     if isinstance(dst, str):
         fn._reserve(d)
     op = Operation(fn, name or f"copy_{d}", "copy")
-    fn.commands.add(cmd.CopyAt(p, lv, s, d, op.name, perm))
+    fn.commands.add(cmd.CopyAt(p, lv, s, d, op.name, perm, panel or 0, var))
     return op
 
 

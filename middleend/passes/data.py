@@ -48,6 +48,8 @@ class BufferInfo:
     # the physical dims as logical ones (physical dim q is logical dim order[q]; a copy_at
     # with order=): indices, sizes and footprints are permuted after any folding
     order: tuple[int, ...] = ()
+    # (logical dim d, P): a copy_at in panels, physically [d // P, <order but d>, d % P]
+    panel: tuple[int, int] | None = None
 
 
 @dataclass
@@ -85,20 +87,35 @@ class Layer3:
         f = b.fold
         out = tuple(Binary("mod", e, Const(f[k], e.dtype), e.dtype) if k in f else e
                     for k, e in enumerate(idx))
+        if b.panel is not None:
+            d, n = b.panel
+            e, size = out[d], Const(n, out[d].dtype)
+            return (Binary("floordiv", e, size, e.dtype),
+                    *(out[k] for k in b.order or range(b.ndim) if k != d),
+                    Binary("mod", e, size, e.dtype))
         return tuple(out[k] for k in b.order) if b.order else out
 
     def fold_map(self, buf: str, space: isl.Space) -> isl.Map | None:
         """``{buf[e] -> buf[e']}`` applying the storage folds and the dims' order, or None
         if there are neither."""
         b = self.buffers[buf]
-        if not b.fold and not b.order:
+        if not b.fold and not b.order and b.panel is None:
             return None
         ac = AffineContext(space)
         m = isl.Map.from_domain(isl.Set.universe(space))
+        parts = []
         for k in b.order or range(b.ndim):
             x = ac.dim(k)
             if k in b.fold:
                 x = x.mod_val(isl.Val.int_from_si(space.get_ctx(), b.fold[k]))
+            parts.append((k, x))
+        if b.panel is not None:
+            d, n = b.panel
+            x = dict(parts)[d]
+            size = isl.Val.int_from_si(space.get_ctx(), n)
+            parts = [(d, x.scale_down_val(size).floor()),
+                     *((k, y) for k, y in parts if k != d), (d, x.mod_val(size))]
+        for _, x in parts:
             m = m.flat_range_product(isl.Map.from_pw_aff(x))
         return m.set_tuple_name(isl.dim_type.out, buf)
 

@@ -34,7 +34,7 @@ from ..ir.expr import Expr, walk
 from ..ir.function import TEMPORARY, Function, Var
 from .data import BufferInfo, Layer3, box
 from .dataflow import logical_access, read_buffer
-from .layer1 import Layer1, comp_space, domain_of
+from .layer1 import Layer1, Read, comp_space, domain_of
 
 TRANSPARENT = ("copy", "host_to_device", "device_to_host")
 
@@ -191,6 +191,11 @@ def _copy(l4: Layer4, l1: Layer1, l3: Layer3, fn: Function, c: cmd.CopyAt, k: in
     refs = [r for r in l1.comps[p].reads if l4.buffer_of(l3, r) == src]
     if not refs:
         raise _fail(who, k, f"{p!r} does not read {src!r}", (p,))
+    if c.along:
+        refs = [r for r in refs if _moves_with(r, c.along)]
+        if not refs:
+            raise _fail(who, k, f"no read of {src!r} by {p!r} has an index that moves with "
+                              f"{c.along!r} (along= names a variable of {p!r})", (p,))
     for r in refs:
         if r.access is None:
             raise _fail(who, k, f"{p!r} reads {src!r} at a data-dependent index; its footprint "
@@ -199,9 +204,18 @@ def _copy(l4: Layer4, l1: Layer1, l3: Layer3, fn: Function, c: cmd.CopyAt, k: in
     if c.order and sorted(c.order) != list(range(sb.ndim)):
         raise _fail(who, k, f"order {c.order} is not a permutation of the dims of {src!r} "
                           f"(0..{sb.ndim - 1})", (p,))
+    if c.panel and c.level != cmd.ROOT:
+        raise _fail(who, k, f"a copy in panels (panel={c.panel}) is made once, at the root "
+                          f"(me.ROOT), not per iteration of {c.level!r}", (p,))
+    if c.panel and (c.panel < 2 or c.dst in l3.buffers):
+        raise _fail(who, k, f"panel={c.panel}: a copy in panels needs panels of at least 2 "
+                          "elements and a new buffer as its destination (its layout is the "
+                          "compiler's)", (p,))
     dst = _dst_buffer(l3, fn, c, k, sb, who)
     if c.order != tuple(range(sb.ndim)):
         dst.order = c.order
+    if c.panel:
+        dst.panel = ((c.order or tuple(range(sb.ndim)))[-1], c.panel)
     acc: isl.Map | None = None
     for r in refs:
         a = logical_access(l1, l3, r)
@@ -220,6 +234,14 @@ def _copy(l4: Layer4, l1: Layer1, l3: Layer3, fn: Function, c: cmd.CopyAt, k: in
     for r in refs:
         l4.redirect[r.ref] = dst.name
     l4.ops[c.name] = op
+
+
+def _moves_with(r: Read, var: str) -> bool:
+    """Whether one of the read's indices involves the reader's variable ``var`` (a
+    data-dependent index may involve anything)."""
+    pos = r.domain.get_space().find_dim_by_name(isl.dim_type.set, var)
+    return pos >= 0 and any(pa is None or pa.involves_dims(isl.dim_type.in_, pos, 1)
+                            for pa in r.indices)
 
 
 def _dst_buffer(l3: Layer3, fn: Function, c: cmd.CopyAt, k: int, sb: BufferInfo,

@@ -61,7 +61,12 @@ def build_program(fn: Function, l1: Layer1, l3: Layer3, l4: Layer4, ts: TimeSpac
                 sizes.append(IInt(b.fold[k]))
             else:
                 sizes.append(iexpr(cb.expr_from_pw_aff(pa.project_domain_on_params()), pmap))
-        if b.order and la is None:  # a local buffer's sizes are physical already
+        if b.panel is not None and la is None:  # [d // P, <order but d>, d % P]
+            d, n = b.panel
+            count = src[d].scale_down_val(isl.Val.int_from_si(src[d].get_ctx(), n)).ceil()
+            sizes = [iexpr(cb.expr_from_pw_aff(count.project_domain_on_params()), pmap),
+                     *(sizes[k] for k in b.order or range(b.ndim) if k != d), IInt(n)]
+        elif b.order and la is None:  # a local buffer's sizes are physical already
             sizes = [sizes[k] for k in b.order]
         full = True
         if b.role == "output" and b.name in exp.written:

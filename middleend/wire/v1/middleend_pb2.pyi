@@ -531,18 +531,22 @@ class AllocateAt(_message.Message):
     def __init__(self, consumer: _Optional[str] = ..., level: _Optional[str] = ...) -> None: ...
 
 class CopyAt(_message.Message):
-    __slots__ = ("level", "src", "dst", "name", "order")
+    __slots__ = ("level", "src", "dst", "name", "order", "panel", "along")
     LEVEL_FIELD_NUMBER: _ClassVar[int]
     SRC_FIELD_NUMBER: _ClassVar[int]
     DST_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     ORDER_FIELD_NUMBER: _ClassVar[int]
+    PANEL_FIELD_NUMBER: _ClassVar[int]
+    ALONG_FIELD_NUMBER: _ClassVar[int]
     level: str
     src: str
     dst: str
     name: str
     order: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, level: _Optional[str] = ..., src: _Optional[str] = ..., dst: _Optional[str] = ..., name: _Optional[str] = ..., order: _Optional[_Iterable[int]] = ...) -> None: ...
+    panel: int
+    along: str
+    def __init__(self, level: _Optional[str] = ..., src: _Optional[str] = ..., dst: _Optional[str] = ..., name: _Optional[str] = ..., order: _Optional[_Iterable[int]] = ..., panel: _Optional[int] = ..., along: _Optional[str] = ...) -> None: ...
 
 class BarrierAt(_message.Message):
     __slots__ = ("level", "name")
