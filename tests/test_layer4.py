@@ -421,6 +421,9 @@ def test_copies_in_panels_are_checked() -> None:
     with pytest.raises(me.ScheduleError, match="needs panels of at least 2 elements and a "
                                                "new buffer as its destination"):
         _aat_declared().compile()
+    with pytest.raises(me.DefinitionError, match="along must be a variable of U"):
+        f = _aat(None, 0, dst=None)
+        me.copy_at(f.computation("U"), me.ROOT, f.buffers[0], "Aq", along=3)
     with pytest.raises(me.ScheduleError, match="no read of 'A' by 'U' has an index that "
                                                "moves with 'C_x'"):
         _aat(None, 4, along="C_x").compile()

@@ -134,7 +134,10 @@ class AutoSchedule:
                  for p in self.uninlined]
         for st in self.stores:
             lines += st.python(function)
-        return "\n".join(lines + [python_line(c, fmt) for c in self.schedule_commands()])
+        ops = {c.name for c in self.commands if isinstance(c, cmd.CopyAt)}  # the copies'
+        on_op = f'{function}.operation("{{}}")'  # own loops: commands on the operation
+        return "\n".join(lines + [python_line(c, on_op if c.comp in ops else fmt)
+                                   for c in self.schedule_commands()])
 
     def __str__(self) -> str:
         head = (f"# auto-schedule of {self.function!r} for {self.target}: "

@@ -111,7 +111,11 @@ def copy_at(consumer: Any, level: Any, src: Any, dst: Any, name: str | None = No
         raise DefinitionError(f"copy_at({p}, {shown}, {s}, {d}): a copy in panels is made "
                               "once, at me.ROOT (a tile's copy is small enough to be read "
                               "in place)")
-    var = "" if along is None else dim_name(along)
+    try:
+        var = "" if along is None else dim_name(along)
+    except DefinitionError:
+        raise DefinitionError(f"copy_at({p}, {shown}, {s}, {d}): along must be a variable "
+                              f"of {p} (a me.Var or its name), got {along!r}") from None
     if isinstance(dst, str):
         fn._reserve(d)
     op = Operation(fn, name or f"copy_{d}", "copy")
