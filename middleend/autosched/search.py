@@ -286,7 +286,7 @@ def _tries(st: Stmt, sh: Sequence[str], m: MachineModel, taken: set[str], packs:
         extra = copy_cycles(st, pk)
         for est, plan in ranked(relayout(st, pk), sh, m)[:TRIES]:
             out.append((est + extra, plan, pk))
-            pp = panelled(pk, plan)  # the same plan reading the copy in its tile's panels
+            pp = panelled(pk, plan, st)  # the same plan reading the copy in its tile's panels
             if pp is not None:
                 est = cost(relayout(st, pp), loops(st, sh, plan), m)
                 out.append((est + extra, plan, pp))
@@ -302,7 +302,7 @@ def _forced(st: Stmt, sh: Sequence[str], m: MachineModel, taken: set[str], plan:
     out: list[tuple[float, Plan, Packing | None]] = [
         (cost(st, loops(st, sh, plan), m), plan, None)]
     for pk in packings(st, sh, taken) if packs else []:
-        for p in (pk, panelled(pk, plan)):
+        for p in (pk, panelled(pk, plan, st)):
             if p is not None:
                 out.append((cost(relayout(st, p), loops(st, sh, plan), m)
                             + copy_cycles(st, p), plan, p))

@@ -117,9 +117,10 @@ class Stmt:
     # loops the stored element does not move with while the statement reads what it
     # writes: an accumulation along them (their order matters; legality decides)
     reductions: frozenset[str]
-    points: int  # instances under the estimates
+    points: int  # instances under the estimates (of the bounding box)
     deps: SelfDeps = field(default_factory=lambda: SelfDeps(None, 0), compare=False,
                            repr=False)
+    box: bool = True  # the domain (under the estimates) is its bounding box
 
     def period(self, v: str) -> int:
         """The period along ``v`` of a reduction whose stored element cycles (``yq[mod(i,
@@ -354,7 +355,7 @@ def _summary(a: Analysis, est: Mapping[str, int]) -> Summary:
             points *= e
         stmts.append(Stmt(n, tuple(c.vars), tuple(exts), tuple(lows), tuple(accs),
                           max(1, _ops(c.expr, l1.functions, memo)), red, points,
-                          SelfDeps(_self_deltas(a, n, est), nv)))
+                          SelfDeps(_self_deltas(a, n, est), nv), bool(dom.is_box())))
     return Summary(tuple(stmts), dict(est))
 
 
