@@ -137,8 +137,8 @@ def _contiguous_after(st: Stmt, k: int) -> bool:
 def _relaid(a: Access, p: Packing) -> Access:
     """``a`` in the copy's layout. In panels of ``P``, the panel's dim first (its spans
     0: the cost model counts the panels from the last dim's) and the last dim ``P``
-    long; a loop along it moves by one element inside a panel (its tile loop outside
-    the panels is taken to as well: the model's approximation)."""
+    long; a loop along it moves by one element inside a panel (and so, the model's
+    approximation, does its tile loop, which in fact steps from panel to panel)."""
     spans = tuple(a.spans[q] for q in p.order)
     sizes = tuple(a.dim_sizes[q] for q in p.order)
     offsets = tuple(a.offsets[q] for q in p.order) if a.offsets else a.offsets
