@@ -51,17 +51,18 @@ class Packing:
         return cmd.CopyAt(stmt, cmd.ROOT, self.buffer, self.dst, self.name, self.order,
                           self.panel, self.along)
 
-    def commands(self, stmt: str, ndim: int) -> list[cmd.Command]:
+    def commands(self, stmt: str) -> list[cmd.Command]:
         """The ``copy_at`` and the copy's own loops (they run over the source's dims in
         order, ``<dst>_0`` outermost): the outermost over the cores; in panels, the loop
         over the panel dim ``<dst>_<d>`` split by ``P`` first, its inner loop innermost,
         so that the copy writes each panel's rows in order, and the panels over the
         cores. Left as it is, the copy divides every index by ``P`` and runs on one core
-        (covariance: a fifth of the kernel)."""
+        (covariance: a fifth of the kernel). ``order`` is the full permutation here (the
+        search's packings give one)."""
         out: list[cmd.Command] = [self.command(stmt)]
         if not self.panel:
             return [*out, cmd.Parallelize(self.name, f"{self.dst}_0")]
-        d = self.order[-1] if self.order else ndim - 1
+        d, ndim = self.order[-1], len(self.order)
         loop = f"{self.dst}_{d}"
         outer, inner = f"{loop}_o", f"{loop}_i"
         out.append(cmd.Split(self.name, loop, self.panel, outer, inner))

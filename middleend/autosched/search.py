@@ -268,11 +268,6 @@ def _by_estimate(device: _Device, found: Searched, check: _Checker, target: str,
     return best
 
 
-def _rank(st: Stmt, pk: Packing) -> int:
-    """The rank of the buffer ``pk`` copies."""
-    return next(len(a.dim_sizes) for a in st.accesses if a.buffer == pk.buffer)
-
-
 def _tries(st: Stmt, sh: Sequence[str], m: MachineModel, taken: set[str], packs: bool
            ) -> list[tuple[float, Plan, Packing | None]]:
     """The best few plans of ``st`` to check, likely-legal ones first, by estimate: its
@@ -449,8 +444,7 @@ def search(fn: Function, m: MachineModel, outputs: Sequence[Any] | None = None,
             if deadline is not None and time.monotonic() > deadline:
                 notes.append(f"{st.name}: the deadline passed; its loops are as written")
                 break
-            trial = (pk.commands(st.name, _rank(st, pk)) if pk else []) + \
-                commands(st, sh, plan)
+            trial = (pk.commands(st.name) if pk else []) + commands(st, sh, plan)
             if check.legal(found.with_block(st.name, trial)):
                 found.blocks[st.name] = trial
                 picked = (est, plan, pk)

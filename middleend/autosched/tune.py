@@ -94,10 +94,13 @@ def tune(fn: Function, found: Searched, compile_: Callable[[Function], Any],
     checks = 0
     for ch in order:
         st = summary.stmt(ch.stmt)
-        # a packed operand (pack.py) stays packed: the candidates read the same copy
-        pre = [c for c in found.blocks[ch.stmt] if isinstance(c, cmd.CopyAt)]
+        # a packed operand (pack.py) stays packed: the candidates read the same copy,
+        # made by the same loops (the copy's own commands: Packing.commands)
+        copies = [c for c in found.blocks[ch.stmt] if isinstance(c, cmd.CopyAt)]
+        ops = {c.name for c in copies}
+        pre = [c for c in found.blocks[ch.stmt] if c in copies or c.comp in ops]
         seen = st
-        for c in pre:
+        for c in copies:
             seen = relayout(seen, of_command(c))
         legal: list[tuple[float, Any, list[cmd.Command]]] = []
         for est, p in ranked(seen, ch.shared, m)[:SCAN]:

@@ -96,13 +96,12 @@ def copy_at(consumer: Any, level: Any, src: Any, dst: Any, name: str | None = No
         raise DefinitionError(f"copy_at({p}, {level!r}, {s}, {d}): source and destination "
                               "are the same buffer")
     lv = _level(level)
+    shown = "me.ROOT" if lv == cmd.ROOT else repr(lv)
     perm = tuple(order or ())
     if any(not isinstance(k, int) or isinstance(k, bool) for k in perm) or \
             sorted(perm) != list(range(len(perm))):
-        shown = "me.ROOT" if lv == cmd.ROOT else repr(lv)
         raise DefinitionError(f"copy_at({p}, {shown}, {s}, {d}): order must be a "
                               f"permutation of 0..n-1 (the source's dims), got {order!r}")
-    shown = "me.ROOT" if lv == cmd.ROOT else repr(lv)
     if panel is not None and (not isinstance(panel, int) or isinstance(panel, bool)
                               or panel < 2):
         raise DefinitionError(f"copy_at({p}, {shown}, {s}, {d}): panel must be an int of at "
