@@ -1,5 +1,6 @@
-"""The CPU target's C source of a program: the loop AST unswitched
-(:mod:`backends.cpu.unswitch`), then printed (:mod:`backends.cpu.cprinter`). One function,
+"""The CPU target's C source of a program: the loop AST's parametric register tiles
+versioned (:mod:`backends.cpu.tileversion`), unswitched (:mod:`backends.cpu.unswitch`),
+then printed (:mod:`backends.cpu.cprinter`). One function,
 so that every path to the C (the target, ``backends.cpu.generate_c``, the tests that
 compare the wire's C with a direct lowering's) prints the same text."""
 
@@ -8,6 +9,7 @@ from __future__ import annotations
 from middleend.ir.loopast import IInt, Program
 
 from .cprinter import CPrinter
+from .tileversion import version_tiles
 from .unswitch import unswitch_program
 
 # gcc turns the zeroing of a small local array (a register tile: sgemm's 6 x 16
@@ -27,6 +29,7 @@ NO_LOOP_VECTORIZER = '#pragma GCC optimize ("no-tree-loop-vectorize")\n'
 
 def generate_c(program: Program) -> str:
     """The complete C translation unit of ``program`` (helpers + ``me_<name>``)."""
+    program = version_tiles(program)  # a full tile's copy where ISL did not separate it
     program = unswitch_program(program)  # tiles guarded inside are tiles once unswitched
     printer = CPrinter(program)
     text = printer.generate()

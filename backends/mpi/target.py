@@ -14,6 +14,7 @@ from typing import Any
 from backends.clike.build import build_cached, tool_identity
 from backends.clike.entry import generate_header
 from backends.cpu.build import cache_dir, flags_for, host_isa
+from backends.cpu.tileversion import version_tiles
 from middleend.ir.distribution import RUNTIME as RANKS_AT_RUN
 from middleend.ir.errors import TargetError
 from middleend.ir.loopast import Program, Signature
@@ -100,7 +101,8 @@ class MpiTarget(Target):
         if dist is None:
             raise TargetError("target 'mpi' needs a program lowered for a number of ranks",
                               target=self.name)
-        local = local_program(program, dist)
+        # a parametric register tile's full-tile copy, as on the cpu target
+        local = version_tiles(local_program(program, dist))
         printer = MpiPrinter(local, dist, program)
         kernel = printer.generate()
         threads = bool(printer.functions)  # parallel loops run on the cpu thread pool

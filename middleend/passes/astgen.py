@@ -147,7 +147,11 @@ def generate(ts: TimeSpace, ph: Physical, params: list[str], context: isl.Set,
     build, _handle = build.set_at_each_domain(at_domain)
     users = {buf: users_of(buf, store_buf, read_bufs) for buf in ph.local}
     local_users = {c for us in users.values() for c in us}
-    keep: set[str] = set()
+    # symbolic sizes: a register tile's separated partial tiles are pieces with divisions
+    # of the parameters, which ISL's AST generation takes seconds over (A' B's 24 x 8
+    # tile: 7 s, past SEPARATION_OPS, so nothing was separated); generated as one nest,
+    # the CPU printer makes its full-tile copy itself (backends/cpu/tileversion.py)
+    keep: set[str] = _register_tiled(ts) if params and gpu is None else set()
     while True:
         recs.clear()
         sched = _separated(ts, keep).intersect_params(context)
@@ -184,11 +188,11 @@ def generate(ts: TimeSpace, ph: Physical, params: list[str], context: isl.Set,
         try:
             placed = _place_allocs(body, ts, ph, users, recs)
         except ScheduleError:
-            if keep == local_users or not local_users:
+            if local_users <= keep:
                 raise
             # separating vector tails moved pieces of a thread's iterations apart: generate
             # the users of loop-local buffers without the separation
-            keep = local_users
+            keep = keep | local_users
             continue
         if gpu is None:
             return merge_split_loops(placed)
