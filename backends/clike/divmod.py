@@ -56,6 +56,15 @@ def _iexpr_linear(e: IExpr) -> Linear | None:
         for x, y in ((a, b), (b, a)):
             if set(x) == {""}:
                 return {k: x[""] * v for k, v in y.items()}
+    if e.op == "pdiv_r" and len(e.args) == 2 and isinstance(e.args[1], IInt) \
+            and e.args[1].value > 0:
+        # x mod m of a non-negative x (ISL's pdiv_r) is x - m * q, q = x / m an atom
+        # (printed as the C division it is): a partial tile's first row N - N mod 3 is
+        # then 3 q, a multiple of 3, whose panel N // 3 is q without a division
+        x, m = _iexpr_linear(e.args[0]), e.args[1].value
+        if x is None:
+            return None
+        return _add(x, {"": 0, f"({_c(x)} / {m}LL)": 1}, -m)
     return None
 
 

@@ -23,6 +23,7 @@ from .loopmerge import merge_split_loops
 from .physical import LocalAlloc, Physical
 from .placement import TimeSpace
 from .schedule import check_unrollable
+from .unrolling import expand_unrolled
 
 _log = logging.getLogger("middleend.lower")
 
@@ -90,8 +91,8 @@ def generate(ts: TimeSpace, ph: Physical, params: list[str], context: isl.Set,
     for k in range(ntd):
         ids = ids.add(isl.Id(f"t{k}", context=ctx))
     build = build.set_iterators(ids)
-    opts = _unroll_options(ts, ctx)
-    if opts is not None:
+    opts = _unroll_options(ts, ctx)  # checks every unrolled loop (bounded by a constant)
+    if opts is not None and gpu is not None:  # (the GPU annotation keeps ISL's copies)
         build = build.set_options(opts)
     recs: list[_StmtRec] = []
     failed: list[BaseException] = []
@@ -147,11 +148,8 @@ def generate(ts: TimeSpace, ph: Physical, params: list[str], context: isl.Set,
     build, _handle = build.set_at_each_domain(at_domain)
     users = {buf: users_of(buf, store_buf, read_bufs) for buf in ph.local}
     local_users = {c for us in users.values() for c in us}
-    # symbolic sizes: a register tile's separated partial tiles are pieces with divisions
-    # of the parameters, which ISL's AST generation takes seconds over (A' B's 24 x 8
-    # tile: 7 s, past SEPARATION_OPS, so nothing was separated); generated as one nest,
-    # the CPU printer makes its full-tile copy itself (backends/cpu/tileversion.py)
-    keep: set[str] = _register_tiled(ts) if params and gpu is None else set()
+    extents: dict[tuple[str, int], int | None] = {}
+    keep: set[str] = set()
     while True:
         recs.clear()
         sched = _separated(ts, keep).intersect_params(context)
@@ -184,6 +182,8 @@ def generate(ts: TimeSpace, ph: Physical, params: list[str], context: isl.Set,
                       ", ".join(sorted(ts.order)))
             continue
         body = _translate(root, recs, pmap, ts)
+        if gpu is None:  # generated as loops, then one copy per iteration (unrolling.py)
+            body = expand_unrolled(body, lambda f: _unroll_extent(f, ts, extents))
         _check_nesting(body, None)
         try:
             placed = _place_allocs(body, ts, ph, users, recs)
@@ -406,6 +406,28 @@ def _unroll_options(ts: TimeSpace, ctx: isl.Context) -> isl.UnionMap | None:
             um = isl.UnionMap.from_map(m)
             opts = um if opts is None else opts.union(um)
     return opts
+
+
+def _unroll_extent(f: For, ts: TimeSpace, cache: dict[tuple[str, int], int | None]
+                   ) -> int | None:
+    """The most ``f``'s iterator spans (its last minus its first value) over the
+    statements in its body, a constant; None where one of them is not bounded so."""
+    most = 0
+    for c in _comps_in(f.body):
+        key = (c, f.dim)
+        if key not in cache:
+            full = ts.comps[c].full
+            assert full is not None
+            rng = full.range()
+            ntd = rng.dim(isl.dim_type.set)
+            upto = rng.project_out(isl.dim_type.set, f.dim + 1, ntd - f.dim - 1)
+            ext = upto.dim_max(f.dim).max_val().sub(upto.dim_min(f.dim).min_val())
+            cache[key] = int(ext.to_python()) if ext.is_int() else None
+        got = cache[key]
+        if got is None:
+            return None
+        most = max(most, got)
+    return most
 
 
 def _translate(n: isl.AstNode, recs: list[_StmtRec], pmap: dict[str, str],
