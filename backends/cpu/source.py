@@ -1,6 +1,6 @@
-"""The CPU target's C source of a program: the loop AST's parametric register tiles
-versioned (:mod:`backends.cpu.tileversion`), unswitched (:mod:`backends.cpu.unswitch`),
-then printed (:mod:`backends.cpu.cprinter`). One function,
+"""The CPU target's C source of a program: the loop AST's register tiles that ISL left
+with partial-tile bounds versioned (:mod:`backends.cpu.tileversion`), unswitched
+(:mod:`backends.cpu.unswitch`), then printed (:mod:`backends.cpu.cprinter`). One function,
 so that every path to the C (the target, ``backends.cpu.generate_c``, the tests that
 compare the wire's C with a direct lowering's) prints the same text."""
 

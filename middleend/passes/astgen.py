@@ -22,7 +22,7 @@ from .gpu_ast import Leaf, annotate
 from .loopmerge import merge_split_loops
 from .physical import LocalAlloc, Physical
 from .placement import TimeSpace
-from .schedule import check_unrollable
+from .schedule import check_unrollable, unroll_extent
 from .unrolling import expand_unrolled
 
 _log = logging.getLogger("middleend.lower")
@@ -418,11 +418,7 @@ def _unroll_extent(f: For, ts: TimeSpace, cache: dict[tuple[str, int], int | Non
         if key not in cache:
             full = ts.comps[c].full
             assert full is not None
-            rng = full.range()
-            ntd = rng.dim(isl.dim_type.set)
-            upto = rng.project_out(isl.dim_type.set, f.dim + 1, ntd - f.dim - 1)
-            ext = upto.dim_max(f.dim).max_val().sub(upto.dim_min(f.dim).min_val())
-            cache[key] = int(ext.to_python()) if ext.is_int() else None
+            cache[key] = unroll_extent(full.range(), f.dim)
         got = cache[key]
         if got is None:
             return None

@@ -330,14 +330,22 @@ def _set_schedule(s: CompSchedule, c: cmd.SetSchedule) -> None:
 MAX_UNROLL = 1024
 
 
-def check_unrollable(rng: isl.Set, d: int, comp: str, loop: str,
-                     command: str | None = None) -> None:
-    """ISL unrolls a loop only if its trip count is bounded by a constant; refuse others
-    (and huge ones) with an error that names the loop."""
+def unroll_extent(rng: isl.Set, d: int) -> int | None:
+    """The most dim ``d`` of the time-space points ``rng`` spans (its greatest minus its
+    least value), or None where no constant bounds it: the copies an unrolled loop at
+    ``d`` needs, less one."""
     ntd = rng.dim(isl.dim_type.set)
     upto = rng.project_out(isl.dim_type.set, d + 1, ntd - d - 1)
     ext = upto.dim_max(d).max_val().sub(upto.dim_min(d).min_val())
-    if not ext.is_int() or ext.to_python() + 1 > MAX_UNROLL:
+    return int(ext.to_python()) if ext.is_int() else None
+
+
+def check_unrollable(rng: isl.Set, d: int, comp: str, loop: str,
+                     command: str | None = None) -> None:
+    """An unrolled loop needs a trip count bounded by a constant; refuse others (and huge
+    ones) with an error that names the loop."""
+    ext = unroll_extent(rng, d)
+    if ext is None or ext + 1 > MAX_UNROLL:
         raise ScheduleError(f"cannot unroll loop {loop!r} of {comp!r}: its trip count is not "
                             f"bounded by a constant <= {MAX_UNROLL} (split it first: "
                             f"unroll({loop}, factor))", computations=(comp,), level=loop,
