@@ -5,9 +5,11 @@ without a schedule (Halide's default) and compiled three ways on the same input 
 ours (``compile_pipeline(..., schedule="auto")``), each of Halide 21's four autoschedulers
 (``halide/autoschedulers.py``: the plugins of the pip wheel, with the machine's core count
 and last-level cache), and the expert schedule where one exists (the paper pipelines'
-``schedule="expert"``, Halide-compiled). Every side writes into outputs preallocated once;
-every output is checked against Halide's own realize of the unscheduled pipeline before
-anything is timed.
+``schedule="expert"``; the bilateral grid's and interpolate's, the CPU schedules of Halide's
+own apps; the stencil chain per tile, vectorized, over the cores), Halide-compiled. Every
+side writes into outputs preallocated once; every output is checked against Halide's own
+realize of the unscheduled pipeline (for the apps: every stage at the root) before anything
+is timed.
 
 Julia: each PolyBench kernel (``frontends/julia/kernels.jl``) compiled with
 ``schedule="auto"``, with no schedule, and with its hand-written ``@schedule`` (the
@@ -57,6 +59,10 @@ RTOL, ATOL = 1e-4, 1e-5
 # rounding spread by the pyramid; halide/autoschedulers.py --strict shows it)
 APPS = ("bilateral_grid", "interpolate", "stencil_chain")
 BUILDERS = {**happs.APPS, "stencil_chain": happs.stencil_chain}
+# the apps' expert schedules: Halide's own apps' CPU schedules; the stencil chain tiled as
+# an expert writes it, every stage per tile, the tiles' rows over the cores, vectorized
+EXPERTS = {"bilateral_grid": happs.EXPERT, "interpolate": happs.EXPERT,
+           "stencil_chain": happs.TILED_VECTORIZED}
 
 
 def _as_list(r: Any) -> list[np.ndarray]:
@@ -72,13 +78,15 @@ def _app_reference(app: happs.App) -> list[np.ndarray]:
     return [np.asarray(hl.Pipeline([app.output]).realize(app.sizes))]
 
 
-def _app_expert(app: happs.App) -> Callable[[], object]:
+def _app_expert(app: happs.App, name: str, ref: list[np.ndarray]) -> Callable[[], object]:
     """An app with its own (expert) schedule, Halide-compiled, into an output preallocated
-    once."""
-    _app_reference(app)  # sets the inputs
+    once; its output checked against ``ref`` first."""
+    _app_reference_inputs(app)
     p = hl.Pipeline([app.output])
     p.compile_jit(hl.get_jit_target_from_environment())
-    dst = hl.Buffer(np.empty_like(np.asarray(p.realize(app.sizes))))
+    first = np.asarray(p.realize(app.sizes))
+    _same(name, "the expert schedule", [first], ref)
+    dst = hl.Buffer(np.empty_like(first))
 
     def run() -> None:
         _app_reference_inputs(app)
@@ -195,8 +203,8 @@ def halide_rows(a: argparse.Namespace, names: list[str]) -> list[list[object]]:
             for s in AUTOSCHEDULERS:
                 fresh = BUILDERS[name](a.rows, a.cols, schedule="inline", **kw)
                 anchors[s] = autoschedule([fresh.output], fresh.sizes, fresh.inputs, s)
-            expert = _app_expert(BUILDERS[name](a.rows, a.cols, schedule=happs.TILED)) \
-                if name == "stencil_chain" else None
+            expert = _app_expert(BUILDERS[name](a.rows, a.cols, schedule=EXPERTS[name], **kw),
+                                 name, ref) if name in EXPERTS else None
         ours[0]()
         _same(name, "ours (auto)", ours[1], ref)
         for s, anc in anchors.items():

@@ -6,6 +6,7 @@ choose differently (small ones, and larger odd ones where tiles and their tails 
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +19,7 @@ from frontends.halide import UnsupportedHalideFeature, apps, compile_pipeline
 from frontends.halide.paper import ALL
 from frontends.julia import JuliaFrontendError, compile_source
 from frontends.julia.paper import KERNELS, source
+from middleend.ir import commands as cmd
 
 RTOL = ATOL = 1e-9
 
@@ -173,6 +175,27 @@ def test_halide_apps_auto_scheduled(name: str, kw: dict[str, int]) -> None:
     # (test_halide_apps.py), where its JIT of the inlined pyramid takes a minute
     ref = make(48, 72, schedule="root", **kw)
     assert_same(k.realize(app.sizes, **app.by_name()),
+                halide_realize([ref.output], ref.sizes, ref.inputs), atol=1e-4)
+
+
+def test_pyramid_stages_inlined_again_and_downsampling_vectorized() -> None:
+    """Interpolate's placement: each stage is first priced with the stages after it still
+    inlined, which puts them all at the root; priced again once the others are placed, the
+    premultiplied input and the downsamplings' x passes are inlined back into their
+    readers, and the downsampling that then reads the input at 2 x - 1, 2 x, 2 x + 1 runs
+    in vectors (two dense loads and a shuffle per vector); the values are Halide's."""
+    app = apps.interpolate(200, 320, levels=3, schedule="inline")
+    built = compile_pipeline(app.output).translate(app.sizes, **app.by_name())
+    text = str(built.fn.auto_schedule(outputs=built.outputs))
+    # Halide makes Func names unique within a process: down0, or down0_2 after other tests
+    for p in ("down0", "downx1"):
+        assert re.search(rf"placement: {p}(_\d+)* inlined again", text), text
+    assert any(isinstance(c, cmd.Vectorize) and re.fullmatch(r"down1(_\d+)*", c.comp)
+               for c in built.fn.commands.items), text
+    ref = apps.interpolate(200, 320, levels=3, schedule="root")
+    k = built.fn.compile(outputs=built.outputs)
+    got = k(**{n: np.ascontiguousarray(v) for n, v in app.by_name().items()})
+    assert_same(next(iter(got.values())) if isinstance(got, dict) else got,
                 halide_realize([ref.output], ref.sizes, ref.inputs), atol=1e-4)
 
 

@@ -9,9 +9,11 @@ benchmarks build the very same pipelines without importing each other.
 
 Each builder takes ``schedule``: ``"inline"`` (no schedule at all: Halide's default, every
 Func inlined into the output except those with update definitions) or ``"root"`` (every
-intermediate Func ``compute_root``, the simplest schedule that computes each stage once),
-and a size parameter (pyramid levels) so that lowering time can be measured against the
-number of stages. An :class:`App` carries the output, its realization sizes and inputs.
+intermediate Func ``compute_root``, the simplest schedule that computes each stage once);
+the bilateral grid and interpolate also take :data:`EXPERT`, the CPU schedule of Halide's
+own app (the expert anchor of ``benchmarks/autoschedule.py``); and a size parameter
+(pyramid levels) so that lowering time can be measured against the number of stages. An
+:class:`App` carries the output, its realization sizes and inputs.
 """
 
 from __future__ import annotations
@@ -67,13 +69,36 @@ def bilateral_grid(rows: int = 16, cols: int = 24, schedule: str = "inline",
     with trilinear interpolation and normalized. ``r_sigma`` is a float Param that decides
     the grid's z index. Inlined, every output pixel reads the histogram through
     2 x 8 x 125 data-dependent (clamped) accesses."""
-    _check_schedule(schedule)
+    _check_schedule(schedule, (EXPERT,))
     inp = hl.ImageParam(hl.Float(32), 2, "inp")
     rs = hl.Param(hl.Float(32), "r_sigma")
     g = bilateral_grid_funcs(inp, rs)
     _root([g.histogram, *g.blurs, g.interpolated], schedule)
+    if schedule == EXPERT:
+        _bilateral_grid_expert(g)
     img = np.random.default_rng(seed).random((rows, cols), dtype=np.float32)
     return App("bilateral_grid", g.output, [cols, rows], [(inp, img), (rs, r_sigma)], 6)
+
+
+def _vector_floats() -> int:
+    """Halide's natural vector size of float32 on the JIT target (8 with AVX2, 16 with
+    AVX-512), the width its apps' CPU schedules vectorize by."""
+    return hl.get_jit_target_from_environment().natural_vector_size(hl.Float(32))
+
+
+def _bilateral_grid_expert(g: Grid) -> None:
+    """The CPU schedule of Halide's bilateral_grid app (its generator, written by Halide's
+    authors): blurz per grid row with the histogram computed in it, blurx and blury per z
+    slice, all vectorized along x, channels unrolled; the output per row, vectorized."""
+    x, y, z, c = (hl.Var(n) for n in "xyzc")
+    blurz, blurx, blury = g.blurs
+    blurz.compute_root().reorder(c, z, x, y).parallel(y).vectorize(x, 8).unroll(c)
+    g.histogram.compute_at(blurz, y)
+    r = g.histogram.rvars(0)
+    g.histogram.update().reorder(c, r[0], r[1], x, y).unroll(c)
+    for b in (blurx, blury):
+        b.compute_root().reorder(c, x, y, z).parallel(z).vectorize(x, 8).unroll(c)
+    g.output.compute_root().parallel(y).vectorize(x, 8)
 
 
 @dataclass
@@ -136,15 +161,40 @@ def interpolate(rows: int = 16, cols: int = 24, levels: int = 4, schedule: str =
     app uses 10 levels; inlined, a level reads 9 points of the one below, so the inlined
     expression grows as 9^levels (Halide's own inlining too): keep ``levels`` small then.
     ``schedule`` may also be :data:`INLINE_AT` (the first level computed per output row)."""
-    _check_schedule(schedule, (INLINE_AT,))
+    _check_schedule(schedule, (INLINE_AT, EXPERT))
     inp = hl.ImageParam(hl.Float(32), 3, "inp")
     p = interpolate_funcs(inp, levels)
     _root([*p.down, *p.downx[1:], *p.interp[1:], *p.upx[:-1], *p.up[:-1]], schedule)
     if schedule == INLINE_AT:
         p.down[0].compute_at(p.output, p.output.args()[1])
+    if schedule == EXPERT:
+        _interpolate_expert(p, cols, rows)
     img = np.random.default_rng(seed).random((4, rows, cols), dtype=np.float32)
     img[3] = 0.1 + 0.9 * img[3]  # alpha > 0: the normalization divides by it
     return App("interpolate", p.output, [cols, rows, 3], [(inp, img)], 5 * levels - 1)
+
+
+def _interpolate_expert(p: Pyramid, cols: int, rows: int) -> None:
+    """The CPU schedule of Halide's interpolate app (its generator): the downsampled levels
+    but the last at the root in strips of 8 rows over the cores, the first level recomputed
+    per row of the second (a clone of it, stored per strip); the output in strips of 32
+    rows over the cores, vectorized along x with the channels unrolled, every
+    interpolated level computed per output row, stored per strip."""
+    x, y, c = p.output.args()
+    xo, xi, yo, yi = (hl.Var(n) for n in ("xo", "xi", "yo", "yi"))
+    vec = _vector_floats()
+    for d in p.down[1:-1]:
+        d.compute_root().never_partition([x]).reorder(x, c, y).split(y, yo, yi, 8) \
+            .parallel(yo).vectorize(x, vec)
+    first = p.down[0].clone_in(p.downx[1])
+    first.store_at(p.down[1], yo).compute_at(p.down[1], yi).reorder(c, x, y).unroll(c) \
+        .vectorize(x, vec).never_partition([y])
+    p.output.bound(x, 0, cols).bound(y, 0, rows).bound(c, 0, 3).never_partition([y]) \
+        .split(x, xo, xi, vec).split(y, yo, yi, 32).reorder(xi, c, xo, yi, yo).unroll(c) \
+        .vectorize(xi).parallel(yo)
+    for f in p.interp[1:]:
+        f.store_at(p.output, yo).compute_at(p.output, yi).never_partition_all() \
+            .vectorize(x, vec)
 
 
 @dataclass

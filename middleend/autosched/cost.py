@@ -37,6 +37,31 @@ OVERLAP = 0.25  # the share of the lesser of compute and memory time that does n
 # vectors of an innermost loop that stay in registers across the loops outside it (a register
 # tile's rows); a longer one is reloaded from L1 each time
 REGISTER_RUN = 4
+# instructions per vector of a read moving by 2 elements per lane (a 2x downsampling's
+# ``in[2 x + c]``): two dense loads and a shuffle (backends/cpu/deinterleave.py; gcc's own
+# form where that does not apply)
+STRIDE2_OPS = 3.0
+
+
+def vector_ops(a: Access, stride: float) -> float | None:
+    """Instructions per vector of ``a`` in a loop along which it moves by ``stride``
+    elements: 1 for a contiguous or fixed one, :data:`STRIDE2_OPS` for a read by 2 (the
+    even or odd lanes of two vectors), None where the loop cannot run in vectors (a
+    gather, a strided store)."""
+    s = abs(stride)
+    if s in (0.0, 1.0):
+        return 1.0
+    if s == 2.0 and not a.write:
+        return STRIDE2_OPS
+    return None
+
+
+def vectorizable(accesses: Sequence[Access], k: int) -> bool:
+    """Whether a loop along statement dim ``k`` can run in vectors by its accesses: each
+    one contiguous, fixed or a read by 2 (:func:`vector_ops`), and a store or load moving
+    by one element."""
+    return all(vector_ops(a, a.strides[k]) is not None for a in accesses) \
+        and any(abs(a.strides[k]) == 1.0 for a in accesses)
 
 
 @dataclass(frozen=True)
@@ -299,7 +324,7 @@ def _per_point(stmt: Stmt, nest: Sequence[Loop], m: MachineModel) -> float:
     vectorized = inner.tag == "vector" or (
         inner.part == "inner" and inner.trip % lanes == 0 and inner.tag is None
         and any(lp.tag == "unroll" for lp in block))
-    if vectorized and any(abs(a.strides[k_in]) not in (0.0, 1.0) for a in stmt.accesses):
+    if vectorized and any(vector_ops(a, a.strides[k_in]) is None for a in stmt.accesses):
         vectorized = False  # a gather or a strided store: lane by lane
     if vectorized and carries(stmt, inner):
         vectorized = False  # an ordered sum cannot run in lanes
@@ -319,7 +344,8 @@ def _per_point(stmt: Stmt, nest: Sequence[Loop], m: MachineModel) -> float:
         if vectorized and not a.write and step(a, inner, index) == 0:
             broadcasts += share
         else:
-            mem_ops += share
+            mem_ops += share * ((vector_ops(a, a.strides[k_in]) or 1.0) if vectorized
+                                else 1.0)
     per = stmt.ops + mem_ops
     if vectorized:
         per /= lanes

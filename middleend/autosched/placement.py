@@ -6,7 +6,7 @@ inlined into the output), which recomputes it at every read: a 5-tap blur of a 5
 computes the first blur 5 times per output pixel. Materializing it at the root computes it
 once but writes and reads a whole buffer; computing it per tile of its reader (Halide's
 ``compute_at``) computes a little more than once (the tile's halo) while its values stay
-in cache. For each producer read at several places, consumers first, the model prices the
+in cache. For each producer read at several places, producers first, the model prices the
 three (:func:`place`):
 
 - inlined: the reader's best plan, the producer's work inside it;
@@ -18,6 +18,9 @@ three (:func:`place`):
 
 The cheapest wins. A producer computed per tile fixes its reader's plan (the search uses
 it if the legality check accepts it, else the producer goes back to the root's pricing).
+Each producer was priced with the stages after it still inlined; those put at the root
+are then priced once more against inlining, consumers first, with every other placement
+final (:func:`_revisit`).
 """
 
 from __future__ import annotations
@@ -188,12 +191,16 @@ def place(fn: Function, base: list[cmd.Command], m: MachineModel,
     current = list(base)
     ats: list[At] = []
     done: set[str] = set()
+    rooted: dict[str, tuple[cmd.Inline, list[cmd.Command], Buffer | None]] = {}
     now: Summary | None = None  # the summary of ``current``, rebuilt when it changes
     while True:
         inlined = [c.comp for c in current if isinstance(c, cmd.Inline)]
         statements = {c.name for c in fn.computations} - set(inlined)
         cands = []
-        for p in reversed(inlined):  # consumers before their producers
+        # producers first (the front-ends list them after their consumers), each priced
+        # with its consumers still inlined; :func:`_revisit` then prices each again with
+        # the final placement of the others
+        for p in reversed(inlined):
             if p in done:
                 continue
             readers = _readers(fn, p)
@@ -204,6 +211,10 @@ def place(fn: Function, base: list[cmd.Command], m: MachineModel,
                 continue
             cands.append((p, _through(fn, readers, statements)))
         if not cands:
+            for a in ats:  # a reader of a producer computed in its loops stays a loop nest
+                rooted.pop(a.reader, None)
+            current, now = _revisit(fn, current, rooted, m, outputs, est, deadline, notes,
+                                    now)
             return current, ats, now
         if deadline is not None and time.monotonic() > deadline:
             notes.append("placement: the deadline passed; the other producers stay inlined")
@@ -228,13 +239,57 @@ def place(fn: Function, base: list[cmd.Command], m: MachineModel,
             if buf is not None:
                 fn.buffers.remove(buf)
             continue
+        inline_cmd = next(c for c in current if isinstance(c, cmd.Inline) and c.comp == p)
         current, now = trial, s1
         if isinstance(choice, At):
             ats.append(choice)
             notes.append(f"placement: {p} computed per iteration of {choice.reader}'s loop "
                          f"{choice.level}")
         else:
+            rooted[p] = (inline_cmd, store, buf)
             notes.append(f"placement: {p} computed at the root")
+
+
+def _revisit(fn: Function, current: list[cmd.Command],
+             rooted: Mapping[str, tuple[cmd.Inline, list[cmd.Command], Buffer | None]],
+             m: MachineModel, outputs: Sequence[Any] | None, est: Mapping[str, int],
+             deadline: float | None, notes: list[str], now: Summary | None
+             ) -> tuple[list[cmd.Command], Summary | None]:
+    """Each producer the first pass put at the root, consumers first, priced again against
+    inlining it, now that the others are placed: the first pass priced a producer with
+    every consumer after it still inlined into the output, where each of its reads is
+    multiplied by the consumers' own recomputation, so that a cheap stage read by
+    materialized ones (a pyramid's premultiplied input, read by its first downsampling
+    and its last interpolation) was written to memory and read back where recomputing it
+    at each read is cheaper. Inlined again where the model finds that at least 5 %
+    cheaper (its buffer and store_in dropped)."""
+    for p in reversed(list(rooted)):
+        if deadline is not None and time.monotonic() > deadline:
+            notes.append("placement: the deadline passed; no producer at the root revisited")
+            break
+        inline_cmd, store, buf = rooted[p]
+        statements = {c.name for c in fn.computations} - {
+            c.comp for c in current if isinstance(c, cmd.Inline)}
+        readers = list(_through(fn, _readers(fn, p), statements - {p}))
+        trial = [c for c in current if not any(c is x for x in store)] + [inline_cmd]
+        try:
+            s_root = now = now or summarize(fn, est, outputs, current)
+            s_in = summarize(fn, est, outputs, trial)
+        except MiddleEndError:
+            continue
+        by_root = {st.name: st for st in s_root.stmts}
+        by_in = {st.name: st for st in s_in.stmts}
+        if p not in by_root or any(r not in by_root or r not in by_in for r in readers):
+            continue
+        root = _best(by_root[p], m) + sum(_best(by_root[r], m) for r in readers)
+        inline = sum(_best(by_in[r], m) for r in readers)
+        if inline < GAIN * root:
+            current, now = trial, s_in
+            if buf is not None:
+                fn.buffers.remove(buf)
+            notes.append(f"placement: {p} inlined again, its readers placed (the model: "
+                         f"{inline:.3g} cycles inlined, {root:.3g} at the root)")
+    return current, now
 
 
 def _choose(p: str, readers: list[str], s0: Summary, s1: Summary, m: MachineModel,

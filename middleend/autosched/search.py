@@ -30,7 +30,7 @@ from ..ir import commands as cmd
 from ..ir.errors import MiddleEndError, ScheduleError
 from ..ir.function import Function
 from ..ir.latency import statement_latency
-from .cost import MachineModel, cost, joint_cost
+from .cost import MachineModel, cost, joint_cost, vectorizable
 from .devices import CANDIDATES, fpga_candidates, mpi_data
 from .fuse import Group, apart, distributed, fused, groups, joint_ranked
 from .pack import Packing, copy_cycles, packings, panelled, relayout
@@ -310,9 +310,7 @@ def _inside(st: Stmt, a: At, m: MachineModel) -> list[cmd.Command]:
     out: list[cmd.Command] = [cmd.Shift(st.name, v, -lo) for v, lo in
                               zip(st.vars, st.lows, strict=True) if lo]
     v = st.vars[-1]
-    k = len(st.vars) - 1
-    strides = [abs(x.strides[k]) for x in st.accesses]
-    if v not in st.reductions and all(x in (0.0, 1.0) for x in strides) and 1.0 in strides:
+    if v not in st.reductions and vectorizable(st.accesses, len(st.vars) - 1):
         lanes = m.lanes(max(x.elem_bytes for x in st.accesses if x.write))
         out.append(cmd.Vectorize(st.name, v, lanes, f"{v}_vo", f"{v}_vi"))
     # stored per iteration too (as Halide stores at the compute level by default): each

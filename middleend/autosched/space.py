@@ -31,7 +31,7 @@ import itertools
 from collections.abc import Iterator, Sequence
 
 from ..driver.summary import Stmt
-from .cost import MachineModel, cost
+from .cost import MachineModel, cost, vectorizable
 from .plan import Plan, loops
 
 BLOCKS = (256, 1024, 4096)
@@ -50,10 +50,9 @@ def _orders(free: Sequence[str]) -> list[tuple[str, ...]]:
 
 
 def _contiguous(stmt: Stmt, v: str) -> bool:
-    """Whether every access moves by 0 or 1 element along ``v``, one of them by 1."""
-    k = stmt.vars.index(v)
-    strides = [abs(a.strides[k]) for a in stmt.accesses]
-    return all(s in (0.0, 1.0) for s in strides) and 1.0 in strides
+    """Whether ``v``'s loop can run in vectors: every access moves by 0 or 1 element
+    along it, or is a read by 2 (:func:`.cost.vectorizable`), one of them by 1."""
+    return vectorizable(stmt.accesses, stmt.vars.index(v))
 
 
 def _parallel(order: Sequence[str], stmt: Stmt, ext: dict[str, int],
