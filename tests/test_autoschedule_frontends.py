@@ -52,6 +52,24 @@ def test_julia_kernels_auto_scheduled(name: str, size: str) -> None:
     assert k.auto_schedule(*args).startswith("f.computation(")
 
 
+def test_covariance_triangle_in_aligned_tiles_reads_panels() -> None:
+    """Covariance's product runs over a triangle (``j >= i``): its register tiles come with
+    the columns in blocks as wide as the tile's rows, so that the diagonal crosses whole
+    blocks and the transposed copy of ``data`` is read in panels of those rows; numpy's
+    values at odd sizes past the tiles."""
+    kd = KERNELS["covariance!"]
+    args = kd.make(_medium(kd.small), np.random.default_rng(2))
+    k = compile_source(source(), "covariance!", schedule="auto")
+    x = tuple(v.copy(order="K") if isinstance(v, np.ndarray) else v for v in args)
+    k(*x)
+    for pos, ref in kd.reference(args).items():
+        np.testing.assert_allclose(x[pos], ref, rtol=RTOL, atol=ATOL, err_msg=f"argument {pos}")
+    text = k.auto_schedule(*args)
+    panel = re.search(r"copy_at\(f\.computation\(\"C\"\).*panel=(\d+)", text)
+    block = re.search(r"computation\(\"C\"\)\.split\('j', (\d+), 'j_b', 'j'\)", text)
+    assert panel and block and panel.group(1) == block.group(1), text
+
+
 @pytest.mark.fpga
 @pytest.mark.parametrize("name", ["bicg!", "jacobi1d!", "doitgen!"])
 def test_julia_kernels_auto_scheduled_for_fpga(name: str) -> None:

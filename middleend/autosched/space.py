@@ -168,6 +168,12 @@ def _plans(stmt: Stmt, free: Sequence[str], m: MachineModel, ext: dict[str, int]
                                 t = {vv: rows, u: uf}
                                 if kb is not None:
                                     t[r] = kb
+                                if not stmt.box and rows % uf == 0 and rows < ext[u]:
+                                    # a triangle (covariance's j >= i): the columns in
+                                    # blocks as wide as the rows' tile, over the cores
+                                    # (:func:`_aligned`)
+                                    yield _aligned(order, t, u, rows, vv)
+                                    continue
                                 yield Plan(order, tuple(t.items()), None, 0, u,
                                            _parallel(order, stmt, ext, t, None),
                                            contiguous=vv)
@@ -190,6 +196,19 @@ def _plans(stmt: Stmt, free: Sequence[str], m: MachineModel, ext: dict[str, int]
                         t = {u: uf}
                         yield Plan(order, tuple(t.items()), None, 0, u,
                                    _parallel(order, stmt, ext, t, None))
+
+
+def _aligned(order: tuple[str, ...], tiles: dict[str, int], u: str, rows: int, vv: str
+             ) -> Plan:
+    """A register tile of ``rows`` (``vv``) by ``tiles[u]`` columns on a domain that is not
+    a box, its columns ``u`` first split in blocks of ``rows``, the block loop over the
+    cores. The diagonal of a triangle then crosses only the ``rows`` x ``rows`` blocks on
+    it, each one tile of ``vv``, so that the operand copy can be read in panels of the
+    tile's rows (:func:`.pack.panelled`) with a panel index constant in every tile; the
+    plain tiles cut by the diagonal all along it ran a scalar remainder per cut tile
+    (covariance at 1400 x 1200 with AVX-512: 27.9 ms plain, 32.2 aligned without panels,
+    22.4 aligned with them, numpy's syrk 22.3 ms, one run)."""
+    return Plan(order, tuple(tiles.items()), None, 0, u, u, contiguous=vv, block=(u, rows))
 
 
 def likely_legal(stmt: Stmt, shared: Sequence[str], p: Plan) -> bool:
