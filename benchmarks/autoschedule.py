@@ -9,7 +9,8 @@ and last-level cache), and the expert schedule where one exists (the paper pipel
 own apps; the stencil chain per tile, vectorized, over the cores), Halide-compiled. Every
 side writes into outputs preallocated once; every output is checked against Halide's own
 realize of the unscheduled pipeline (for the apps: every stage at the root) before anything
-is timed.
+is timed; a Halide autoscheduler whose output differs is shown as "wrong" and not timed
+(ours or the expert differing stops the run).
 
 Julia: each PolyBench kernel (``frontends/julia/kernels.jl``) compiled with
 ``schedule="auto"``, with no schedule, and with its hand-written ``@schedule`` (the
@@ -18,9 +19,10 @@ arrays, results checked against the numpy reference first.
 
 Timing: ``common.samples_interleaved``, every candidate of a row taking turns, best of N;
 only the ratios mean anything on a shared machine (ratio = ours / anchor; below 1: ours
-faster). "search s" is the wall time of the scheduling itself: ours, the auto-schedule
-phase of the compile (the analytical mode: no candidate is built); Halide's, its
-``apply_autoscheduler`` and the JIT compile.
+faster). "search s" is the wall time of the scheduling itself (in a cache of the run's
+own, so nothing comes from an earlier run): ours, the auto-schedule phase of the compile
+(the analytical mode: no candidate is built); Halide's, its ``apply_autoscheduler`` and
+the JIT compile.
 
 The apps' reference is Halide's realize of the same app with every stage at the root
 (Halide's JIT of the inlined interpolate runs for over 25 minutes).
@@ -32,7 +34,10 @@ The apps' reference is Halide's realize of the same app with every stage at the 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import os
 import sys
+import tempfile
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -54,11 +59,15 @@ from frontends.julia import compile_source  # noqa: E402
 from frontends.julia.paper import KERNELS, source  # noqa: E402
 
 RTOL, ATOL = 1e-4, 1e-5
-# local_laplacian only with --only: Adams2019 searches it for 6 minutes here, and every
-# schedule's uint16 output moves by up to 193 from Halide's own in ~300 pixels (float
-# rounding spread by the pyramid; halide/autoschedulers.py --strict shows it)
+# local_laplacian only with --only: Adams2019 searches it for 6 minutes here (and every
+# Halide schedule's uint16 output moves by up to 193 from its root build's in ~300 pixels:
+# float rounding spread by the pyramid; halide/autoschedulers.py --strict shows it)
 APPS = ("bilateral_grid", "interpolate", "stencil_chain")
 BUILDERS = {**happs.APPS, "stencil_chain": happs.stencil_chain}
+WRONG = "its output differs from Halide's own"  # an anchor left out of the timing
+# the share of an app's elements that may differ by more than 1 from Halide's root build
+# (see _same)
+LOOSE = {"local_laplacian": 1e-3}
 # the apps' expert schedules: Halide's own apps' CPU schedules; the stencil chain tiled as
 # an expert writes it, every stage per tile, the tiles' rows over the cores, vectorized
 EXPERTS = {"bilateral_grid": happs.EXPERT, "interpolate": happs.EXPERT,
@@ -108,15 +117,27 @@ def _search_s(kernel: Any) -> float:
     return sum(t.seconds for t in getattr(kernel, "timings", ()) if t.phase == "auto-schedule")
 
 
-def _same(name: str, who: str, got: list[np.ndarray], want: list[np.ndarray]) -> None:
+def _same(name: str, who: str, got: list[np.ndarray], want: list[np.ndarray],
+          spread: float = 0.0) -> None:
+    """``got`` equals ``want``: floats within RTOL / ATOL, integers within 1, and with
+    ``spread``, integers further off allowed in that share of the elements (the local
+    Laplacian: Halide's ``exp`` is its own polynomial and its schedules reassociate float
+    sums; a value one ulp away picks the next entry of the remapping table or the next
+    pyramid level, which moves the pixel by up to 193: in 300 of the 5.6 million pixels
+    between Halide's schedules, in 27 of 180000 between ours at the root and Halide's
+    strict_float build at 300 x 200)."""
     assert len(got) == len(want), (name, who, len(got), len(want))
     for g, w in zip(got, want, strict=True):
-        if w.dtype.kind in "iu":  # a uint16 result within 1 (local Laplacian: exp)
-            ok = np.abs(g.astype(np.int64) - w.astype(np.int64)).max(initial=0) <= 1
+        what = ""
+        if w.dtype.kind in "iu":
+            d = np.abs(g.astype(np.int64) - w.astype(np.int64))
+            share = float((d > 1).mean()) if d.size else 0.0
+            ok = share <= spread
+            what = f" ({share:.2e} of the elements off by more than 1, up to {d.max()})"
         else:
             ok = np.allclose(g, w, rtol=RTOL, atol=ATOL)
         if not ok:
-            raise AssertionError(f"{name}: {who}'s output differs from Halide's")
+            raise AssertionError(f"{name}: {who}'s output differs from Halide's{what}")
 
 
 def _ours(groups: list[tuple[list[hl.Func], list[int]]], inputs: dict[str, Any]
@@ -170,7 +191,8 @@ def _row(name: str, ours: tuple[Callable[[], object], list[np.ndarray], float],
     row: list[object] = [name, f"{t['ours'] * 1e3:.2f}", f"{ours[2]:.2f}"]
     for s in AUTOSCHEDULERS:
         a = anchors[s]
-        row.append(f"{t[s] * 1e3:.2f} ({a.search_s:.1f}s)" if s in t else "refused")
+        row.append(f"{t[s] * 1e3:.2f} ({a.search_s:.1f}s)" if s in t
+                   else "wrong" if a.why == WRONG else "refused")
     done = [s for s in AUTOSCHEDULERS if s in t]
     if done:
         best = min(done, key=lambda s: t[s])
@@ -206,11 +228,15 @@ def halide_rows(a: argparse.Namespace, names: list[str]) -> list[list[object]]:
             expert = _app_expert(BUILDERS[name](a.rows, a.cols, schedule=EXPERTS[name], **kw),
                                  name, ref) if name in EXPERTS else None
         ours[0]()
-        _same(name, "ours (auto)", ours[1], ref)
-        for s, anc in anchors.items():
+        _same(name, "ours (auto)", ours[1], ref, LOOSE.get(name, 0.0))
+        for s, anc in list(anchors.items()):
             if anc.run is not None:
                 anc.run()
-                _same(name, s, anc.outputs, ref)
+                try:
+                    _same(name, s, anc.outputs, ref, LOOSE.get(name, 0.0))
+                except AssertionError as e:  # an anchor's wrong result is shown, not timed
+                    print(f"{e}: not timed", flush=True)
+                    anchors[s] = dataclasses.replace(anc, run=None, why=WRONG)
         rows.append(_row(name, ours, anchors, expert, a.reps))
         print(f"{name}: checked and timed", flush=True)
     return rows
@@ -271,9 +297,20 @@ def main() -> None:
                     help="the Julia kernels at the tests' small sizes (a quick check)")
     a = ap.parse_args()
     only = [x for x in a.only.split(",") if x]
+    bad = [n for n in only if n not in {*ALL, *BUILDERS, *KERNELS}]
+    if bad:
+        ap.error(f"--only: no pipeline or kernel {', '.join(map(repr, bad))} (pipelines: "
+                 f"{', '.join(sorted(ALL))}; apps: {', '.join(BUILDERS)}; kernels: "
+                 f"{', '.join(KERNELS)})")
+    # an app outside the default run (local_laplacian) runs when --only names it
+    apps = [*APPS, *(n for n in only if n in BUILDERS and n not in APPS)]
+    # a fresh cache, so that every compile searches (a kernel built by an earlier run is a
+    # cache hit, with no search to time)
+    scratch = tempfile.TemporaryDirectory(prefix="autoschedule-bench-")
+    os.environ["MIDDLEEND_CACHE_DIR"] = scratch.name
     warnings.simplefilter("ignore", RuntimeWarning)  # Halide's float32 literal warnings
     if not a.skip_halide:
-        for title, group in (("paper pipelines", sorted(ALL)), ("apps", APPS)):
+        for title, group in (("paper pipelines", sorted(ALL)), ("apps", apps)):
             names = [n for n in group if not only or n in only]
             if not names:
                 continue
