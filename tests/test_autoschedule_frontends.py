@@ -10,6 +10,7 @@ import re
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -37,18 +38,27 @@ def _medium(sizes: dict[str, int]) -> dict[str, int]:
     return {k: 4 * v + 3 if k != "t" else v for k, v in sizes.items()}
 
 
-@pytest.mark.parametrize("size", ["small", "medium"])
-@pytest.mark.parametrize("name", list(KERNELS))
-def test_julia_kernels_auto_scheduled(name: str, size: str) -> None:
+def _checked(name: str, sizes: dict[str, int], seed: int, **options: Any
+             ) -> tuple[Any, tuple[Any, ...]]:
+    """Kernel ``name`` compiled with ``options``, run on copies of arguments made at
+    ``sizes``, its results checked against numpy's; the kernel and the arguments."""
     kd = KERNELS[name]
-    sizes = kd.small if size == "small" else _medium(kd.small)
-    args = kd.make(sizes, np.random.default_rng(0))
-    k = compile_source(source(), name, schedule="auto")
+    args = kd.make(sizes, np.random.default_rng(seed))
+    k = compile_source(source(), name, **options)
     x = tuple(v.copy(order="K") if isinstance(v, np.ndarray) else v for v in args)
     k(*x)
     for pos, ref in kd.reference(args).items():
         np.testing.assert_allclose(x[pos], ref, rtol=RTOL, atol=ATOL,
                                    err_msg=f"{name} argument {pos}")
+    return k, args
+
+
+@pytest.mark.parametrize("size", ["small", "medium"])
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_julia_kernels_auto_scheduled(name: str, size: str) -> None:
+    small = KERNELS[name].small
+    k, args = _checked(name, small if size == "small" else _medium(small), 0,
+                       schedule="auto")
     assert k.auto_schedule(*args).startswith("f.computation(")
 
 
@@ -57,13 +67,8 @@ def test_covariance_triangle_in_aligned_tiles_reads_panels() -> None:
     the columns in blocks as wide as the tile's rows, so that the diagonal crosses whole
     blocks and the transposed copy of ``data`` is read in panels of those rows; numpy's
     values at odd sizes past the tiles."""
-    kd = KERNELS["covariance!"]
-    args = kd.make(_medium(kd.small), np.random.default_rng(2))
-    k = compile_source(source(), "covariance!", schedule="auto")
-    x = tuple(v.copy(order="K") if isinstance(v, np.ndarray) else v for v in args)
-    k(*x)
-    for pos, ref in kd.reference(args).items():
-        np.testing.assert_allclose(x[pos], ref, rtol=RTOL, atol=ATOL, err_msg=f"argument {pos}")
+    k, args = _checked("covariance!", _medium(KERNELS["covariance!"].small), 2,
+                       schedule="auto")
     text = k.auto_schedule(*args)
     panel = re.search(r"copy_at\(f\.computation\(\"C\"\).*panel=(\d+)", text)
     block = re.search(r"computation\(\"C\"\)\.split\('j', (\d+), 'j_b', 'j'\)", text)
@@ -74,14 +79,7 @@ def test_covariance_triangle_in_aligned_tiles_reads_panels() -> None:
 @pytest.mark.parametrize("name", ["bicg!", "jacobi1d!", "doitgen!"])
 def test_julia_kernels_auto_scheduled_for_fpga(name: str) -> None:
     """The same kernels pipelined for the fpga target, C-simulated."""
-    kd = KERNELS[name]
-    args = kd.make(kd.small, np.random.default_rng(1))
-    k = compile_source(source(), name, target="fpga", schedule="auto")
-    x = tuple(v.copy(order="K") if isinstance(v, np.ndarray) else v for v in args)
-    k(*x)
-    for pos, ref in kd.reference(args).items():
-        np.testing.assert_allclose(x[pos], ref, rtol=RTOL, atol=ATOL,
-                                   err_msg=f"{name} argument {pos}")
+    k, args = _checked(name, KERNELS[name].small, 1, target="fpga", schedule="auto")
     assert ".pipeline(" in k.auto_schedule(*args)
 
 
@@ -154,13 +152,7 @@ def test_julia_tuned_on_the_first_call() -> None:
     """schedule="tune": the first call's arguments (copies) time the candidates; the call
     itself then computes what numpy does, and the caller's arrays were not touched
     before it."""
-    kd = KERNELS["atax!"]
-    args = kd.make(_medium(kd.small), np.random.default_rng(1))
-    k = compile_source(source(), "atax!", schedule="tune")
-    x = tuple(v.copy(order="K") if isinstance(v, np.ndarray) else v for v in args)
-    k(*x)
-    for pos, ref in kd.reference(args).items():
-        np.testing.assert_allclose(x[pos], ref, rtol=RTOL, atol=ATOL)
+    k, args = _checked("atax!", _medium(KERNELS["atax!"].small), 1, schedule="tune")
     assert k.auto_schedule(*args).startswith("f.computation(")
 
 
