@@ -43,19 +43,16 @@ REGISTER_RUN = 4
 STRIDE2_OPS = 3.0
 
 
-def vector_ops(a: Access, stride: float, lanes: int = 1) -> float | None:
-    """Instructions per vector of ``lanes`` of ``a`` in a loop along which it moves by
-    ``stride`` elements: 1 for a contiguous or fixed one, :data:`STRIDE2_OPS` for a read by
-    2 (the even or odd lanes of two vectors), one per lane and one more for a read at a
-    fraction (an upsampling's ``in[x / 2]``: gcc gathers it), None where the loop cannot
-    run in vectors (any other stride, a strided store)."""
+def vector_ops(a: Access, stride: float) -> float | None:
+    """Instructions per vector of ``a`` in a loop along which it moves by ``stride``
+    elements: 1 for a contiguous or fixed one, :data:`STRIDE2_OPS` for a read by 2 (the
+    even or odd lanes of two vectors), None where the loop cannot run in vectors (a
+    gather, such as an upsampling's ``in[x / 2]``, a strided store)."""
     s = abs(stride)
     if s in (0.0, 1.0):
         return 1.0
     if s == 2.0 and not a.write:
         return STRIDE2_OPS
-    if 0.0 < s < 1.0 and not a.write:
-        return lanes + 1.0
     return None
 
 
@@ -347,8 +344,8 @@ def _per_point(stmt: Stmt, nest: Sequence[Loop], m: MachineModel) -> float:
         if vectorized and not a.write and step(a, inner, index) == 0:
             broadcasts += share
         else:
-            mem_ops += share * ((vector_ops(a, a.strides[k_in], lanes) or 1.0)
-                                if vectorized else 1.0)
+            mem_ops += share * ((vector_ops(a, a.strides[k_in]) or 1.0) if vectorized
+                                else 1.0)
     per = stmt.ops + mem_ops
     if vectorized:
         per /= lanes
