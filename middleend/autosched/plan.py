@@ -41,9 +41,10 @@ class Plan:
     only) loop runs over the cores; ``contiguous``: the variable whose loop ends the inner
     band without a vector tag (a register tile's rows, printed as vectors by the cpu
     target); ``block``: a variable split first in blocks of a size (its block loop
-    ``<v>_b`` outermost, the rest of the plan inside one block), the blocks of an index
-    ``fld(v, size)``: a partial sum per block, the block loop over the cores, where the
-    variable itself carries the sum; ``jam``: the ``unroll`` variable's inner loop ends
+    ``<v>_b`` outermost, the rest of the plan inside one block, the block loop over the
+    cores): the blocks of an index ``fld(v, size)`` (a partial sum per block, where the
+    variable itself carries the sum), or a triangle's register-tile columns in blocks as
+    wide as its rows (:func:`.space._aligned`); ``jam``: the ``unroll`` variable's inner loop ends
     the inner band, inside the loop of the contiguous variable before it, which has no
     vectorize command: the C compiler vectorizes that loop with the unrolled copies in
     its body, which share the loads and stores of what does not move with the unrolled
