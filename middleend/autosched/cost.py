@@ -41,6 +41,7 @@ REGISTER_RUN = 4
 # ``in[2 x + c]``): two dense loads and a shuffle (backends/cpu/deinterleave.py; gcc's own
 # form where that does not apply)
 STRIDE2_OPS = 3.0
+LIBM_CYCLES = 20.0  # a math library call (summary.LIBM) per value: scalar in every loop
 
 
 def vector_ops(a: Access, stride: float) -> float | None:
@@ -298,15 +299,15 @@ def _jam_per_point(stmt: Stmt, u: Loop, vl: Loop, index: dict[str, int],
             mem_ops += 1.0 / u.trip
         else:
             mem_ops += 1.0
-    per = (stmt.ops + mem_ops) / lanes
-    return per * math.ceil(vl.trip / lanes) * lanes / vl.trip
+    per = (stmt.ops - stmt.calls + mem_ops) / lanes
+    return per * math.ceil(vl.trip / lanes) * lanes / vl.trip + stmt.calls * LIBM_CYCLES
 
 
 def _per_point(stmt: Stmt, nest: Sequence[Loop], m: MachineModel) -> float:
     """Cycles per instance: value operations plus the loads and stores left in the
     register block, over the vector lanes, at least a reduction chain's latency."""
     if not nest:
-        return float(stmt.ops + len(stmt.accesses))
+        return float(stmt.ops - stmt.calls + len(stmt.accesses)) + stmt.calls * LIBM_CYCLES
     index = {v: k for k, v in enumerate(stmt.vars)}
     inner = nest[-1]
     if len(nest) >= 2 and inner.tag == "unroll" and _jammed(stmt, nest[-2], index):
@@ -346,11 +347,11 @@ def _per_point(stmt: Stmt, nest: Sequence[Loop], m: MachineModel) -> float:
         else:
             mem_ops += share * ((vector_ops(a, a.strides[k_in]) or 1.0) if vectorized
                                 else 1.0)
-    per = stmt.ops + mem_ops
+    per = stmt.ops - stmt.calls + mem_ops
     if vectorized:
         per /= lanes
         per *= math.ceil(inner.trip / lanes) * lanes / inner.trip
-    per += broadcasts
+    per += broadcasts + stmt.calls * LIBM_CYCLES
     if carries(stmt, inner) or (block and carries(stmt, block[-1])):
         chains = 1.0
         for lp in block[:-1]:

@@ -65,16 +65,21 @@ class At:
 
 def _readers(fn: Function, producer: str) -> dict[str, int]:
     """Each computation that reads ``producer``, with the number of distinct places it
-    reads (index tuples)."""
+    reads (index tuples); a read at a data-dependent index (a lookup table's
+    ``remap[idx(gray)]``) counts as several: any element may be read at every instance of
+    the reader, so inlining may recompute each one many times (the local Laplacian's
+    remapping curve, an ``exp`` per entry: evaluated for each of 8 levels of every pixel
+    where 1793 entries are the whole table)."""
     out: dict[str, int] = {}
     for c in fn.computations:
         if c.expr is None or c.name == producer:
             continue
-        seen = {repr(n.indices) for n in walk(c.expr)
-                if isinstance(n, Access) and isinstance(n.target, Computation)
-                and n.target.name == producer}
-        if seen:
-            out[c.name] = len(seen)
+        reads = [n for n in walk(c.expr) if isinstance(n, Access)
+                 and isinstance(n.target, Computation) and n.target.name == producer]
+        if reads:
+            gather = any(isinstance(x, Access) for n in reads for ix in n.indices
+                         for x in walk(ix))
+            out[c.name] = max(len({repr(n.indices) for n in reads}), 2 if gather else 1)
     return out
 
 

@@ -121,6 +121,7 @@ class Stmt:
     deps: SelfDeps = field(default_factory=lambda: SelfDeps(None, 0), compare=False,
                            repr=False)
     box: bool = True  # the domain (under the estimates) is its bounding box
+    calls: int = 0  # of those operations, calls of a math library function (:data:`LIBM`)
 
     def period(self, v: str) -> int:
         """The period along ``v`` of a reduction whose stored element cycles (``yq[mod(i,
@@ -290,23 +291,29 @@ def value_nodes(e: Expr) -> list[Expr]:
     return out
 
 
+# the intrinsics the C targets call from the math library, element by element (gcc
+# vectorizes none of them without -ffast-math): an ``exp`` is some 20 cycles per value
+LIBM = frozenset({"sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh",
+                  "tanh", "exp", "log", "pow", "erf", "asinh", "acosh", "atanh"})
+
+
 def _ops(e: Expr | None, funcs: Mapping[str, Any] | None = None,
-         memo: dict[str, int] | None = None) -> int:
+         memo: dict[str, int] | None = None, only: frozenset[str] | None = None) -> int:
     """Arithmetic on values (:func:`value_nodes`), a node per operation, with the work of
     the inlined computations it calls (``funcs``: Layer I's called functions) at every
-    call."""
+    call; ``only``: count just the calls of these intrinsics (``memo`` per ``only``)."""
     if e is None:
         return 0
     memo = {} if memo is None else memo
     total = 0
     for n in value_nodes(e):
         if isinstance(n, (Binary, Unary, Call)):
-            total += 1
+            total += 1 if only is None or isinstance(n, Call) and n.fn in only else 0
         elif funcs and isinstance(n, ex.Access) and getattr(n.target, "name", None) in funcs:
             name = n.target.name
             if name not in memo:
                 memo[name] = 0  # a cycle (refused by inlining anyway) ends here
-                memo[name] = _ops(funcs[name].expr, funcs, memo)
+                memo[name] = _ops(funcs[name].expr, funcs, memo, only)
             total += memo[name]
     return total
 
@@ -321,6 +328,7 @@ def _summary(a: Analysis, est: Mapping[str, int]) -> Summary:
         reads_by_comp.setdefault(r.comp, []).append(r)
     stmts: list[Stmt] = []
     memo: dict[str, int] = {}
+    calls_memo: dict[str, int] = {}  # the same, counting only LIBM calls
     for n in l1.declared:
         c = l1.comps.get(n)
         if c is None or n in a.l4.ops:
@@ -355,7 +363,8 @@ def _summary(a: Analysis, est: Mapping[str, int]) -> Summary:
             points *= e
         stmts.append(Stmt(n, tuple(c.vars), tuple(exts), tuple(lows), tuple(accs),
                           max(1, _ops(c.expr, l1.functions, memo)), red, points,
-                          SelfDeps(_self_deltas(a, n, est), nv), bool(dom.is_box())))
+                          SelfDeps(_self_deltas(a, n, est), nv), bool(dom.is_box()),
+                          _ops(c.expr, l1.functions, calls_memo, LIBM)))
     return Summary(tuple(stmts), dict(est))
 
 
