@@ -269,7 +269,7 @@ def _revisit(fn: Function, current: list[cmd.Command],
     materialized ones (a pyramid's premultiplied input, read by its first downsampling
     and its last interpolation) was written to memory and read back where recomputing it
     at each read is cheaper. Inlined again where the model finds that at least 5 %
-    cheaper (its buffer and store_in dropped)."""
+    cheaper, by the margin :func:`_choose` takes (its buffer and store_in dropped)."""
     for p in reversed(list(rooted)):
         if deadline is not None and time.monotonic() > deadline:
             notes.append("placement: the deadline passed; no producer at the root revisited")
@@ -288,9 +288,10 @@ def _revisit(fn: Function, current: list[cmd.Command],
         by_in = {st.name: st for st in s_in.stmts}
         if p not in by_root or any(r not in by_root or r not in by_in for r in readers):
             continue
-        root = _best(by_root[p], m) + sum(_best(by_root[r], m) for r in readers)
+        own = _best(by_root[p], m)
+        root = own + sum(_best(by_root[r], m) for r in readers)
         inline = sum(_best(by_in[r], m) for r in readers)
-        if inline < GAIN * root:
+        if inline + _margin(own, readers, by_in, by_root, m) < root:
             current, now = trial, s_in
             if buf is not None:
                 fn.buffers.remove(buf)
@@ -311,19 +312,21 @@ def _choose(p: str, readers: list[str], s0: Summary, s1: Summary, m: MachineMode
     root = own + sum(_best(by1[r], m) for r in readers)
     tile = _per_tile(by1[readers[0]], by1[p], m) if per_tile and len(readers) == 1 \
         else None
-    # the margin on the part that changes: the readers' estimates still hold every stage
-    # after them inlined (a pyramid's output: 1e12 cycles at its first stage), which
-    # would dilute a margin on the whole below any saving
-    margin = (1.0 / GAIN - 1.0) * (own + inline - _rest(readers, by0, by1, m))
+    margin = _margin(own, readers, by0, by1, m)
     options: list[tuple[float, At | str | None]] = [(inline, None), (root + margin, "root")]
     if tile is not None:
         options.append((tile[0] + margin, At(p, readers[0], tile[1], tile[2])))
     return min(options, key=lambda o: o[0])[1]
 
 
-def _rest(readers: Sequence[str], by0: Mapping[str, Stmt], by1: Mapping[str, Stmt],
-          m: MachineModel) -> float:
-    """What the readers cost in both placements alike: the lesser of their estimates with
-    the producer inlined and with it materialized (a producer's placement changes the
-    rest)."""
-    return sum(min(_best(by0[r], m), _best(by1[r], m)) for r in readers)
+def _margin(own: float, readers: Sequence[str], inlined: Mapping[str, Stmt],
+            rooted: Mapping[str, Stmt], m: MachineModel) -> float:
+    """How much cheaper one placement of a producer must be estimated than the other to
+    be taken (the model's noise, :data:`GAIN`): 5 % of what the choice changes, the
+    producer's own loops and its readers' difference between the two, not of the
+    readers' whole estimates, which may still hold every later stage inlined (a
+    pyramid's output: 1e12 cycles while its first stage is placed) and would dilute the
+    margin on a whole below any saving."""
+    both = sum(min(_best(inlined[r], m), _best(rooted[r], m)) for r in readers)
+    spread = sum(max(_best(inlined[r], m), _best(rooted[r], m)) for r in readers) - both
+    return (1.0 / GAIN - 1.0) * (own + spread)
