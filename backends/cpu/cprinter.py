@@ -16,7 +16,7 @@ from backends.clike.cruntime import runtime_text
 from backends.clike.cstmt import comment, dims_lines, statement_lines
 from backends.clike.entry import c_declaration, generate_header, packed_definition
 from backends.clike.printer import LoopPrinter
-from backends.cpu import deinterleave, vtile
+from backends.cpu import deinterleave, upsample, vtile
 from backends.cpu.pool import POOL_C, POOL_HEADERS
 from backends.cpu.regtile import register_tile_loop
 from middleend.ir.errors import TargetError
@@ -99,6 +99,7 @@ class CPrinter(LoopPrinter):
         self.outlined = False  # printing inside one (a nested parallel loop is serial)
         self.fn_defs: list[str] = []  # inlined computations kept as functions
         self.deint_arrays = 0  # pairs of deinterleaved arrays printed (deinterleave.py)
+        self.up_arrays = 0  # upsampled arrays printed (upsample.py)
         self.vtiles: list[vtile.Plan] = []  # register tiles printed as vectors (vtile.py)
         self.scalar_tiles = False  # and whether one was printed as scalar statements
         # the locks of atomic groups, one per group (StmtInfo.critical)
@@ -206,6 +207,8 @@ class CPrinter(LoopPrinter):
         locks = [LOCK_C] if self.locks else []
         if self.deint_arrays:
             locks.append(deinterleave.DEINT_C)
+        if self.up_arrays:
+            locks.append(upsample.UPSAMPLE_C)
         if self.vtiles:
             locks.append(vtile.helpers_c(self.vtiles))
         head = [runtime_text(), *locks, *self.fn_defs]
@@ -239,14 +242,21 @@ class CPrinter(LoopPrinter):
                 return
             self.scalar_tiles = True
         critical = f.tag == "vector" and self._critical(f)
+        vec = f.tag == "vector" and not critical
         deint = deinterleave.plan(f, var, self.program.stmts, self.buffers, self.in_scope,
-                                  self.deint_arrays) if f.tag == "vector" and not critical \
-            else None
-        if deint is not None:  # stride-2 reads loaded before the loop (deinterleave.py)
-            self.deint_arrays += deint.pairs
+                                  self.deint_arrays) if vec else None
+        up = upsample.plan(f, var, self.program.stmts, self.buffers, self.in_scope,
+                           self.up_arrays) if vec else None
+        if deint is not None or up is not None:  # reads loaded before the loop
             self.emit(depth, "{")
             depth += 1
+        if deint is not None:  # stride-2 reads (deinterleave.py)
+            self.deint_arrays += deint.pairs
             for line in deint.prologue:
+                self.emit(depth, line)
+        if up is not None:  # half-rate reads (upsample.py)
+            self.up_arrays += up.arrays
+            for line in up.prologue:
                 self.emit(depth, line)
         self.emit(depth, f"/* loop {comment(label)} */")
         if critical:
@@ -256,15 +266,16 @@ class CPrinter(LoopPrinter):
         elif f.tag is not None and _PRAGMAS[f.tag]:
             self.emit(depth, _PRAGMAS[f.tag])
         self.emit(depth, f"for (int64_t {var} = {iexpr_c(f.init)}; {cond}; {var} += {f.step}) {{")
-        if deint is not None:
-            reads = deint.reads
-            self.exprs.element_hook = lambda acc, b: _deint_read(acc, b, reads)
+        if deint is not None or up is not None:
+            dreads = deint.reads if deint is not None else {}
+            ureads = up.reads if up is not None else {}
+            self.exprs.element_hook = lambda acc, b: _planned_read(acc, b, dreads, ureads)
         try:
             self._body(f, depth + 1)
         finally:
             self.exprs.element_hook = None
         self.emit(depth, "}")
-        if deint is not None:
+        if deint is not None or up is not None:
             self.emit(depth - 1, "}")
 
     def _critical(self, f: For) -> bool:
@@ -404,12 +415,22 @@ class CPrinter(LoopPrinter):
         self.emit(depth, "}")
 
 
-def _deint_read(acc: BufAccess, bindings: Mapping[str, IExpr],
-                reads: Mapping[deinterleave.Key, str]) -> str | None:
-    if acc.checked or acc.offset_names:
+def _planned_read(acc: BufAccess, bindings: Mapping[str, IExpr],
+                  deint: Mapping[deinterleave.Key, str], up: Mapping[upsample.Key, str]
+                  ) -> str | None:
+    """The local array element a read planned before its vector loop is printed as
+    (deinterleave.py, upsample.py), or None for a read printed as it is."""
+    if acc.checked:
         return None
-    key = deinterleave.access_key(acc, bindings)
-    return None if key is None else reads.get(key)
+    if deint and not acc.offset_names:
+        key = deinterleave.access_key(acc, bindings)
+        if key is not None and key in deint:
+            return deint[key]
+    if up:
+        ukey = upsample.access_key(acc, bindings)
+        if ukey is not None and ukey in up:
+            return up[ukey]
+    return None
 
 
 def generate_c(program: Program) -> str:

@@ -41,19 +41,25 @@ REGISTER_RUN = 4
 # ``in[2 x + c]``): two dense loads and a shuffle (backends/cpu/deinterleave.py; gcc's own
 # form where that does not apply)
 STRIDE2_OPS = 3.0
+# instructions per vector of a float read at half the rate of a vector loop (a 2x
+# upsampling's ``in[x / 2]``): a dense load and a shuffle (backends/cpu/upsample.py)
+UPSAMPLE_OPS = 2.0
 LIBM_CYCLES = 20.0  # a math library call (summary.LIBM) per value: scalar in every loop
 
 
 def vector_ops(a: Access, stride: float) -> float | None:
     """Instructions per vector of ``a`` in a loop along which it moves by ``stride``
     elements: 1 for a contiguous or fixed one, :data:`STRIDE2_OPS` for a read by 2 (the
-    even or odd lanes of two vectors), None where the loop cannot run in vectors (a
-    gather, such as an upsampling's ``in[x / 2]``, a strided store)."""
+    even or odd lanes of two vectors), :data:`UPSAMPLE_OPS` for a float read by half an
+    element (an upsampling's ``in[x / 2]``: each lane's value twice), None where the loop
+    cannot run in vectors (a gather, a strided store)."""
     s = abs(stride)
     if s in (0.0, 1.0):
         return 1.0
     if s == 2.0 and not a.write:
         return STRIDE2_OPS
+    if s == 0.5 and not a.write and a.floating:
+        return UPSAMPLE_OPS
     return None
 
 

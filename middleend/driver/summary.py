@@ -56,6 +56,7 @@ class Access:
     # the last dim's index divided by P (its spans all 0: :func:`cost._lines` counts the
     # panels a box of the last dim's index crosses), the last dim its index modulo P
     panel: int = 0
+    floating: bool = False  # the buffer's elements are floats (upsampled reads: cost.py)
 
     def wrap(self, k: int) -> tuple[int, float] | None:
         """The period and the stride inside it of this access along loop ``k``."""
@@ -405,4 +406,5 @@ def _access(m: isl.Map, buf: str, write: bool, nv: int,
     wrapped = tuple((k, c, s * bstrides[d]) for d, w in enumerate(wraps)
                     for k, (c, s) in sorted(w.items()))
     return Access(buf, write, strides, tuple(tuple(r[:nv]) for r in rows), elem, dims,
-                  tuple(r[nv] for r in rows), wrapped)
+                  tuple(r[nv] for r in rows), wrapped,
+                  floating=l3.buffers[buf].dtype.is_float)
