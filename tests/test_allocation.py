@@ -164,3 +164,23 @@ def test_a_buffer_allocated_inside_a_vector_loop_is_refused() -> None:
     with pytest.raises(me.ScheduleError,
                        match="^loop-local buffer 'p' is allocated inside vector loop 'i_vi'"):
         f.lower()
+
+
+def test_a_temporary_of_huge_pages_holds_its_values() -> None:
+    """A temporary of 32 MB or more is allocated 2 MB-aligned and offered as huge pages
+    (backends/clike/cruntime.py): the same values as numpy, on every call (each maps it
+    afresh), in parallel rows."""
+    rows, cols = 1024, 8200  # 33.6 MB of float32
+    with me.Function("huge_tmp") as f:
+        y, x = me.Var("y", 0, rows), me.Var("x", 0, cols)
+        a = me.Input("a", [rows, cols], me.float32)
+        t = me.Computation("t", [y, x], a[y, x] * 2.0 + 1.0)
+        out = me.Computation("out", [y, x], t[y, cols - 1 - x] - a[y, x])
+        t.parallelize(y)
+        out.parallelize(y)
+    k = f.compile(outputs=[out])
+    assert "ME_HUGE_BYTES" in k.source and "b_t = (float*)me_alloc(" in k.source
+    data = np.random.default_rng(5).random((rows, cols), dtype=np.float32)
+    want = data[:, ::-1] * np.float32(2.0) + np.float32(1.0) - data
+    for _ in range(2):
+        np.testing.assert_array_equal(k(a=data)["out"], want)

@@ -147,6 +147,16 @@ def test_interval_rules() -> None:
     assert expr_interval(low, {"x": (0, 50)}) == (0, 49)
     assert within(low, {"x": (0, 50)}, IInt(50))
     assert not within(low, {"x": (0, 51)}, IInt(50))
+    # a floor modulo by a positive constant lies in [0, d), exactly within one period (the
+    # local Laplacian's upsampling reads x / 2 - 1 + 2 (x % 2), checked before this)
+    two, three = Const(2, int32), Const(3, int32)
+    up = Binary("add", Binary("sub", Binary("floordiv", x, two, int32), Const(1, int32), int32),
+                Binary("mul", two, Binary("mod", x, two, int32), int32), int32)
+    assert expr_interval(up, {"x": (0, 1055)}) == (-1, 528)
+    assert expr_interval(Binary("mod", x, three, int32), {"x": (7, 8)}) == (1, 2)
+    assert expr_interval(Binary("mod", x, three, int32), {"x": (-4, 9)}) == (0, 2)
+    assert expr_interval(Binary("mod", IterRef("q"), three, int32), {}) == (0, 2)
+    assert expr_interval(Binary("mod", x, Const(-3, int32), int32), {"x": (0, 9)}) is None
     # index arithmetic that could leave int64 is unknown, never wrapped into a range
     big = IOp("mul", (IVar("t"), IInt(2**62)))
     assert iexpr_interval(big, env) is None

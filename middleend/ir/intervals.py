@@ -125,6 +125,11 @@ def expr_interval(e: Expr, ranges: Mapping[str, Interval]) -> Interval | None:
         if e.op in ("div", "floordiv") and a is not None and b is not None \
                 and b[0] == b[1] and b[0] > 0:
             return a[0] // b[0], a[1] // b[0]
+        if e.op == "mod" and b is not None and b[0] == b[1] and b[0] > 0:
+            d = b[0]  # the floor modulo (module docstring of expr.py): within [0, d)
+            if a is not None and a[0] // d == a[1] // d:
+                return a[0] % d, a[1] % d
+            return 0, d - 1
         return combine(e.op, a, b)
     return None
 
