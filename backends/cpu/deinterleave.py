@@ -142,29 +142,56 @@ def _body_stmts(f: For) -> list[Stmt] | None:
     return list(body) if all(isinstance(n, Stmt) for n in body) else None
 
 
-def plan(f: For, var: str, stmts: Mapping[str, StmtInfo], buffers: Mapping[str, BufferDecl],
-         in_scope: set[str], first: int) -> Plan | None:
-    """The deinterleaved reads of vector loop ``f`` (C counter ``var``), their arrays
-    numbered from ``first``; None when it has none."""
+@dataclass(frozen=True)
+class PlainLoop:
+    """A vector loop whose reads may be loaded before it: constant bounds ``lo..hi``, a
+    body of statements without guards, atomics or locks (each one runs in every
+    iteration), and the buffers they write (never read that way)."""
+
+    lo: int
+    hi: int
+    body: tuple[tuple[Stmt, StmtInfo], ...]
+    written: frozenset[str]
+
+    @property
+    def width(self) -> int:
+        return self.hi - self.lo + 1
+
+
+def plain_loop(f: For, stmts: Mapping[str, StmtInfo]) -> PlainLoop | None:
+    """``f`` as a :class:`PlainLoop`, or None where it is not one."""
     if f.hi is None or f.step != 1:
         return None
     try:
         lo, hi = ieval(f.init, {}), ieval(f.hi, {})
     except KeyError:
         return None
-    width = hi - lo + 1
     body = _body_stmts(f)
     if body is None:
         return None
-    infos = [stmts.get(s.comp) for s in body]
-    if any(i is None or i.guard is not None or i.atomic is not None or i.critical is not None
-           or i.store is None or i.value is None for i in infos):
+    pairs = []
+    for s in body:
+        i = stmts.get(s.comp)
+        if i is None or i.guard is not None or i.atomic is not None or \
+                i.critical is not None or i.store is None or i.value is None:
+            return None
+        pairs.append((s, i))
+    written = frozenset(i.store.buffer for _, i in pairs if i.store is not None)
+    return PlainLoop(lo, hi, tuple(pairs), written)
+
+
+def plan(f: For, var: str, stmts: Mapping[str, StmtInfo], buffers: Mapping[str, BufferDecl],
+         in_scope: set[str], first: int) -> Plan | None:
+    """The deinterleaved reads of vector loop ``f`` (C counter ``var``), their arrays
+    numbered from ``first``; None when it has none."""
+    loop = plain_loop(f, stmts)
+    if loop is None:
         return None
-    written = {i.store.buffer for i in infos if i is not None and i.store is not None}
+    lo, width, written = loop.lo, loop.width, loop.written
     # (buffer, subscripts but the last, the last without its constant) -> constants read
     groups: dict[tuple[object, ...], set[int]] = {}
-    for s, info in zip(body, infos, strict=True):
-        assert info is not None and info.value is not None
+    for s, info in loop.body:
+        assert info.value is not None
         bindings = {n[2:]: e for n, e in s.bindings if n.startswith("v_")}
         for node in walk(info.value):
             if not isinstance(node, BufAccess) or node.checked or node.offset_names:

@@ -29,85 +29,59 @@ from dataclasses import dataclass
 
 from backends.clike.cexpr import ident
 from backends.clike.divmod import Linear, _c, _iexpr_linear, expr_linear
-from backends.cpu.deinterleave import _body_stmts
+from backends.cpu.deinterleave import plain_loop
 from middleend.ir.expr import Binary, Const, Expr, walk
-from middleend.ir.loopast import BufAccess, BufferDecl, For, IExpr, IterRef, StmtInfo, ieval
+from middleend.ir.loopast import BufAccess, BufferDecl, For, IExpr, IterRef, StmtInfo
 from middleend.ir.types import float32, float64
 
 # out[k] = p[(k + odd) / 2]: 8 floats (4 doubles) a step from 4 (2) dense ones, or 16 (8)
 # where the machine has 512-bit vectors; an odd start also loads the vector one element on
 # (p + 1) and takes the lanes after the first from it
-UPSAMPLE_C = """typedef float me_v4f_u __attribute__((vector_size(16)));
-typedef float me_v8f_u __attribute__((vector_size(32)));
-typedef double me_v2d_u __attribute__((vector_size(16)));
-typedef double me_v4d_u __attribute__((vector_size(32)));
-#if defined(__AVX512F__)
-typedef float me_v16f_u __attribute__((vector_size(64)));
-typedef double me_v8d_u __attribute__((vector_size(64)));
-#endif
-/* out[k] = p[(k + odd) / 2] for k < w: reads p[0 .. (w - 1 + odd) / 2] and nothing more */
-static inline void me_up2_f32(const float* restrict p, float* restrict out, int64_t w,
-                              int odd) {
+
+
+def _step(half: str, full: str, n: int, indent: str) -> str:
+    """One step of ``n`` results: the even form duplicates each lane of the half vector
+    (lanes 0 0 1 1 ...), the odd one takes lane 0 of ``a``, then lanes of ``b`` (p + 1)
+    twice each, the last once."""
+    even = ", ".join(str(k // 2) for k in range(n))
+    odd = ", ".join(["0"] + [str(n // 2 + (k - 1) // 2) for k in range(1, n)])
+    return f"""{indent}for (; k + {n} <= w; k += {n}) {{
+{indent}    {half} a, b;
+{indent}    __builtin_memcpy(&a, p + k / 2, sizeof a);
+{indent}    {full} r;
+{indent}    if (odd) {{
+{indent}        __builtin_memcpy(&b, p + k / 2 + 1, sizeof b);
+{indent}        r = __builtin_shufflevector(a, b, {odd});
+{indent}    }} else {{
+{indent}        r = __builtin_shufflevector(a, a, {even});
+{indent}    }}
+{indent}    __builtin_memcpy(out + k, &r, sizeof r);
+{indent}}}"""
+
+
+def _helper(name: str, ctype: str, lanes: int, v: dict[int, str]) -> str:
+    """``name``: ``lanes`` results a step (``2 lanes`` with 512-bit vectors); ``v``:
+    vector type name by element count."""
+    return f"""static inline void {name}(const {ctype}* restrict p, {ctype}* restrict out,
+        int64_t w, int odd) {{
     int64_t k = 0;
 #if defined(__AVX512F__)
-    for (; k + 16 <= w; k += 16) {
-        me_v8f_u a, b;
-        __builtin_memcpy(&a, p + k / 2, sizeof a);
-        me_v16f_u r;
-        if (odd) {
-            __builtin_memcpy(&b, p + k / 2 + 1, sizeof b);
-            r = __builtin_shufflevector(a, b, 0, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13,
-                                        14, 14, 15);
-        } else {
-            r = __builtin_shufflevector(a, a, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6,
-                                        7, 7);
-        }
-        __builtin_memcpy(out + k, &r, sizeof r);
-    }
+{_step(v[lanes], v[2 * lanes], 2 * lanes, "    ")}
 #endif
-    for (; k < w; k += 8) {
-        me_v4f_u a, b;
-        __builtin_memcpy(&a, p + k / 2, sizeof a);
-        me_v8f_u r;
-        if (odd) {
-            __builtin_memcpy(&b, p + k / 2 + 1, sizeof b);
-            r = __builtin_shufflevector(a, b, 0, 4, 4, 5, 5, 6, 6, 7);
-        } else {
-            r = __builtin_shufflevector(a, a, 0, 0, 1, 1, 2, 2, 3, 3);
-        }
-        __builtin_memcpy(out + k, &r, sizeof r);
-    }
-}
-static inline void me_up2_f64(const double* restrict p, double* restrict out, int64_t w,
-                              int odd) {
-    int64_t k = 0;
-#if defined(__AVX512F__)
-    for (; k + 8 <= w; k += 8) {
-        me_v4d_u a, b;
-        __builtin_memcpy(&a, p + k / 2, sizeof a);
-        me_v8d_u r;
-        if (odd) {
-            __builtin_memcpy(&b, p + k / 2 + 1, sizeof b);
-            r = __builtin_shufflevector(a, b, 0, 4, 4, 5, 5, 6, 6, 7);
-        } else {
-            r = __builtin_shufflevector(a, a, 0, 0, 1, 1, 2, 2, 3, 3);
-        }
-        __builtin_memcpy(out + k, &r, sizeof r);
-    }
-#endif
-    for (; k < w; k += 4) {
-        me_v2d_u a, b;
-        __builtin_memcpy(&a, p + k / 2, sizeof a);
-        me_v4d_u r;
-        if (odd) {
-            __builtin_memcpy(&b, p + k / 2 + 1, sizeof b);
-            r = __builtin_shufflevector(a, b, 0, 2, 2, 3);
-        } else {
-            r = __builtin_shufflevector(a, a, 0, 0, 1, 1);
-        }
-        __builtin_memcpy(out + k, &r, sizeof r);
-    }
-}"""
+{_step(v[lanes // 2], v[lanes], lanes, "    ")}
+}}"""
+
+
+_TYPES = {"float": {4: "me_v4f_u", 8: "me_v8f_u", 16: "me_v16f_u"},
+          "double": {2: "me_v2d_u", 4: "me_v4d_u", 8: "me_v8d_u"}}
+UPSAMPLE_C = "\n".join([
+    *(f"typedef {c} {t} __attribute__((vector_size({n * (4 if c == 'float' else 8)})));"
+      for c, ts in _TYPES.items() for n, t in ts.items()),
+    "/* out[k] = p[(k + odd) / 2] for k < w: reads p[0 .. (w - 1 + odd) / 2] and nothing "
+    "more */",
+    _helper("me_up2_f32", "float", 8, _TYPES["float"]),
+    _helper("me_up2_f64", "double", 4, _TYPES["double"]),
+])
 
 # element type -> (its helper, elements per step of it)
 _HELPERS = {float32: ("me_up2_f32", 8), float64: ("me_up2_f64", 4)}
@@ -195,25 +169,14 @@ def plan(f: For, var: str, stmts: Mapping[str, StmtInfo], buffers: Mapping[str, 
          in_scope: set[str], first: int) -> Plan | None:
     """The upsampled reads of vector loop ``f`` (C counter ``var``), their arrays numbered
     from ``first``; None when it has none."""
-    if f.hi is None or f.step != 1:
+    loop = plain_loop(f, stmts)
+    if loop is None:
         return None
-    try:
-        lo, hi = ieval(f.init, {}), ieval(f.hi, {})
-    except KeyError:
-        return None
-    width = hi - lo + 1
-    body = _body_stmts(f)
-    if body is None:
-        return None
-    infos = [stmts.get(s.comp) for s in body]
-    if any(i is None or i.guard is not None or i.atomic is not None or i.critical is not None
-           or i.store is None or i.value is None for i in infos):
-        return None
-    written = {i.store.buffer for i in infos if i is not None and i.store is not None}
+    lo, width, written = loop.lo, loop.width, loop.written
     found: dict[Key, tuple[Form, ...]] = {}  # key -> its offsets
     clash: set[Key] = set()  # read with different offsets by two statements
-    for s, info in zip(body, infos, strict=True):
-        assert info is not None and info.value is not None
+    for s, info in loop.body:
+        assert info.value is not None
         bindings = {n[2:]: e for n, e in s.bindings if n.startswith("v_")}
         for node in walk(info.value):
             if not isinstance(node, BufAccess) or node.checked:
