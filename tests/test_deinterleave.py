@@ -13,17 +13,23 @@ ROWS = 5
 
 
 def _down(n: int, width: int, offsets: tuple[int, ...], dtype: me.DType = me.float32,
-          parallel: bool = False, guard: bool = False) -> tuple[str, np.ndarray, np.ndarray]:
+          parallel: bool = False, guard: bool = False, clamped: bool = False
+          ) -> tuple[str, np.ndarray, np.ndarray]:
     """d[y, x] = (im[y, 2 x + o] over ``offsets``, each earlier term weighted 0.75) * 0.5,
     x vectorized by
-    ``width``; returns the kernel's C, its result and numpy's."""
+    ``width``; ``clamped``: each read's column clamped to the row, as Halide's
+    repeat_edge does (a no-op here: loop partitioning leaves it out of the interior);
+    returns the kernel's C, its result and numpy's."""
     cols = 2 * n + max(offsets) + 1
     with me.Function("down") as f:
         y, x = me.Var("y", 0, ROWS), me.Var("x", 0, n)
         im = me.Input("im", [ROWS, cols], dtype)
-        total = im[y, 2 * x + offsets[0]]
+        def col(o: int) -> me.Expr:
+            return me.clamp(2 * x + o, 0, cols - 1) if clamped else 2 * x + o
+
+        total = im[y, col(offsets[0])]
         for o in offsets[1:]:
-            total = total * 0.75 + im[y, 2 * x + o]  # weights tell the reads apart
+            total = total * 0.75 + im[y, col(o)]  # weights tell the reads apart
         # a data-dependent predicate is a run-time guard (true for this data)
         d = me.Computation("d", [y, x], total * 0.5, dtype=dtype,
                            predicate=im[y, 0] >= 0 if guard else None)
@@ -33,9 +39,11 @@ def _down(n: int, width: int, offsets: tuple[int, ...], dtype: me.DType = me.flo
     k = f.compile(outputs=[d])
     data = np.random.default_rng(7).random((ROWS, cols)).astype(dtype.numpy)
     got = k(im=data)["d"]
-    want = data[:, offsets[0]:offsets[0] + 2 * n:2]
-    for o in offsets[1:]:
-        want = want * dtype.numpy.type(0.75) + data[:, o:o + 2 * n:2]
+    xs = 2 * np.arange(n)
+    picked = [data[:, np.clip(xs + o, 0, cols - 1) if clamped else xs + o] for o in offsets]
+    want = picked[0]
+    for p in picked[1:]:
+        want = want * dtype.numpy.type(0.75) + p
     want = want * dtype.numpy.type(0.5)
     return k.source, got, want
 
@@ -56,6 +64,21 @@ def test_pairs_are_deinterleaved(n: int, width: int, offsets: tuple[int, ...],
     src, got, want = _down(n, width, offsets, dtype=dtype, parallel=parallel)
     np.testing.assert_array_equal(got, want)
     assert f"me_deint_f{dtype.bits}(&b_im[" in src
+
+
+@pytest.mark.parametrize(("n", "width", "offsets", "clamped"), [
+    (40, 8, (-1, 0, 1), True),  # a 3-tap downsampling at repeat_edge's clamps
+    (48, 16, (3, 4, 5), False),
+    (40, 16, (0, 1, 2, 3), True),  # a triple and a lone read
+])
+def test_three_taps_share_one_even_array(n: int, width: int, offsets: tuple[int, ...],
+                                         clamped: bool) -> None:
+    """The third tap ``2 x + c + 2`` is the even array one lane on, one element longer
+    (the loop's last lane reads it); clamps that cannot bind inside the loop are seen
+    through."""
+    src, got, want = _down(n, width, offsets, clamped=clamped)
+    np.testing.assert_array_equal(got, want)
+    assert f"_e[{width + 1}]" in src and "me_deint_f32(&b_im[" in src
 
 
 @pytest.mark.parametrize(("width", "offsets", "kwargs"), [

@@ -13,7 +13,13 @@ import pytest
 
 import middleend as me
 from middleend.ir.expr import Binary, Const
-from middleend.ir.intervals import expr_interval, iexpr_interval, redundant_operand, within
+from middleend.ir.intervals import (
+    expr_interval,
+    iexpr_interval,
+    redundant_operand,
+    unclamped,
+    within,
+)
 from middleend.ir.loopast import For, IInt, IOp, IterRef, IVar, walk_nodes
 from middleend.ir.types import int32
 
@@ -157,6 +163,16 @@ def test_interval_rules() -> None:
     assert expr_interval(Binary("mod", x, three, int32), {"x": (-4, 9)}) == (0, 2)
     assert expr_interval(Binary("mod", IterRef("q"), three, int32), {}) == (0, 2)
     assert expr_interval(Binary("mod", x, Const(-3, int32), int32), {"x": (0, 9)}) is None
+    # clamps that cannot bind are seen through, below arithmetic; the others are kept
+    edge = Binary("max", Binary("min", Binary("sub", Binary("mul", two, x, int32),
+                                              Const(1, int32), int32),
+                                Const(99, int32), int32), Const(0, int32), int32)
+    inner = Binary("add", edge, Const(4, int32), int32)
+    assert repr(unclamped(inner, {"x": (1, 50)})) == repr(
+        Binary("add", Binary("sub", Binary("mul", two, x, int32), Const(1, int32), int32),
+               Const(4, int32), int32))
+    assert unclamped(inner, {"x": (0, 50)}).b is inner.b  # max(.., 0) may bind at x = 0
+    assert repr(unclamped(inner, {"x": (0, 50)}).a.a) == repr(edge.a.a)  # min(.., 99) gone
     # index arithmetic that could leave int64 is unknown, never wrapped into a range
     big = IOp("mul", (IVar("t"), IInt(2**62)))
     assert iexpr_interval(big, env) is None

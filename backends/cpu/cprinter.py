@@ -244,7 +244,7 @@ class CPrinter(LoopPrinter):
         critical = f.tag == "vector" and self._critical(f)
         vec = f.tag == "vector" and not critical
         deint = deinterleave.plan(f, var, self.program.stmts, self.buffers, self.in_scope,
-                                  self.deint_arrays) if vec else None
+                                  self.deint_arrays, self.loops) if vec else None
         up = upsample.plan(f, var, self.program.stmts, self.buffers, self.in_scope,
                            self.up_arrays) if vec else None
         if deint is not None or up is not None:  # reads loaded before the loop
@@ -269,7 +269,9 @@ class CPrinter(LoopPrinter):
         if deint is not None or up is not None:
             dreads = deint.reads if deint is not None else {}
             ureads = up.reads if up is not None else {}
-            self.exprs.element_hook = lambda acc, b: _planned_read(acc, b, dreads, ureads)
+            exprs = self.exprs
+            self.exprs.element_hook = lambda acc, b: _planned_read(acc, b, exprs.ranges, dreads,
+                                                                   ureads)
         try:
             self._body(f, depth + 1)
         finally:
@@ -416,14 +418,14 @@ class CPrinter(LoopPrinter):
 
 
 def _planned_read(acc: BufAccess, bindings: Mapping[str, IExpr],
-                  deint: Mapping[deinterleave.Key, str], up: Mapping[upsample.Key, str]
-                  ) -> str | None:
+                  ranges: Mapping[str, Interval], deint: Mapping[deinterleave.Key, str],
+                  up: Mapping[upsample.Key, str]) -> str | None:
     """The local array element a read planned before its vector loop is printed as
     (deinterleave.py, upsample.py), or None for a read printed as it is."""
     if acc.checked:
         return None
     if deint and not acc.offset_names:
-        key = deinterleave.access_key(acc, bindings)
+        key = deinterleave.access_key(acc, bindings, ranges)
         if key is not None and key in deint:
             return deint[key]
     if up:

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from backends.clike.cexpr import ident
 from backends.clike.divmod import Linear, _c, expr_linear
 from middleend.ir.expr import walk
+from middleend.ir.intervals import Interval, iexpr_interval, unclamped
 from middleend.ir.loopast import Block, BufAccess, BufferDecl, For, IExpr, Stmt, StmtInfo, ieval
 from middleend.ir.types import float32, float64
 
@@ -114,12 +115,14 @@ _HELPERS = {float32: ("me_deint_f32", 8), float64: ("me_deint_f64", 4)}
 Key = tuple[str, tuple[tuple[tuple[str, int], ...], ...]]
 
 
-def access_key(acc: BufAccess, bindings: Mapping[str, IExpr]) -> Key | None:
+def access_key(acc: BufAccess, bindings: Mapping[str, IExpr],
+               ranges: Mapping[str, Interval] | None = None) -> Key | None:
     """``acc``'s buffer and subscripts as linear forms over the loop counters (each
-    iterator replaced by its binding), or None where one is not linear."""
+    iterator replaced by its binding, clamps that cannot bind over the iterators'
+    ``ranges`` left out), or None where one is not linear."""
     forms = []
     for ix in acc.indices:
-        form = expr_linear(ix, bindings)
+        form = expr_linear(unclamped(ix, ranges) if ranges else ix, bindings)
         if form is None:
             return None
         forms.append(tuple(sorted(form.items())))
@@ -181,9 +184,11 @@ def plain_loop(f: For, stmts: Mapping[str, StmtInfo]) -> PlainLoop | None:
 
 
 def plan(f: For, var: str, stmts: Mapping[str, StmtInfo], buffers: Mapping[str, BufferDecl],
-         in_scope: set[str], first: int) -> Plan | None:
+         in_scope: set[str], first: int, loops: Mapping[str, Interval] | None = None
+         ) -> Plan | None:
     """The deinterleaved reads of vector loop ``f`` (C counter ``var``), their arrays
-    numbered from ``first``; None when it has none."""
+    numbered from ``first``; None when it has none. ``loops``: the ranges of the loops
+    around it, where known (clamps that cannot bind there are then seen through)."""
     loop = plain_loop(f, stmts)
     if loop is None:
         return None
@@ -193,6 +198,7 @@ def plan(f: For, var: str, stmts: Mapping[str, StmtInfo], buffers: Mapping[str, 
     for s, info in loop.body:
         assert info.value is not None
         bindings = {n[2:]: e for n, e in s.bindings if n.startswith("v_")}
+        ranges = iterator_ranges(s, {**(loops or {}), f.var: (loop.lo, loop.hi)})
         for node in walk(info.value):
             if not isinstance(node, BufAccess) or node.checked or node.offset_names:
                 continue
@@ -200,7 +206,7 @@ def plan(f: For, var: str, stmts: Mapping[str, StmtInfo], buffers: Mapping[str, 
             if decl is None or decl.dtype not in _HELPERS or width % _HELPERS[decl.dtype][1] \
                     or decl.local or node.buffer in written or node.buffer not in in_scope:
                 continue
-            key = access_key(node, bindings)
+            key = access_key(node, bindings, ranges)
             if key is None or not key[1]:  # (a scalar: no subscript)
                 continue
             forms = [dict(f_) for f_ in key[1]]
@@ -218,7 +224,10 @@ def plan(f: For, var: str, stmts: Mapping[str, StmtInfo], buffers: Mapping[str, 
         for c in sorted(consts):
             if c in used or c + 1 not in consts:
                 continue
-            used |= {c, c + 1}
+            # a 3-tap downsampling's c, c + 1, c + 2: the third is the even array one lane
+            # on, which then holds one more element (the loop reads it: its last lane)
+            third = c + 2 in consts and c + 2 not in used
+            used |= {c, c + 1, c + 2} if third else {c, c + 1}
             name = f"me_di{k}"
             k += 1
             base: Linear = dict(last)
@@ -230,17 +239,34 @@ def plan(f: For, var: str, stmts: Mapping[str, StmtInfo], buffers: Mapping[str, 
             b = ident(buf, "buffer name")
             dtype = buffers[buf].dtype
             helper = _HELPERS[dtype][0]
-            lines.append(f"{dtype.c_name} {name}_e[{width}] __attribute__((aligned(64))), "
+            start = f"&b_{b}[{' + '.join(terms)}]"
+            lines.append(f"{dtype.c_name} {name}_e[{width + int(third)}] "
+                         f"__attribute__((aligned(64))), "
                          f"{name}_o[{width}] __attribute__((aligned(64)));")
-            lines.append(f"{helper}(&b_{b}[{' + '.join(terms)}], {name}_e, {name}_o, "
-                         f"{width});")
+            lines.append(f"{helper}({start}, {name}_e, {name}_o, {width});")
+            if third:
+                lines.append(f"{name}_e[{width}] = ({start})[{2 * width}];")
             at = f"{var} - {lo}LL" if lo else var
-            for cc, arr in ((c, f"{name}_e"), (c + 1, f"{name}_o")):
+            members = [(c, f"{name}_e[{at}]"), (c + 1, f"{name}_o[{at}]")]
+            if third:
+                members.append((c + 2, f"{name}_e[{at} + 1]"))
+            for cc, elem in members:
                 form = dict(base)
                 form[""] = cc
                 form[var] = 2
-                reads[(buf, (*outer, tuple(sorted(form.items()))))] = f"{arr}[{at}]"
+                reads[(buf, (*outer, tuple(sorted(form.items()))))] = elem
     return Plan(tuple(lines), reads, k - first) if reads else None
+
+
+def iterator_ranges(s: Stmt, loops: Mapping[str, Interval]) -> dict[str, Interval]:
+    """The range of each of ``s``'s iterators over ``loops``, where known, as the
+    statement printer computes them (backends/clike/cstmt.py)."""
+    out = {}
+    for name, e in s.bindings:
+        rng = iexpr_interval(e, loops)
+        if rng is not None and name.startswith("v_"):
+            out[name[2:]] = rng
+    return out
 
 
 def _at(form: Linear, var: str, value: int) -> Linear:

@@ -154,5 +154,26 @@ def redundant_operand(e: Binary, ranges: Mapping[str, Interval]) -> Expr | None:
     return None
 
 
+def unclamped(e: Expr, ranges: Mapping[str, Interval]) -> Expr:
+    """``e`` with every integer ``min``/``max`` that cannot bind over ``ranges`` replaced
+    by the operand it always yields (:func:`redundant_operand`), below casts, negations
+    and arithmetic: the same value at every point of ``ranges``, in the linear form the
+    printers' read plans recognise (a ``repeat_edge`` clamp in a loop that stays inside
+    the image)."""
+    if isinstance(e, Binary) and e.type_.is_int:
+        keep = redundant_operand(e, ranges)
+        if keep is not None:
+            return unclamped(keep, ranges)
+        a, b = unclamped(e.a, ranges), unclamped(e.b, ranges)
+        return e if a is e.a and b is e.b else Binary(e.op, a, b, e.type_)
+    if isinstance(e, Cast) and e.type_.is_int:
+        a = unclamped(e.a, ranges)
+        return e if a is e.a else Cast(e.type_, a)
+    if isinstance(e, Unary) and e.op == "neg":
+        a = unclamped(e.a, ranges)
+        return e if a is e.a else Unary("neg", a)
+    return e
+
+
 __all__ = ["Interval", "combine", "expr_interval", "iexpr_interval", "loop_range",
-           "redundant_operand", "within"]
+           "redundant_operand", "unclamped", "within"]
