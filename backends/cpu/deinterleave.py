@@ -24,6 +24,13 @@ preference, ``build.vector_flags``) the helpers take 16 floats (8 doubles) a ste
 rgbyuv420's U and V planes went from 1.13-1.15x Halide's time to 1.03-1.05x with it (the
 8-float shuffles then ran in ymm halves).
 
+A third read ``2 t + c + 2`` (a 3-tap downsampling: ``in[2x - 1] + 2 in[2x] + in[2x + 1]``)
+is the even array one lane on, filled one element longer (the loop's last lane reads that
+element): split off on its own, gcc loaded the pair's data a second time for it (the
+interpolate app's first downsampling, 10 % of its run). Subscripts are compared with the
+clamps that cannot bind inside the loop left out (``intervals.unclamped``: repeat_edge's
+``max(min(2 x - 1, W - 1), 0)`` in the image's interior).
+
 It applies only where the dense load reads nothing the loop does not read itself: both
 members of the pair are read, in every iteration (the body is statements without guards,
 in a loop with constant bounds), from a buffer the loop does not write; checked
