@@ -243,9 +243,9 @@ def plan(f: For, var: str, stmts: Mapping[str, StmtInfo], buffers: Mapping[str, 
             base[""] = c
             at_lo = [_at(dict(fm), var, lo) for fm in outer] + [_at(base, var, lo)]
             subs = [_c(fm) for fm in at_lo]
-            terms = [t if j == len(subs) - 1 else f"{t} * s_{buf}_{j}"
-                     for j, t in enumerate(subs)]
             b = ident(buf, "buffer name")
+            terms = [t if j == len(subs) - 1 else f"{t} * s_{b}_{j}"
+                     for j, t in enumerate(subs)]
             dtype = buffers[buf].dtype
             helper = _HELPERS[dtype][0]
             start = f"&b_{b}[{' + '.join(terms)}]"

@@ -209,9 +209,9 @@ def plan(f: For, var: str, stmts: Mapping[str, StmtInfo], buffers: Mapping[str, 
         base[""] = start // 2
         subs = [f"({t} - {_c(dict(offs[j]))})" if offs else t for j, t in enumerate(outer)]
         subs.append(_c(_minus(base, dict(offs[-1])) if offs else base))
-        terms = [t if j == len(subs) - 1 else f"{t} * s_{buf}_{j}"
-                 for j, t in enumerate(subs)]
         b = ident(buf, "buffer name")
+        terms = [t if j == len(subs) - 1 else f"{t} * s_{b}_{j}"
+                 for j, t in enumerate(subs)]
         dtype = buffers[buf].dtype
         name = f"me_up{k}"
         lines.append(f"{dtype.c_name} {name}[{width}] __attribute__((aligned(64)));")
