@@ -32,6 +32,17 @@ def dims_lines(b: BufferDecl) -> list[str]:
     return lines
 
 
+def iterator_ranges(s: Stmt, loops: Mapping[str, Interval]) -> dict[str, Interval]:
+    """The range of each of ``s``'s iterators over the loops' ranges ``loops``, where
+    known (what the printers prove clamps and bounds checks away with)."""
+    out = {}
+    for name, e in s.bindings:
+        rng = iexpr_interval(e, loops)
+        if rng is not None and name.startswith("v_"):
+            out[name[2:]] = rng
+    return out
+
+
 def statement_lines(exprs: ExprPrinter, buffers: dict[str, BufferDecl], s: Stmt,
                     info: StmtInfo, loops: Mapping[str, Interval] | None = None
                     ) -> list[tuple[int, str]]:
@@ -46,13 +57,9 @@ def statement_lines(exprs: ExprPrinter, buffers: dict[str, BufferDecl], s: Stmt,
     if decl is not None and decl.role == "input":
         raise TargetError(f"computation {s.comp!r} writes input buffer {store.buffer!r}")
     out = [(0, f"{{ /* {comment(s.comp)} */")]
-    ranges: dict[str, Interval] = {}
     for name, e in s.bindings:
         out.append((1, f"const int64_t {ident(name, 'binding')} = {iexpr_c(e)};"))
-        rng = iexpr_interval(e, loops) if loops else None
-        if rng is not None and name.startswith("v_"):
-            ranges[name[2:]] = rng
-    exprs.ranges = ranges
+    exprs.ranges = iterator_ranges(s, loops) if loops else {}
     exprs.bindings = {name[2:]: e for name, e in s.bindings if name.startswith("v_")}
     exprs.loops = loops or {}
     if info.critical is not None and not exprs.atomics:

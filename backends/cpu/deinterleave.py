@@ -43,9 +43,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from backends.clike.cexpr import ident
+from backends.clike.cstmt import iterator_ranges
 from backends.clike.divmod import Linear, _c, expr_linear
 from middleend.ir.expr import walk
-from middleend.ir.intervals import Interval, iexpr_interval, unclamped
+from middleend.ir.intervals import Interval, unclamped
 from middleend.ir.loopast import Block, BufAccess, BufferDecl, For, IExpr, Stmt, StmtInfo, ieval
 from middleend.ir.types import float32, float64
 
@@ -265,17 +266,6 @@ def plan(f: For, var: str, stmts: Mapping[str, StmtInfo], buffers: Mapping[str, 
                 form[var] = 2
                 reads[(buf, (*outer, tuple(sorted(form.items()))))] = elem
     return Plan(tuple(lines), reads, k - first) if reads else None
-
-
-def iterator_ranges(s: Stmt, loops: Mapping[str, Interval]) -> dict[str, Interval]:
-    """The range of each of ``s``'s iterators over ``loops``, where known, as the
-    statement printer computes them (backends/clike/cstmt.py)."""
-    out = {}
-    for name, e in s.bindings:
-        rng = iexpr_interval(e, loops)
-        if rng is not None and name.startswith("v_"):
-            out[name[2:]] = rng
-    return out
 
 
 def _at(form: Linear, var: str, value: int) -> Linear:
