@@ -96,6 +96,7 @@ def _every_command_program() -> me.Function:
         tmp.partition(1, 4, "cyclic")  # on-chip layout and FIFOs (the fpga target)
         c.stream(depth=4)
         d.line_buffer(c)
+        tmp.expand(("i", 2), "j", name="tmp_x")  # array expansion (Layer III)
     return f
 
 

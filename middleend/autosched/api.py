@@ -7,16 +7,16 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..driver.summary import estimates_for, summarize
+from ..driver.summary import Summary, estimates_for, summarize
 from ..driver.targets import TargetRegistry
 from ..ir import commands as cmd
 from ..ir.errors import DefinitionError
 from ..ir.function import Function
-from . import store
+from . import expand, store
 from .cost import MachineModel
-from .placement import place
-from .result import AutoSchedule, Stored
-from .search import _Checker, search
+from .placement import At, place
+from .result import AutoSchedule, Stored, python_line
+from .search import Searched, _Checker, search
 from .tune import tune as run_tuning
 
 MAPPED = ("cpu", "gpu", "mpi", "fpga")  # the targets auto_schedule maps programs onto
@@ -43,6 +43,33 @@ def machine_model(target: str, cores: int | None = None) -> MachineModel:
         raise DefinitionError(f"auto_schedule: no automatic schedule for the {target!r} "
                               f"target yet (it schedules for {', '.join(MAPPED)})")
     return MachineModel.of(t.machine() if target == "cpu" else None, cores)
+
+
+def _estimate(found: Searched) -> float:
+    return sum(c.estimate for c in found.choices)
+
+
+def _expanded(fn: Function, found: Searched, m: MachineModel, outputs: Sequence[Any] | None,
+              est: Mapping[str, int], deadline: float | None, summary: Summary,
+              base: list[cmd.Command], check: _Checker, placed: Sequence[At],
+              cached: Mapping[str, Any] | None, notes: list[str]) -> Searched:
+    """``found``, or the search's result with an array expansion (:mod:`.expand`) where
+    the model estimates that lower; an expansion the middle-end refuses (a value would
+    cross the loops' iterations) is not searched."""
+    for e in expand.candidates(fn, summary, fn._names()):
+        if deadline is not None and time.monotonic() > deadline:
+            break
+        trial = [*base, e]
+        if not check.legal(trial):
+            continue
+        got = search(fn, m, outputs, est, deadline, summarize(fn, est, outputs, trial),
+                     trial, check, placed, "cpu", prefer=cached)
+        if _estimate(got) < _estimate(found):
+            notes.append(f"{python_line(e)}: one copy of {e.comp!r} per iteration of those "
+                         f"loops (the model: {_estimate(got):.3g} cycles, "
+                         f"{_estimate(found):.3g} without)")
+            found, base = got, trial
+    return found
 
 
 def auto_schedule(fn: Function, target: str = "cpu", outputs: Sequence[Any] | None = None,
@@ -81,6 +108,9 @@ def auto_schedule(fn: Function, target: str = "cpu", outputs: Sequence[Any] | No
     check = _Checker(fn, outputs, ranks=ranks if target == "mpi" else None)
     found = search(fn, m, outputs, est, deadline, summary, base, check, placed, target,
                    prefer=cached, ranks=ranks)
+    if target == "cpu":
+        found = _expanded(fn, found, m, outputs, est, deadline, summary, base, check, placed,
+                          cached, notes)
     found.notes[:0] = notes
     measured: dict[str, float] = {}
     if tune is not None and cached is None and target == "cpu":

@@ -18,7 +18,7 @@ from .search import Choice
 _SHOWN = (cmd.Shift, cmd.Split, cmd.Interchange, cmd.Unroll, cmd.Vectorize,
           cmd.Parallelize, cmd.Tile, cmd.After, cmd.Gpu, cmd.TileGpu, cmd.Distribute,
           cmd.ComputeAt,
-          cmd.AllocateAt, cmd.Pipeline, cmd.CopyAt)
+          cmd.AllocateAt, cmd.Pipeline, cmd.CopyAt, cmd.Expand)
 
 
 def _arg(v: Any) -> str:
@@ -50,6 +50,11 @@ def python_line(c: cmd.Command, comp: str = "{}") -> str:
             (f", along={c.along!r}" if c.along else "")
         return (f"me.copy_at({on}, {_arg(c.level)}, {c.src!r}, {c.dst!r}, name={c.name!r}"
                 f"{order})")
+    if isinstance(c, cmd.Expand):  # on the buffer: comp formats a computation's name
+        on = on.replace(".computation(", ".buffer(")
+        loops = [repr(v) if not f else f"({v!r}, {f})" for v, f in zip(c.loops, c.folds,
+                                                                        strict=True)]
+        return f"{on}.expand({', '.join(loops)}, name={c.name!r})"
     vals = [v for k, v in c.__dict__.items() if k != "comp"]
     return f"{on}.{c.kind}({', '.join(_arg(v) for v in vals)})"
 
@@ -163,6 +168,10 @@ class AutoSchedule:
             raise DefinitionError(f"auto-schedule of {self.function!r} applied to function "
                                   f"{fn.name!r}")
         for c in self.commands:  # the copies the search added, made in a rebuilt program
+            if isinstance(c, cmd.Expand):  # its buffers' names, as Buffer.expand claims
+                for n in (c.name, f"{c.name}_back"):
+                    if n not in fn._names():
+                        fn._reserve(n)
             if isinstance(c, cmd.CopyAt) and c.name not in {o.name for o in fn.operations}:
                 Operation(fn, c.name, "copy")
                 if c.dst not in fn._names():

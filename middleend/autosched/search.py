@@ -397,8 +397,11 @@ def search(fn: Function, m: MachineModel, outputs: Sequence[Any] | None = None,
         [st for st in s.stmts if st.name not in forced]
     results: dict[str, Choice] = {}
     device: dict[str, tuple[Stmt, tuple[str, ...], list[list[cmd.Command]], float]] = {}
+    # an array expansion's copy-back (passes/expansion.py) is not fn's: left as made
+    own = {c.name for c in fn.computations}
     for st in todo:
-        if st.name in fixed or len(st.vars) == 0 or st.name in results:
+        if st.name in fixed or len(st.vars) == 0 or st.name in results or \
+                st.name not in own:
             continue
         if st.name in group_of:
             g, tries, apart_ = group_of[st.name]

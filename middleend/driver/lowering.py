@@ -46,7 +46,7 @@ from ..ir.errors import (
 from ..ir.function import Function
 from ..ir.islutil import exhausted
 from ..ir.loopast import Program
-from ..passes import empty
+from ..passes import empty, expansion
 from ..passes.data import Layer3, build_layer3
 from ..passes.dataflow import Expected, expected_dataflow
 from ..passes.device import DevicePlan, plan_device
@@ -84,6 +84,9 @@ class Analysis:
     ph: Physical
     dev: DevicePlan
     commands: list[cmd.Command] = dataclasses.field(default_factory=list)
+    # the program these layers are of: the Function lowered, or the one its array
+    # expansions derived from it (passes/expansion.py)
+    fn: Function | None = None
 
     def check(self) -> None:
         check_dataflow(self.l1, self.l3, self.ts, self.exp, self.ph, self.l4)
@@ -120,6 +123,9 @@ def _analyse(fn: Function, commands: list[cmd.Command], outputs: Sequence[Any] |
 
 def _analyse_unchecked(fn: Function, commands: list[cmd.Command],
                        outputs: Sequence[Any] | None, ctx: isl.Context) -> Analysis:
+    if any(isinstance(c, cmd.Expand) for c in commands):
+        fn, commands = _timed("array expansion", expansion.derive, fn, commands, outputs,
+                              ctx)
     l1 = _timed("layer I (domains, reads)", build_layer1, fn, ctx, commands)
     if not l1.dropped:
         return _analyse_from(fn, l1, commands, outputs)
@@ -176,7 +182,7 @@ def _analyse_from(fn: Function, l1: Layer1, commands: list[cmd.Command],
     ts = _timed("layer II (time-space)", finalize, scheds, l1.declared, events, l1.reads_of,
                 l4.ops, memory_reads(l1, l3))
     ph = _timed("physical accesses", build_physical, l1, l3, ts, exp, l4, dev)
-    return Analysis(l1, l3, l4, exp, ts, ph, dev, commands)
+    return Analysis(l1, l3, l4, exp, ts, ph, dev, commands, fn)
 
 
 def _timed(what: str, f: Callable[..., _T], *args: Any) -> _T:
@@ -197,6 +203,7 @@ def _new_ctx(max_ops: int) -> isl.Context:
 
 
 def _program(fn: Function, a: Analysis, ranks: int | str | None = None) -> Program:
+    fn = a.fn if a.fn is not None else fn
     p = _timed("loop AST", build_program, fn, a.l1, a.l3, a.l4, a.ts, a.ph, a.exp, a.dev)
     p = _timed("loop partitions", partition_loops, p)
     if any(isinstance(c, (cmd.Stream, cmd.PartitionBuffer)) for c in a.commands):

@@ -264,6 +264,20 @@ class StorageFold(Command):
 
 
 @dataclass(frozen=True)
+class Expand(Command):
+    """``buffer.expand(*loops)``: array expansion. ``comp`` (a buffer) is stored as the
+    buffer ``name``, one copy per iteration of ``loops`` (iterators that every computation
+    writing or reading it has), those loops' counters its outermost dims; ``folds[k]``
+    keeps that many copies along loop k (0: one per iteration). Every read still sees the
+    value it sees in the program as written (checked exactly when it is lowered), and a
+    kernel argument's final content is copied back (Layer III)."""
+
+    loops: tuple[str, ...]
+    folds: tuple[int, ...]
+    name: str
+
+
+@dataclass(frozen=True)
 class AllocateAt(Command):
     """Allocate the buffer of ``comp`` inside ``consumer``'s loop ``level``."""
 
@@ -275,7 +289,7 @@ SCHEDULE_COMMANDS = (
     Interchange, Split, Fuse, Tile, Shift, Skew, Reverse, After, ComputeAt, Unroll, Vectorize,
     Parallelize, Gpu, TileGpu, Distribute, Pipeline, SetSchedule, Atomic, Commute,
 )
-DATA_COMMANDS = (StoreIn, StorageFold, AllocateAt)  # and TagMemory (Layer III/IV)
+DATA_COMMANDS = (StoreIn, StorageFold, AllocateAt, Expand)  # and TagMemory (Layer III/IV)
 
 
 @dataclass

@@ -120,6 +120,13 @@ class Buffer(_Indexable, _Placed):
         distribute_buffer(self, dim)
         return self
 
+    def expand(self, *loops: Any, name: str | None = None) -> str:
+        """Store this buffer with one copy per iteration of ``loops`` (array expansion;
+        see :func:`middleend.ir.operations.expand`); returns the copies' buffer name."""
+        from .operations import expand
+
+        return expand(self, loops, name)
+
     def partition(self, dim: int, factor: int, kind: str = "cyclic") -> Buffer:
         """Partition this on-chip buffer along ``dim`` (the fpga target; see
         :func:`middleend.ir.operations.partition_buffer`)."""
@@ -392,6 +399,12 @@ class Function:
             if o.name == name:
                 return o
         raise DefinitionError(f"function {self.name!r} has no operation {name!r}")
+
+    def buffer(self, name: str) -> Buffer:
+        for b in self.buffers:
+            if b.name == name:
+                return b
+        raise DefinitionError(f"function {self.name!r} has no buffer {name!r}")
 
     def computation(self, name: str) -> Computation:
         for c in self.computations:

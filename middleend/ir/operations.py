@@ -210,6 +210,49 @@ def partition_buffer(buffer: Any, dim: int, factor: int, kind: str) -> None:
     _function_of(buffer).commands.add(cmd.PartitionBuffer(b, dim, factor, kind))
 
 
+def expand(buffer: Any, loops: Sequence[Any], name: str | None = None) -> str:
+    """Array expansion: store ``buffer`` as a new buffer (``name``, by default the buffer's
+    name and the loops') with one copy per iteration of ``loops``, so that those loops no
+    longer carry anything through it: they can then run in parallel, or keep several
+    copies in registers at once. Each loop is an iterator name that every computation
+    accessing the buffer has, or ``(name, k)`` for ``k`` copies along it (a storage fold:
+    the legality check then proves that no copy is overwritten while still read). Returns
+    the new buffer's name. Whether the program keeps its meaning (no value flows from one
+    iteration of the loops to another) is checked exactly when it is lowered."""
+    from .function import Buffer, Input
+
+    what = f"expand({getattr(buffer, 'name', buffer)!r}, ...)"
+    if not isinstance(buffer, Buffer) or isinstance(buffer, Input) or buffer.kind == "input":
+        raise DefinitionError(f"{what}: expected a buffer that the program writes (a "
+                              f"me.Buffer, not an input), got {buffer!r}")
+    if isinstance(loops, (str, tuple)) and (isinstance(loops, str) or len(loops) == 2 and
+                                            isinstance(loops[1], int)):
+        loops = [loops]  # one loop given bare
+    names: list[str] = []
+    folds: list[int] = []
+    for lp in loops:
+        fold = 0
+        if isinstance(lp, tuple) and len(lp) == 2:
+            lp, fold = lp
+            if isinstance(fold, bool) or not isinstance(fold, int) or fold < 2:
+                raise DefinitionError(f"{what}: the copies kept along loop {lp!r} must be an "
+                                      f"int >= 2, got {fold!r} (leave the loop out for one)")
+        names.append(check_name(dim_name(lp), "loop"))
+        folds.append(fold)
+    if not names:
+        raise DefinitionError(f"{what}: give at least one loop (an iterator name, or "
+                              "(name, copies))")
+    if len(set(names)) != len(names):
+        raise DefinitionError(f"{what}: a loop named twice: {names}")
+    fn = _function_of(buffer)
+    dst = check_name(name, "buffer") if name is not None else \
+        f"{buffer.name}_{'_'.join(names)}"
+    fn._reserve(dst)
+    fn._reserve(f"{dst}_back")  # the copy-back of an argument's final content
+    fn.commands.add(cmd.Expand(buffer.name, tuple(names), tuple(folds), dst))
+    return dst
+
+
 def host_to_device(buffer: Any, name: str | None = None) -> Operation:
     """Copy the elements of ``buffer`` (or a computation's buffer) that the program uses
     from host to device memory; runs first unless ordered otherwise."""

@@ -272,6 +272,15 @@ def _fold_and_alloc(commands: list[cmd.Command], l1: Layer1, store: dict[str, st
                     buffers: dict[str, BufferInfo], may: dict[str, tuple[int, ...]]
                     ) -> None:
     for c in commands:
+        if isinstance(c, cmd.Expand) and c.name in buffers:  # the copies (expansion.py)
+            scat = [n for n in may if store[n] == c.name]
+            if scat and any(c.folds):
+                raise DefinitionError(f"{c.comp}.expand: {c.comp!r} is written at "
+                                      f"data-dependent indices by {scat}; its copies cannot "
+                                      "be folded")
+            for k, f in enumerate(c.folds):
+                if f:
+                    buffers[c.name].fold[k] = f
         if isinstance(c, (cmd.StorageFold, cmd.AllocateAt)):
             if c.comp not in store:
                 raise DefinitionError(f"{c.describe()}: unknown or inlined computation "

@@ -106,7 +106,7 @@ def reference_schedule(l1: Layer1) -> dict[str, isl.Map]:
     return out
 
 
-def _end_point(l1: Layer1, sched: dict[str, isl.Map]) -> str:
+def end_point(l1: Layer1, sched: dict[str, isl.Map]) -> str:
     """A time point after every computation instance of the reference order."""
     width = max([m.dim(isl.dim_type.out) for m in sched.values()] or [1])
     last = -1
@@ -151,7 +151,7 @@ def _given_order(l1: Layer1, given: dict[str, str]) -> dict[str, isl.Map]:
         if extra:
             m = m.add_dims(isl.dim_type.out, extra)
             for k in range(width - extra, width):
-                m = m.fix_si(isl.dim_type.out, k, 0)
+                m = m.fix_val(isl.dim_type.out, k, isl.Val.int_from_si(l1.ctx, 0))
         out[n] = m.reset_tuple_id(isl.dim_type.out)
     return out
 
@@ -228,7 +228,7 @@ def expected_dataflow(l1: Layer1, l3: Layer3) -> Expected:
         sinks = m if sinks is None else sinks.union(m)
         sink_sched = s if sink_sched is None else sink_sched.union(s)
     # final values of output buffers: a sink after everything
-    end_point = _end_point(l1, sched)
+    end_at = end_point(l1, sched)
     for bname in l3.outputs:
         b = l3.buffers[bname]
         written = None
@@ -246,7 +246,7 @@ def expected_dataflow(l1: Layer1, l3: Layer3) -> Expected:
         m = isl.UnionMap.from_map(isl.Map.identity(elems.get_space().map_from_set())
                                   .intersect_domain(elems).set_tuple_name(isl.dim_type.out,
                                                                          bname))
-        st = isl.Map.from_domain_and_range(elems, isl.Set.read_from_str(l1.ctx, end_point))
+        st = isl.Map.from_domain_and_range(elems, isl.Set.read_from_str(l1.ctx, end_at))
         sinks = m if sinks is None else sinks.union(m)
         sink_sched = (isl.UnionMap.from_map(st) if sink_sched is None
                       else sink_sched.union(isl.UnionMap.from_map(st)))

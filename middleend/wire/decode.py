@@ -64,7 +64,7 @@ from .v1 import middleend_pb2 as pb
 # Commands called on a buffer or a computation's buffer.
 _ON_BUFFERS = frozenset({"host_to_device", "device_to_host", "cache_shared_at",
                          "cache_local_at", "tag_memory", "distribute_buffer",
-                         "partition_buffer", "scatter", "gather"})
+                         "partition_buffer", "scatter", "gather", "expand"})
 SPACES = {pb.GPU_GLOBAL: "gpu_global", pb.GPU_SHARED: "gpu_shared", pb.GPU_LOCAL: "gpu_local",
           pb.GPU_CONSTANT: "gpu_constant"}
 # Commands that only a Layer I computation can take (not an operation).
@@ -455,6 +455,13 @@ class _Decoder:
             ops.distribute_buffer(buf, a.dim)
         elif which == "partition_buffer":
             ops.partition_buffer(buf, a.dim, a.factor, a.scheme)
+        elif which == "expand":
+            if len(a.folds) != len(a.loops):
+                raise self.fail(f"{path}.folds", f"{len(a.folds)} folds for "
+                                                 f"{len(a.loops)} loops")
+            ops.expand(buf, [(n, f) if f else n for n, f in zip(a.loops, a.folds,
+                                                                strict=True)],
+                       a.name or None)
         elif which == "tag_memory":
             if a.space not in SPACES:
                 raise self.fail(f"{path}.space", "a memory space to tag must be GPU_GLOBAL, "

@@ -522,6 +522,16 @@ class StorageFold(_message.Message):
     factor: int
     def __init__(self, dim: _Optional[int] = ..., factor: _Optional[int] = ...) -> None: ...
 
+class Expand(_message.Message):
+    __slots__ = ("loops", "folds", "name")
+    LOOPS_FIELD_NUMBER: _ClassVar[int]
+    FOLDS_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    loops: _containers.RepeatedScalarFieldContainer[str]
+    folds: _containers.RepeatedScalarFieldContainer[int]
+    name: str
+    def __init__(self, loops: _Optional[_Iterable[str]] = ..., folds: _Optional[_Iterable[int]] = ..., name: _Optional[str] = ...) -> None: ...
+
 class AllocateAt(_message.Message):
     __slots__ = ("consumer", "level")
     CONSUMER_FIELD_NUMBER: _ClassVar[int]
@@ -683,7 +693,7 @@ class Receive(_message.Message):
     def __init__(self, domain: _Optional[str] = ..., buffer: _Optional[str] = ..., start: _Optional[_Iterable[_Union[Expr, _Mapping]]] = ..., size: _Optional[_Iterable[_Union[Expr, _Mapping]]] = ..., peer: _Optional[_Union[Expr, _Mapping]] = ..., properties: _Optional[_Iterable[str]] = ..., matching: _Optional[str] = ...) -> None: ...
 
 class Command(_message.Message):
-    __slots__ = ("computation", "interchange", "split", "tile", "shift", "skew", "reverse", "after", "before", "then", "compute_at", "inline", "unroll", "vectorize", "parallelize", "set_schedule", "gpu", "tile_gpu", "distribute", "pipeline", "fuse", "atomic", "commute", "store_in", "storage_fold", "allocate_at", "copy_at", "barrier_at", "host_to_device", "device_to_host", "send", "receive", "cache_shared_at", "cache_local_at", "tag_memory", "distribute_buffer", "exchange", "scatter", "gather", "partition_buffer", "stream", "line_buffer")
+    __slots__ = ("computation", "interchange", "split", "tile", "shift", "skew", "reverse", "after", "before", "then", "compute_at", "inline", "unroll", "vectorize", "parallelize", "set_schedule", "gpu", "tile_gpu", "distribute", "pipeline", "fuse", "atomic", "commute", "store_in", "storage_fold", "allocate_at", "expand", "copy_at", "barrier_at", "host_to_device", "device_to_host", "send", "receive", "cache_shared_at", "cache_local_at", "tag_memory", "distribute_buffer", "exchange", "scatter", "gather", "partition_buffer", "stream", "line_buffer")
     COMPUTATION_FIELD_NUMBER: _ClassVar[int]
     INTERCHANGE_FIELD_NUMBER: _ClassVar[int]
     SPLIT_FIELD_NUMBER: _ClassVar[int]
@@ -710,6 +720,7 @@ class Command(_message.Message):
     STORE_IN_FIELD_NUMBER: _ClassVar[int]
     STORAGE_FOLD_FIELD_NUMBER: _ClassVar[int]
     ALLOCATE_AT_FIELD_NUMBER: _ClassVar[int]
+    EXPAND_FIELD_NUMBER: _ClassVar[int]
     COPY_AT_FIELD_NUMBER: _ClassVar[int]
     BARRIER_AT_FIELD_NUMBER: _ClassVar[int]
     HOST_TO_DEVICE_FIELD_NUMBER: _ClassVar[int]
@@ -752,6 +763,7 @@ class Command(_message.Message):
     store_in: StoreIn
     storage_fold: StorageFold
     allocate_at: AllocateAt
+    expand: Expand
     copy_at: CopyAt
     barrier_at: BarrierAt
     host_to_device: HostToDevice
@@ -768,7 +780,7 @@ class Command(_message.Message):
     partition_buffer: PartitionBuffer
     stream: Stream
     line_buffer: LineBuffer
-    def __init__(self, computation: _Optional[str] = ..., interchange: _Optional[_Union[Interchange, _Mapping]] = ..., split: _Optional[_Union[Split, _Mapping]] = ..., tile: _Optional[_Union[Tile, _Mapping]] = ..., shift: _Optional[_Union[Shift, _Mapping]] = ..., skew: _Optional[_Union[Skew, _Mapping]] = ..., reverse: _Optional[_Union[Reverse, _Mapping]] = ..., after: _Optional[_Union[After, _Mapping]] = ..., before: _Optional[_Union[Before, _Mapping]] = ..., then: _Optional[_Union[Then, _Mapping]] = ..., compute_at: _Optional[_Union[ComputeAt, _Mapping]] = ..., inline: _Optional[_Union[Inline, _Mapping]] = ..., unroll: _Optional[_Union[Unroll, _Mapping]] = ..., vectorize: _Optional[_Union[Vectorize, _Mapping]] = ..., parallelize: _Optional[_Union[Parallelize, _Mapping]] = ..., set_schedule: _Optional[_Union[SetSchedule, _Mapping]] = ..., gpu: _Optional[_Union[Gpu, _Mapping]] = ..., tile_gpu: _Optional[_Union[TileGpu, _Mapping]] = ..., distribute: _Optional[_Union[Distribute, _Mapping]] = ..., pipeline: _Optional[_Union[Pipeline, _Mapping]] = ..., fuse: _Optional[_Union[Fuse, _Mapping]] = ..., atomic: _Optional[_Union[Atomic, _Mapping]] = ..., commute: _Optional[_Union[Commute, _Mapping]] = ..., store_in: _Optional[_Union[StoreIn, _Mapping]] = ..., storage_fold: _Optional[_Union[StorageFold, _Mapping]] = ..., allocate_at: _Optional[_Union[AllocateAt, _Mapping]] = ..., copy_at: _Optional[_Union[CopyAt, _Mapping]] = ..., barrier_at: _Optional[_Union[BarrierAt, _Mapping]] = ..., host_to_device: _Optional[_Union[HostToDevice, _Mapping]] = ..., device_to_host: _Optional[_Union[DeviceToHost, _Mapping]] = ..., send: _Optional[_Union[Send, _Mapping]] = ..., receive: _Optional[_Union[Receive, _Mapping]] = ..., cache_shared_at: _Optional[_Union[CacheSharedAt, _Mapping]] = ..., cache_local_at: _Optional[_Union[CacheLocalAt, _Mapping]] = ..., tag_memory: _Optional[_Union[TagMemory, _Mapping]] = ..., distribute_buffer: _Optional[_Union[DistributeBuffer, _Mapping]] = ..., exchange: _Optional[_Union[Exchange, _Mapping]] = ..., scatter: _Optional[_Union[Scatter, _Mapping]] = ..., gather: _Optional[_Union[Gather, _Mapping]] = ..., partition_buffer: _Optional[_Union[PartitionBuffer, _Mapping]] = ..., stream: _Optional[_Union[Stream, _Mapping]] = ..., line_buffer: _Optional[_Union[LineBuffer, _Mapping]] = ...) -> None: ...
+    def __init__(self, computation: _Optional[str] = ..., interchange: _Optional[_Union[Interchange, _Mapping]] = ..., split: _Optional[_Union[Split, _Mapping]] = ..., tile: _Optional[_Union[Tile, _Mapping]] = ..., shift: _Optional[_Union[Shift, _Mapping]] = ..., skew: _Optional[_Union[Skew, _Mapping]] = ..., reverse: _Optional[_Union[Reverse, _Mapping]] = ..., after: _Optional[_Union[After, _Mapping]] = ..., before: _Optional[_Union[Before, _Mapping]] = ..., then: _Optional[_Union[Then, _Mapping]] = ..., compute_at: _Optional[_Union[ComputeAt, _Mapping]] = ..., inline: _Optional[_Union[Inline, _Mapping]] = ..., unroll: _Optional[_Union[Unroll, _Mapping]] = ..., vectorize: _Optional[_Union[Vectorize, _Mapping]] = ..., parallelize: _Optional[_Union[Parallelize, _Mapping]] = ..., set_schedule: _Optional[_Union[SetSchedule, _Mapping]] = ..., gpu: _Optional[_Union[Gpu, _Mapping]] = ..., tile_gpu: _Optional[_Union[TileGpu, _Mapping]] = ..., distribute: _Optional[_Union[Distribute, _Mapping]] = ..., pipeline: _Optional[_Union[Pipeline, _Mapping]] = ..., fuse: _Optional[_Union[Fuse, _Mapping]] = ..., atomic: _Optional[_Union[Atomic, _Mapping]] = ..., commute: _Optional[_Union[Commute, _Mapping]] = ..., store_in: _Optional[_Union[StoreIn, _Mapping]] = ..., storage_fold: _Optional[_Union[StorageFold, _Mapping]] = ..., allocate_at: _Optional[_Union[AllocateAt, _Mapping]] = ..., expand: _Optional[_Union[Expand, _Mapping]] = ..., copy_at: _Optional[_Union[CopyAt, _Mapping]] = ..., barrier_at: _Optional[_Union[BarrierAt, _Mapping]] = ..., host_to_device: _Optional[_Union[HostToDevice, _Mapping]] = ..., device_to_host: _Optional[_Union[DeviceToHost, _Mapping]] = ..., send: _Optional[_Union[Send, _Mapping]] = ..., receive: _Optional[_Union[Receive, _Mapping]] = ..., cache_shared_at: _Optional[_Union[CacheSharedAt, _Mapping]] = ..., cache_local_at: _Optional[_Union[CacheLocalAt, _Mapping]] = ..., tag_memory: _Optional[_Union[TagMemory, _Mapping]] = ..., distribute_buffer: _Optional[_Union[DistributeBuffer, _Mapping]] = ..., exchange: _Optional[_Union[Exchange, _Mapping]] = ..., scatter: _Optional[_Union[Scatter, _Mapping]] = ..., gather: _Optional[_Union[Gather, _Mapping]] = ..., partition_buffer: _Optional[_Union[PartitionBuffer, _Mapping]] = ..., stream: _Optional[_Union[Stream, _Mapping]] = ..., line_buffer: _Optional[_Union[LineBuffer, _Mapping]] = ...) -> None: ...
 
 class Function(_message.Message):
     __slots__ = ("name", "params", "inputs", "computations", "commands", "buffers", "outputs", "allow_empty_domains")
