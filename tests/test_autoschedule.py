@@ -228,6 +228,43 @@ def test_a_strided_operand_is_packed_and_replayed() -> None:
     assert not any(isinstance(c, cmd.CopyAt) for c in small.commands.items)
 
 
+def _ab(name: str) -> me.Function:
+    """``C = A B`` column-major: ``A[i, k]`` is contiguous along ``i``, the register tile's
+    rows, but each step of ``k`` is a column (a page or more) away."""
+    with me.Function(name) as f:
+        n, m, kk = me.Param("N", min=1), me.Param("M", min=1), me.Param("K", min=1)
+        i, j, k = me.Var("i", 0, n), me.Var("j", 0, m), me.Var("k", 0, kk)
+        a, b = me.Input("A", [kk, n], me.float64), me.Input("B", [m, kk], me.float64)
+        c = me.Computation("C", [j, i], me.cast(me.float64, 0))
+        c.update([i, j, k], a[k, i] * b[j, k], name="U", at=[j, i])
+    return f
+
+
+def test_a_contiguous_operand_is_copied_in_panels_where_it_pays() -> None:
+    """``A`` needs no transpose, but the tile reads 24 of its rows per step of ``k``, each
+    step a page away: at sizes where that costs, the search copies it in panels of the
+    tile's rows, in the same order (``order=(0, 1), panel=P``: one contiguous run per
+    tile), and without a block of the reduction (a panel is contiguous along all of it);
+    the result is numpy's. Where a column is shorter than a page, no copy."""
+    est = {"N": 800, "M": 900, "K": 1100}
+    f = _ab("pab")
+    chosen = f.auto_schedule(estimates=est)
+    copies = [c for c in chosen.commands if isinstance(c, cmd.CopyAt)]
+    assert copies and copies[0].src == "A" and copies[0].order == (0, 1), str(chosen)
+    tile = next(c.factor for c in chosen.commands
+                if isinstance(c, cmd.Split) and c.comp == "U" and c.dim == "i")
+    assert copies[0].panel == tile and not any(
+        isinstance(c, cmd.Split) and c.comp == "U" and c.dim == "k"
+        for c in chosen.commands), str(chosen)
+    rng = np.random.default_rng(4)
+    a, b = rng.random((31, 45)), rng.random((27, 31))
+    np.testing.assert_allclose(f.compile()(A=a, B=b)["C"], b @ a, rtol=1e-12)
+    short = _ab("sab")
+    short.auto_schedule(estimates={"N": 256, "M": 900, "K": 1100})
+    assert not any(isinstance(c, cmd.CopyAt) and c.src == "A" and c.order == (0, 1)
+                   for c in short.commands.items)
+
+
 def test_a_packed_operand_stays_packed_when_tuned(monkeypatch: pytest.MonkeyPatch,
                                                   tmp_path: Path) -> None:
     """Tuning times the packed statement's candidates reading the same copy, and the

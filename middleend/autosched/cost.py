@@ -9,8 +9,11 @@ and the loads and stores that stay in the loop after what a register block hoist
 access that does not move along an unrolled or vector loop is loaded once for all of its
 iterations), divided by the vector lanes where the innermost loop runs in vectors, and
 bounded below by the latency of an addition chain where that loop carries a reduction.
-The estimate is the larger of the two (a roofline), over the cores for a parallel loop,
-plus the cost of starting the parallel loop as often as the loops above it run.
+Misses below L2 cost more where the runs are short (the prefetchers have nothing to follow),
+and so do L2's where each short run is a page or more from the last (its prefetcher stops at
+a page; each run is a TLB lookup). The estimate is the larger of the two (a roofline), over
+the cores for a parallel loop, plus the cost of starting the parallel loop as often as the
+loops above it run.
 
 It ranks candidates; it does not predict times to better than a factor. What decides
 between close candidates is measurement (:mod:`.tune`).
@@ -32,6 +35,7 @@ ADD_LATENCY = 4.0  # cycles of a floating-point addition (a reduction chain's st
 FORK_CYCLES = 20000.0  # starting and joining a parallel loop (the pool: a few µs)
 # bytes per cycle and core that each level delivers to the one above it
 BANDWIDTH = {2: 32.0, 3: 16.0, 4: 6.0}
+PAGE = 4096  # bytes of a page: L2's prefetcher does not cross one
 STREAM_RUN = 1024.0  # bytes of a contiguous run from which misses stream at full bandwidth
 OVERLAP = 0.25  # the share of the lesser of compute and memory time that does not overlap
 # vectors of an innermost loop that stay in registers across the loops outside it (a register
@@ -178,11 +182,14 @@ def _groups(stmt: Stmt) -> list[Access]:
     return list(seen.values())
 
 
-def _stream_factor(a: Access, nest: Sequence[Loop], stmt_vars: Sequence[str]) -> float:
+def _stream_factor(a: Access, nest: Sequence[Loop], stmt_vars: Sequence[str],
+                   paged: bool = False) -> float:
     """How much slower than streaming a miss of ``a`` is: its innermost loop (the first
     one it moves along) reads a run of contiguous bytes; a short run (a column of a
     row-major array, 64 bytes per row) leaves the prefetchers nothing to follow, and every
-    line costs a latency, not a share of bandwidth."""
+    line costs a latency, not a share of bandwidth. ``paged``: only where the next run
+    starts a page or more away (from L2: its prefetcher follows a stream within a page,
+    and each run is a TLB lookup of its own; 1.0 otherwise)."""
     index = {v: k for k, v in enumerate(stmt_vars)}
     run = float(a.elem_bytes)
     elems = 1.0  # the elements of the contiguous run so far
@@ -198,6 +205,8 @@ def _stream_factor(a: Access, nest: Sequence[Loop], stmt_vars: Sequence[str]) ->
         if lp.part == "outer":
             s *= tile.get(lp.var, 1)  # a tile loop steps by its tile
         if s != elems:
+            if paged and s * a.elem_bytes < PAGE:
+                return 1.0
             break
         # a loop stepping by the run's length right outside it (or outside unrolled
         # copies) continues it: a tile of 8 rows, then the tile loop over the next 8
@@ -239,7 +248,7 @@ def joint_cost(stmts: Sequence[Stmt], nest: Sequence[Loop], m: MachineModel,
             else:
                 break
         for g, ln in zip(groups, lines, strict=True):
-            slow = 1.0 if level == 2 else _stream_factor(g, nest, stmt.vars)
+            slow = _stream_factor(g, nest, stmt.vars, paged=level == 2)
             mem += _moved(ln, trips_above, fit) * LINE / BANDWIDTH[level] * slow
     compute = sum(s.points * _per_point(s, nest, m) for s in stmts)
     par = next((k for k, lp in enumerate(nest) if lp.tag == "parallel"), None)

@@ -17,7 +17,10 @@ one value per ``j`` broadcast over the vector, is best read where it lies contig
 them as one vector and permutes it). Each plan whose register tile reads the copy as
 ``P`` rows is also ranked with the copy in panels of ``P`` (``panel=P``:
 ``data_p[i // P, k, i % P]``, :func:`panelled`): the tile then reads one contiguous run
-along ``k`` where the plain transpose puts each step of ``k`` a row apart.
+along ``k`` where the plain transpose puts each step of ``k`` a row apart. An operand
+already contiguous along the vector loop but a page or more apart along the others
+(mm2's ``A[i, k]``) is ranked copied in panels in its own order (``order=(0, 1)``,
+:attr:`Packing.identity`), for the same single run per tile.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from dataclasses import dataclass
 
 from ..driver.summary import Access, Stmt
 from ..ir import commands as cmd
-from .cost import BANDWIDTH
+from .cost import BANDWIDTH, PAGE
 from .plan import Plan, fresh
 
 STRIDED_COPY = 2.0  # the copy reads along one dim and writes along another: lines twice
@@ -46,6 +49,11 @@ class Packing:
     name: str
     along: str  # the loop that reads the copy contiguously
     panel: int = 0  # the copy in panels of this many along ``along`` (0: a plain one)
+
+    @property
+    def identity(self) -> bool:
+        """The dims kept in order: a copy worth making only in panels."""
+        return self.order == tuple(range(len(self.order)))
 
     def command(self, stmt: str) -> cmd.CopyAt:
         return cmd.CopyAt(stmt, cmd.ROOT, self.buffer, self.dst, self.name, self.order,
@@ -121,8 +129,14 @@ def packings(st: Stmt, shared: Sequence[str], taken: set[str]) -> list[Packing]:
                 continue
             d = moving[0]
             if d == len(a.spans) - 1:
-                continue  # contiguous along v already
-            order = tuple(q for q in range(len(a.spans)) if q != d) + (d,)
+                # contiguous along v already: only worth copying in panels (identity
+                # order), where the other dims step a page or more apart (mm2's A[i,
+                # k] read 24 rows at a time: each k a page away, 1100 runs per tile)
+                if math.prod(a.dim_sizes[1:]) * a.elem_bytes < PAGE:
+                    continue
+                order = tuple(range(len(a.spans)))
+            else:
+                order = tuple(q for q in range(len(a.spans)) if q != d) + (d,)
             if any(p.buffer == a.buffer and p.order == order for p in out):
                 continue
             trial = Packing(a.buffer, order, "", "", v)
