@@ -165,6 +165,31 @@ def test_a_temporary_is_expanded_without_a_copy_back() -> None:
     assert "t_i_back" not in f.lower().layers_text()
 
 
+@pytest.mark.parametrize("target", ["gpu", "mpi", "fpga"])
+def test_expanded_doitgen_on_the_other_targets(target: str) -> None:
+    """The expansion is a rewrite of Layer I: every target compiles the derived program.
+    On a GPU (PoCL here) the copy-back runs on the device with the statements writing
+    the copies (the argument then comes back with the default copies)."""
+    if target == "gpu":
+        pytest.importorskip("pyopencl", reason="the gpu extra (pyopencl, PoCL) is not "
+                                               "installed")
+    f, x = _doitgen(f"dg_{target}", apart=True)
+    x["sum"].expand("r", "q")  # type: ignore[attr-defined]
+    options: dict[str, object] = {}
+    if target == "gpu":
+        for n in ("Z", "U", "W"):
+            x[n].gpu_loops(["r"], ["q"])  # type: ignore[attr-defined]
+        options["dialect"] = "opencl"
+    elif target == "mpi":
+        options["ranks"] = 2
+    g = np.random.default_rng(1)
+    a, c4, s0 = g.random((R, Q, P)), g.random((P, P)), g.random(P)
+    want = np.einsum("rqs,sp->rqp", a, c4)
+    f.compile(target=target, **options)(A=a, C4=c4, sum=s0)
+    np.testing.assert_allclose(a, want, rtol=1e-12)
+    np.testing.assert_allclose(s0, want[-1, -1], rtol=1e-12)
+
+
 def test_expand_crosses_the_wire() -> None:
     f, x = _doitgen("dgw")
     x["sum"].expand(("q", 2), "r", name="copies")  # type: ignore[attr-defined]

@@ -226,6 +226,26 @@ def refused(f: me.Function, match: str, err: type[Exception] = me.ScheduleError,
     return info.value
 
 
+def test_an_in_place_buffer_is_read_and_written_on_the_device() -> None:
+    """``x`` is in/out: the device reads what the caller passed (the default copy to the
+    device carries it) and writes its new values back through another buffer and in
+    place. Refused before as copying "elements the host has not written"."""
+    with me.Function("inplace") as f:
+        x = me.Buffer("x", (64,), me.float64, kind="inout")
+        y = me.Buffer("y", (64,), me.float64, kind="inout")
+        i = me.Var("i", 0, 64)
+        c = me.Computation("C", [i], x[i] * 2.0)
+        c.store_in(y, [i])
+        d = me.Computation("D", [i], y[i] + 1.0)
+        d.store_in(x, [i])
+        c.gpu_blocks("i")
+        d.gpu_blocks("i")
+    a, b = np.arange(64.0), np.zeros(64)
+    opencl(f)(x=a, y=b)
+    np.testing.assert_array_equal(b, 2 * np.arange(64.0))
+    np.testing.assert_array_equal(a, 2 * np.arange(64.0) + 1)
+
+
 def test_a_missing_barrier_is_an_error_naming_the_dependence() -> None:
     b = ex.blur()
     with b.fn:

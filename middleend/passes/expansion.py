@@ -318,6 +318,12 @@ def _rewrite(fn: Function, commands: list[cmd.Command], plans: list[Plan],
             Computation(p.back_name, vs, Access(dsts[p.buffer], (*(wrap(x) for x in at), *vs)),
                         order=order)
         out.append(cmd.StoreIn(p.back_name, p.buffer, None))
+        if any(isinstance(c, (cmd.Gpu, cmd.TileGpu)) and c.comp in p.at for c in commands):
+            # the copies live where their writers run: on a GPU, the copy-back too (the
+            # argument then comes back with the device's default copies)
+            names = [v.name for v in vs]
+            out.append(cmd.Gpu(p.back_name, (names[0],), (names[-1],) if len(names) > 1
+                               else ()))
     fn2.commands.items = out
     return fn2, out
 

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 import islpy as isl
 
 from ..ir.errors import ScheduleError
+from ..ir.function import INOUT
 from ..ir.islutil import maps_of, sets_of
 from .atomic import atomic_comps, atomic_update
 from .commute import relax, self_mismatch
@@ -253,7 +254,12 @@ def _check_operation_reads(l1: Layer1, l3: Layer3, exp: Expected, ph: Physical, 
             produced = e if produced is None else produced.union(e)
         flow, none = chains.resolve(chains.flow[o.name])
         unsourced = chains.unsourced[o.name].union(none)
-        if produced is not None:
+        # an in/out buffer's elements hold the caller's content before any write: a copy
+        # of them is what the program reads there (a read that needed a later write sees
+        # the copy's stale value, which the check of that read refuses: the copy is
+        # followed through); a copy back too early, the final-value check below
+        caller = o.transparent and l3.buffers[o.src].role == INOUT
+        if produced is not None and not caller:
             early = unsourced.apply(ph.tinv).apply(isl.UnionMap.from_map(o.read))
             early = early.intersect(isl.UnionSet.from_set(produced))
             if not early.is_empty():
