@@ -83,6 +83,16 @@ def test_julia_kernels_auto_scheduled_for_fpga(name: str) -> None:
     assert ".pipeline(" in k.auto_schedule(*args)
 
 
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_julia_kernels_auto_scheduled_for_gpu(name: str) -> None:
+    """Every kernel mapped to blocks and threads and run (OpenCL on PoCL here). Julia's
+    arrays are updated in place: the device reads what the caller passed (refused, for
+    every kernel, until the copy to the device of an in/out buffer carried it)."""
+    pytest.importorskip("pyopencl", reason="the gpu extra (pyopencl, PoCL) is not installed")
+    k, args = _checked(name, KERNELS[name].small, 2, target="gpu", schedule="auto")
+    assert ".gpu" in k.auto_schedule(*args) or ".tile_gpu(" in k.auto_schedule(*args)
+
+
 def test_separated_tiles_where_isl_unrolling_them_failed(caplog: pytest.LogCaptureFixture,
                                                   monkeypatch: pytest.MonkeyPatch,
                                                   tmp_path: Path) -> None:
