@@ -180,16 +180,20 @@ def test_python_form_replays_placement() -> None:
         np.testing.assert_allclose(fn.compile()(inp=a)["out"], ref, rtol=1e-5)
 
 
-def _atb(name: str) -> me.Function:
+def _atb(name: str, transposed: bool = True) -> me.Function:
     """``C = A' B`` as written in a column-major language: both operands run along the
     reduction ``k``, their contiguous dim, so ``i`` (the vector loop the sums allow) reads
-    ``A`` a whole row apart."""
+    ``A`` a whole row apart. Not ``transposed``: ``C = A B``, ``A[i, k]`` contiguous along
+    ``i``, the register tile's rows, but each step of ``k`` a column (a page or more)
+    away."""
     with me.Function(name) as f:
         n, m, kk = me.Param("N", min=1), me.Param("M", min=1), me.Param("K", min=1)
         i, j, k = me.Var("i", 0, n), me.Var("j", 0, m), me.Var("k", 0, kk)
-        a, b = me.Input("A", [n, kk], me.float64), me.Input("B", [m, kk], me.float64)
+        a = me.Input("A", [n, kk] if transposed else [kk, n], me.float64)
+        b = me.Input("B", [m, kk], me.float64)
         c = me.Computation("C", [j, i], me.cast(me.float64, 0))
-        c.update([j, i, k], a[i, k] * b[j, k], name="U", at=[j, i])
+        c.update([j, i, k] if transposed else [i, j, k],
+                 (a[i, k] if transposed else a[k, i]) * b[j, k], name="U", at=[j, i])
     return f
 
 
@@ -228,18 +232,6 @@ def test_a_strided_operand_is_packed_and_replayed() -> None:
     assert not any(isinstance(c, cmd.CopyAt) for c in small.commands.items)
 
 
-def _ab(name: str) -> me.Function:
-    """``C = A B`` column-major: ``A[i, k]`` is contiguous along ``i``, the register tile's
-    rows, but each step of ``k`` is a column (a page or more) away."""
-    with me.Function(name) as f:
-        n, m, kk = me.Param("N", min=1), me.Param("M", min=1), me.Param("K", min=1)
-        i, j, k = me.Var("i", 0, n), me.Var("j", 0, m), me.Var("k", 0, kk)
-        a, b = me.Input("A", [kk, n], me.float64), me.Input("B", [m, kk], me.float64)
-        c = me.Computation("C", [j, i], me.cast(me.float64, 0))
-        c.update([i, j, k], a[k, i] * b[j, k], name="U", at=[j, i])
-    return f
-
-
 def test_a_contiguous_operand_is_copied_in_panels_where_it_pays() -> None:
     """``A`` needs no transpose, but the tile reads 24 of its rows per step of ``k``, each
     step a page away: at sizes where that costs, the search copies it in panels of the
@@ -247,7 +239,7 @@ def test_a_contiguous_operand_is_copied_in_panels_where_it_pays() -> None:
     tile), and without a block of the reduction (a panel is contiguous along all of it);
     the result is numpy's. Where a column is shorter than a page, no copy."""
     est = {"N": 800, "M": 900, "K": 1100}
-    f = _ab("pab")
+    f = _atb("pab", transposed=False)
     chosen = f.auto_schedule(estimates=est)
     copies = [c for c in chosen.commands if isinstance(c, cmd.CopyAt)]
     assert copies and copies[0].src == "A" and copies[0].order == (0, 1), str(chosen)
@@ -259,7 +251,7 @@ def test_a_contiguous_operand_is_copied_in_panels_where_it_pays() -> None:
     rng = np.random.default_rng(4)
     a, b = rng.random((31, 45)), rng.random((27, 31))
     np.testing.assert_allclose(f.compile()(A=a, B=b)["C"], b @ a, rtol=1e-12)
-    short = _ab("sab")
+    short = _atb("sab", transposed=False)
     short.auto_schedule(estimates={"N": 256, "M": 900, "K": 1100})
     assert not any(isinstance(c, cmd.CopyAt) and c.src == "A" and c.order == (0, 1)
                    for c in short.commands.items)
