@@ -111,8 +111,8 @@ def test_a_fold_too_small_for_the_schedule_is_refused() -> None:
 
 @pytest.mark.parametrize("how,msg", [
     (lambda x: x["sum"].expand("r"),  # sums run on across r: expansion would lose them
-     r"sum.expand\('r'\) \(command #\d+\): computation 'U'.s read of 'sum' would no "
-     "longer see the value"),
+     r"sum.expand\('r'\) \(command #\d+\): the read of 'sum' by computation 'U' would "
+     "no longer see the value it sees in the program as written"),
     (lambda x: x["sum"].expand("s"), "computation 'Z' writes 'sum' outside a loop 's'"),
     (lambda x: x["sum"].expand(("q", 1)), "must be an int >= 2, got 1"),
     (lambda x: x["sum"].expand(), "give at least one loop"),
@@ -144,6 +144,31 @@ def test_expanding_twice_and_reading_the_callers_content_are_refused() -> None:
     with pytest.raises(DefinitionError, match="reads what 'sum' held before the program "
                                               "wrote it"):
         g.compile()
+
+
+def test_a_read_that_would_see_another_write_is_refused() -> None:
+    """``t`` is set on the diagonal and read everywhere after: with one copy per ``j``,
+    ``R(2, 0)`` would read the copy ``S(0, 0)`` wrote where the program reads ``S(1, 1)``'s
+    value (every copy holds some value: the one ``I`` wrote in row 0)."""
+    with me.Function("diag") as f:
+        t = me.Buffer("t", (1,), me.float64)
+        i, j = me.Var("i", 0, 4), me.Var("j", 0, 4)
+        w0 = me.Computation("I", [i, j], -1.0, predicate=i == 0,
+                            order="{ I[i, j] -> [i, j, 0] }")
+        w1 = me.Computation("S", [i, j], me.cast(me.float64, 10 * i + j), predicate=i == j,
+                            order="{ S[i, j] -> [i, j, 1] }")
+        r = me.Computation("R", [i, j], t[0], order="{ R[i, j] -> [i, j, 2] }")
+        w0.store_in(t, [0])
+        w1.store_in(t, [0])
+        w1.after(w0, "j")
+        r.after(w1, "j")
+    want = np.array([[0.0, -1.0, -1.0, -1.0], [-1.0, 11.0, 11.0, 11.0],
+                     [11.0, 11.0, 22.0, 22.0], [22.0, 22.0, 22.0, 33.0]])
+    np.testing.assert_array_equal(f.compile()()["R"], want)
+    t.expand("j")
+    with pytest.raises(DefinitionError, match=r"t.expand\('j'\) \(command #\d+\): the read "
+                       r"t\[0\] of computation 'R' would no longer see the value it sees"):
+        f.compile()
 
 
 def test_a_temporary_is_expanded_without_a_copy_back() -> None:

@@ -117,8 +117,9 @@ def derive(fn: Function, commands: list[cmd.Command], outputs: Sequence[Any] | N
         _, _, expb = _analysis(fn2, ctx, cmds2, outputs)
     except UnproducedReadError as e:  # a copy read before anything wrote it
         p = next((q for q in plans if q.dst == e.target), plans[0])
-        raise _fail(p, p.index, f"computation {e.computation!r}'s read of {p.buffer!r} "
-                    f"would no longer see the value it reads in the program as written (a "
+        raise _fail(p, p.index, f"the read of {p.buffer!r} by computation "
+                    f"{e.computation!r} would no longer see the value it sees in the "
+                    f"program as written (a "
                     f"value crosses iterations of the expanded loops; at {e.unproduced} "
                     "its copy holds nothing)") from None
     _check_same(exp, expb, plans)
@@ -346,8 +347,9 @@ def _check_same(exp: Expected, expb: Expected, plans: list[Plan]) -> None:
             p = by_buf.get(r.target, plans[0])
             lost = (a.subtract(b) if a is not None and b is not None else a or b)
             index = ", ".join(str(i) for i in r.node.indices)
-            raise _fail(p, p.index, f"computation {r.comp!r}'s read {r.target}[{index}] "
-                        "would no longer see the value it reads in the program as written "
+            raise _fail(p, p.index, f"the read {r.target}[{index}] of computation "
+                        f"{r.comp!r} would no longer see the value it sees in the program "
+                        "as written "
                         f"(a value crosses iterations of the expanded loops: "
                         f"{lost.coalesce() if lost is not None else 'nothing'})")
     for name, want in exp.final.items():
