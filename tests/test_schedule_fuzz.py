@@ -2,10 +2,11 @@
 under every schedule we try.
 
 For each program (blurxy, matmul init + update, heat-2D with a double buffer, a triangular
-row sum) and each seed, a deterministic generator writes a random sequence of 1-5 scheduling
-commands (interchange, split, tile, shift, skew, reverse, parallelize, vectorize, unroll,
-after/before, compute_at (+ allocate_at), storage_fold, inline), tracking each computation's
-current loop names so that most commands are well formed. Then:
+row sum, doitgen memory-based and in place) and each seed, a deterministic generator writes
+a random sequence of 1-5 scheduling commands (interchange, split, tile, shift, skew,
+reverse, parallelize, vectorize, unroll, after/before, compute_at (+ allocate_at),
+storage_fold, inline), tracking each computation's current loop names so that most
+commands are well formed. Then:
 
 - if the middle-end ACCEPTS the schedule, the kernel (called with NaN-filled outputs, so an
   element that is never written shows) must equal an independent numpy reference;
@@ -164,6 +165,45 @@ def check_tri(kernel: Any) -> None:
         np.testing.assert_array_equal(out["s"], ref, err_msg=f"tri N={n}")
 
 
+DG = (3, 4, 5)  # doitgen's r, q, p (s over p's range)
+
+
+def define_dg() -> tuple[me.Function, Comps]:
+    """doitgen as Julia runs it, in place, memory-based (``order`` gives the nesting): for
+    r, q: sum[p] = 0; sum[p] += A[r, q, s] C4[s, p]; A[r, q, p] = sum[p]; ``sum`` expanded
+    along r and q (one copy per iteration, the last copied back), so that the three run
+    in loop nests of their own: the random schedules then go through the derived
+    program (middleend/passes/expansion.py)."""
+    r_, q_, p_ = DG
+    with me.Function("fzdg") as f:
+        a = me.Buffer("A", (r_, q_, p_), me.float64, kind="inout")
+        c4 = me.Input("C4", (p_, p_), me.float64)
+        sm = me.Buffer("sum", (p_,), me.float64, kind="inout")
+        r, q, p, s = (me.Var(n, 0, e) for n, e in zip("rqps", (r_, q_, p_, p_), strict=True))
+        z = me.Computation("Z", [r, q, p], 0.0, order="{ Z[r, q, p] -> [r, q, 0, p, 0] }")
+        u = me.Computation("U", [r, q, p, s], sm[p] + a[r, q, s] * c4[s, p],
+                           order="{ U[r, q, p, s] -> [r, q, 1, p, s] }")
+        w = me.Computation("W", [r, q, p], sm[p], order="{ W[r, q, p] -> [r, q, 2, p, 0] }")
+        z.store_in(sm, [p])
+        u.store_in(sm, [p])
+        w.store_in(a, [r, q, p])
+        u.after(z, me.ROOT)
+        w.after(u, me.ROOT)
+        sm.expand("r", "q")
+    return f, {"Z": z, "U": u, "W": w}
+
+
+def check_dg(kernel: Any) -> None:
+    rng = np.random.default_rng(5)
+    a = rng.integers(-4, 5, DG).astype(np.float64)  # small integers: exact sums
+    c4 = rng.integers(-4, 5, (DG[2], DG[2])).astype(np.float64)
+    s0 = np.full(DG[2], np.nan)
+    want = np.einsum("rqs,sp->rqp", a, c4)
+    kernel(A=a, C4=c4, sum=s0)
+    np.testing.assert_array_equal(a, want, err_msg="doitgen: A")
+    np.testing.assert_array_equal(s0, want[-1, -1], err_msg="doitgen: sum (the last row)")
+
+
 @dataclass(frozen=True)
 class Program:
     name: str
@@ -185,6 +225,9 @@ PROGRAMS = {
                     {"init": ("s", "i", "j"), "h": ("t", "i", "j")}, (), (), ("s",)),
     "tri": Program("tri", define_tri, check_tri,
                    {"L": ("i", "j"), "s": ("i",), "u": ("i", "j")}, (("L", "u"),)),
+    "doitgen": Program("doitgen", define_dg, check_dg,
+                       {"Z": ("r", "q", "p"), "U": ("r", "q", "p", "s"),
+                        "W": ("r", "q", "p")}, (), (), ("r", "q", "p", "s")),
 }
 
 
@@ -222,6 +265,7 @@ KINDS = {
     "parallelize": 3, "vectorize": 2, "unroll": 2, "after": 2, "before": 1,
     "compute_at": 2, "storage_fold": 2, "inline": 1, "fuse": 1,
 }
+_EXTRA = ("storage_fold", "inline", "fuse")  # kinds for some programs only
 
 
 def _step(st: _State, kind: str) -> None:
@@ -329,8 +373,7 @@ def generate(prog: Program, seed: int) -> list[Cmd]:
     st = _State(random.Random(f"{prog.name}/{seed}"), prog)
     st.loops = {c: list(d) for c, d in prog.loops.items()}
     st.const = set(prog.const)
-    kinds = [k for k in KINDS
-             if k not in ("storage_fold", "inline", "fuse") or k in prog.extra]
+    kinds = [k for k in KINDS if k not in _EXTRA or k in prog.extra]
     weights = [KINDS[k] for k in kinds]
     for _ in range(st.rng.randint(1, 5)):
         _step(st, st.rng.choices(kinds, weights)[0])
