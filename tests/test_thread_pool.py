@@ -86,9 +86,10 @@ def test_out_of_bounds_in_a_worker_is_reported() -> None:
 def test_every_iteration_runs_once_for_any_count(threads: str,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """Each thread starts on its own share of consecutive iterations and then takes what
-    is left of the others': for loop lengths below, at and above the thread count, and
-    not multiples of it, every iteration runs (a skipped one would leave its row of the
-    NaN-filled output as it was) before the call returns."""
+    is left of the others', more iterations per take while takes are short: for loop
+    lengths below, at and above the thread count, not multiples of it, and long enough
+    for takes of thousands, every iteration runs (a skipped one would leave its row of the
+    NaN-filled output as it was) before the call returns, call after call."""
     monkeypatch.setenv("MIDDLEEND_NUM_THREADS", threads)
     with me.Function("shares") as f:
         n = me.Param("N")
@@ -98,9 +99,10 @@ def test_every_iteration_runs_once_for_any_count(threads: str,
         acc.parallelize("i")
     k = f.compile()
     rng = np.random.default_rng(7)
-    for count in (1, 2, 3, 5, 7, 8, 9, 64, 257):
+    for count in (1, 2, 3, 5, 7, 8, 9, 64, 257, 100003):
         x = rng.random((count, 4), dtype=np.float32)
-        out = np.full((count, 4), np.nan, np.float32)
-        k(a=x, acc=out, N=count)
-        np.testing.assert_array_equal(out, x * np.float32(2) + 1)
+        for _ in range(20):
+            out = np.full((count, 4), np.nan, np.float32)
+            k(a=x, acc=out, N=count)
+            np.testing.assert_array_equal(out, x * np.float32(2) + 1)
     assert "me_parallel_for(" in k.source
