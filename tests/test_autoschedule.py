@@ -443,3 +443,59 @@ def test_cli_auto_schedule(tmp_path: Path) -> None:
     assert bad.returncode != 0
     assert bad.stderr.strip() == ("middleend check: --estimates and --budget are for "
                                   "--auto-schedule")
+
+
+# ----------------------------------- a sum's initializer and reader in its loops (around.py)
+
+
+def _gemm_with(name: str, transposed: bool) -> me.Function:
+    """``tmp = 0; tmp += A B``, memory-based, then either ``tmp *= 2`` in place (a reader
+    of each element the sum wrote) or ``out = tmp'`` (a reader of other tiles' sums):
+    three loop nests at the root, as a Julia function's loops come."""
+    n = 160
+    with me.Function(name) as f:
+        a, b = me.Input("A", [n, n], me.float64), me.Input("B", [n, n], me.float64)
+        tmp = me.Buffer("tmp", [n, n], me.float64, kind="output")
+        i, j, k = me.Var("i", 0, n), me.Var("j", 0, n), me.Var("k", 0, n)
+        z = me.Computation("Z", [i, j], 0.0)
+        u = me.Computation("U", [i, j, k], tmp[i, j] + a[i, k] * b[k, j])
+        z.store_in(tmp, [i, j])
+        u.store_in(tmp, [i, j])
+        if transposed:
+            out = me.Buffer("out", [n, n], me.float64, kind="output")
+            w = me.Computation("W", [i, j], tmp[j, i])
+            w.store_in(out, [i, j])
+        else:
+            w = me.Computation("W", [i, j], tmp[i, j] * 2.0)
+            w.store_in(tmp, [i, j])
+        u.after(z, me.ROOT)
+        w.after(u, me.ROOT)
+    return f
+
+
+@pytest.mark.parametrize("transposed", [False, True], ids=["in_place", "transposed"])
+def test_initializer_and_reader_move_into_the_sums_loops(transposed: bool) -> None:
+    """The zeroing is computed per iteration of one of the sum's loops (the legality check
+    refuses those inside the sum over ``k``, which would zero it again); the in-place
+    scaling is ordered after the sum inside its outer loops, while the transposed read,
+    which needs other tiles' sums, stays in a nest of its own (every fusion refused).
+    numpy's values either way, and the report says what moved."""
+    f = _gemm_with(f"around_{int(transposed)}", transposed)
+    chosen = f.auto_schedule()
+    at = [c for c in chosen.commands if isinstance(c, cmd.ComputeAt) and c.comp == "Z"]
+    assert at and at[0].consumer == "U", str(chosen)
+    assert at[0].level != "k" and not at[0].level.startswith("k_"), str(chosen)
+    after = next(c for c in chosen.commands if isinstance(c, cmd.After) and c.comp == "W")
+    assert (after.level == cmd.ROOT) == transposed, str(chosen)
+    assert ("W: in U's loops" in str(chosen)) != transposed
+    rng = np.random.default_rng(8)
+    a, b = rng.random((160, 160)), rng.random((160, 160))
+    tmp = np.full((160, 160), np.nan)
+    k = f.compile()
+    if transposed:
+        out = np.full((160, 160), np.nan)
+        k(A=a, B=b, tmp=tmp, out=out)
+        np.testing.assert_allclose(out, (a @ b).T, rtol=1e-12)
+    else:
+        k(A=a, B=b, tmp=tmp)
+        np.testing.assert_allclose(tmp, 2 * (a @ b), rtol=1e-12)

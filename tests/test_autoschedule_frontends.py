@@ -75,6 +75,20 @@ def test_covariance_triangle_in_aligned_tiles_reads_panels() -> None:
     assert panel and block and panel.group(1) == block.group(1), text
 
 
+def test_initializers_and_readers_move_into_the_sums_loops() -> None:
+    """At the benchmark's sizes, doitgen's zeroing of its (expanded) sum is computed in
+    the sum's loops and its copy-out ordered after the sum inside them, as are 2mm's
+    zeroing and scaling of ``tmp`` (middleend/autosched/around.py): numpy's values, and
+    the placements in the replayable text."""
+    for name, zero, red, reader in (("doitgen!", "Z", "U", "W"), ("mm2!", "S1", "T", "SC")):
+        k, args = _checked(name, KERNELS[name].large, 4, schedule="auto")
+        text = k.auto_schedule(*args)
+        assert re.search(rf'computation\("{zero}"\)\.compute_at\(f\.computation\("{red}"\), '
+                         r"'\w+'\)", text), text
+        assert re.search(rf'computation\("{reader}"\)\.after\(f\.computation\("{red}"\), '
+                         r"'\w+'\)", text), text
+
+
 @pytest.mark.fpga
 @pytest.mark.parametrize("name", ["bicg!", "jacobi1d!", "doitgen!"])
 def test_julia_kernels_auto_scheduled_for_fpga(name: str) -> None:

@@ -128,7 +128,7 @@ def _best(st: Stmt, m: MachineModel) -> float:
     return got[0][0] if got else 0.0
 
 
-def _region(reader: Stmt, nest: Sequence[Loop], k: int, buf: str) -> float:
+def region(reader: Stmt, nest: Sequence[Loop], k: int, buf: str) -> float:
     """Elements of ``buf`` the reader reads in one iteration of its loop ``k`` (the
     loops inside it run over their ranges; the reads' offsets add the halo)."""
     reads = [a for a in reader.accesses if a.buffer == buf and not a.write]
@@ -175,10 +175,10 @@ def _per_tile(reader: Stmt, prod: Stmt, m: MachineModel) -> tuple[float, Plan, s
                 par = speedup(lp.trip, m)
             if lp.part == "inner" or lp.tag == "vector":
                 break
-            region = _region(reader, nest, k, buf)
-            if region == 0 or region * elem > m.caches[1] / 2:
+            size = region(reader, nest, k, buf)
+            if size == 0 or size * elem > m.caches[1] / 2:
                 continue
-            work = region * trips
+            work = size * trips
             if work > 4 * prod.points:
                 continue  # recomputes too much to be a candidate
             est = cost(reader, nest, m, resident) + unit * work / par

@@ -10,6 +10,9 @@
    legality check accepts, with the plans already chosen in place, is kept. The check is
    the one every compile runs (:func:`middleend.driver.lowering.check_commands`), so the
    result is legal by construction, never by the model's say-so.
+3. *Around a sum.* A sum's initializer computed in the sum's loops and its reader fused
+   after it in its outer loops, where the check accepts it (:mod:`.around`): a sum kept
+   in memory then goes through the cache once, not three times.
 
 Statements the user scheduled (any loop command of theirs) and the Layer IV operations are
 left as they are. The result is deterministic: the same program, estimates and machine give
@@ -30,6 +33,7 @@ from ..ir import commands as cmd
 from ..ir.errors import MiddleEndError, ScheduleError
 from ..ir.function import Function
 from ..ir.latency import statement_latency
+from . import around
 from .cost import MachineModel, cost, joint_cost, vectorizable
 from .devices import CANDIDATES, fpga_candidates, mpi_data
 from .fuse import Group, apart, distributed, fused, groups, joint_ranked
@@ -370,6 +374,34 @@ def _fused(sts: Sequence[Stmt], g: Group, tries: Sequence[tuple[float, Plan]], a
     return False
 
 
+def _around(found: Searched, stmts: Mapping[str, Stmt], results: dict[str, Choice],
+            check: _Checker, m: MachineModel, deadline: float | None, skip: set[str],
+            notes: list[str]) -> None:
+    """Each reduction in a nest of its own with its initializer computed in its loops and
+    its reader fused after it in its outer loops (:mod:`.around`), the first legal of each
+    one's placements kept in ``found``."""
+    for name, ch in list(results.items()):
+        red = stmts[name]
+        if ch.plan is None or ch.shared or not red.reductions or name in skip:
+            continue
+        for other in stmts.values():
+            mine = results.get(other.name)
+            if other.name in skip or other.name == name or mine is None:
+                continue
+            tries = around.initializer_inside(other, red, loops(red, (), ch.plan),
+                                              found.orders, m) \
+                or around.reader_after(other, red, ch.plan, found.orders, m, mine.estimate)
+            for mv in tries[:TRIES]:
+                if deadline is not None and time.monotonic() > deadline:
+                    return
+                if check.legal(found.with_blocks({mv.stmt: mv.block}, mv.orders)):
+                    found.blocks[mv.stmt], found.orders = mv.block, mv.orders
+                    results[mv.stmt] = Choice(mv.stmt, mv.plan, (), mv.estimate,
+                                              mine.baseline, mine.refused, mv.what)
+                    notes.append(mv.note)
+                    break
+
+
 def search(fn: Function, m: MachineModel, outputs: Sequence[Any] | None = None,
            estimates: Mapping[str, int] | None = None, deadline: float | None = None,
            summary: Summary | None = None, base: list[cmd.Command] | None = None,
@@ -467,6 +499,11 @@ def search(fn: Function, m: MachineModel, outputs: Sequence[Any] | None = None,
             results[st.name] = Choice(st.name, picked[1], sh, picked[0], baseline, refused)
             if picked[2] is not None:
                 notes.append(f"{st.name}: {picked[2].describe()}")
+    if target == "cpu":
+        # (a tuning's plans from the store are not skipped: the placements are made
+        # again around them, as when they were timed)
+        _around(found, by_name, results, check, m, deadline,
+                fixed | set(at) | set(group_of) | (set(by_name) - own), notes)
     if device:
         results.update(_device(device, found, check, target, s))
     found.choices = [results[st.name] for st in s.stmts if st.name in results]
