@@ -14,8 +14,8 @@ buffer through memory (27 MB each way at doitgen's sizes). Once U's plan is chos
 - a *reader* of what U writes, ordered after U at the root, over U's variables, is given
   U's outer loops (the same splits, in the same order, hence the same loop names) and
   ordered after U in the loop of those where the model finds it cheapest, the values
-  one iteration of U leaves being in cache when that region fits half of L2: it reads
-  each tile's sums just after U made them.
+  one iteration of U leaves being in cache when that region fits half of L2 (read up
+  from L2 unless it fits half of L1): it reads each tile's sums just after U made them.
 
 Mechanism is not in question here (compute_at, after, split and interchange are the
 scheduling language's); which placement is kept is the model's choice among the ones the
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from ..driver.summary import Stmt
 from ..ir import commands as cmd
-from .cost import MachineModel, compute_cycles, cost, vectorizable
+from .cost import BANDWIDTH, MachineModel, compute_cycles, cost, vectorizable
 from .placement import region
 from .plan import Loop, Plan, commands, loops
 
@@ -125,8 +125,12 @@ def reader_after(reader: Stmt, red: Stmt, plan: Plan, orders: Sequence[cmd.Comma
         mine_nest = loops(reader, (), p)
         if [x.name for x in mine_nest[:d]] != [x.name for x in prefix]:
             break  # the reader's loops would not be named as red's
-        fits = all(region(red, nest, d - 1, b) * elem <= m.caches[1] / 2 for b in shared)
+        held = max(region(red, nest, d - 1, b) for b in shared) * elem
+        fits = held <= m.caches[1] / 2
         est = cost(reader, mine_nest, m, frozenset(shared) if fits else frozenset())
+        if fits and held > m.caches[0] / 2:  # in L2, not L1: its lines come up from there
+            est += sum(reader.points * a.elem_bytes for a in reader.accesses
+                       if a.buffer in shared and not a.write) / BANDWIDTH[2] / m.cores
         if est >= GAIN * alone:
             continue
         trial = list(orders)
