@@ -10,8 +10,9 @@ benchmarks build the very same pipelines without importing each other.
 Each builder takes ``schedule``: ``"inline"`` (no schedule at all: Halide's default, every
 Func inlined into the output except those with update definitions) or ``"root"`` (every
 intermediate Func ``compute_root``, the simplest schedule that computes each stage once);
-the bilateral grid and interpolate also take :data:`EXPERT`, the CPU schedule of Halide's
-own app (the expert anchor of ``benchmarks/autoschedule.py``); and a size parameter
+the bilateral grid, interpolate and the local Laplacian also take :data:`EXPERT`, the CPU
+schedule of Halide's own app (the expert anchor of ``benchmarks/autoschedule.py``); and a
+size parameter
 (pyramid levels) so that lowering time can be measured against the number of stages. An
 :class:`App` carries the output, its realization sizes and inputs.
 """
@@ -242,8 +243,8 @@ def local_laplacian(rows: int = 16, cols: int = 24, levels: int = 4, schedule: s
     pixel, the two copies around the gray image's own pyramid value (a data-dependent,
     clamped index) and interpolates; collapsed and applied to the color channels. Halide's
     app uses 8 levels. ``schedule`` may also be :data:`INLINE_AT` (the float input computed
-    per output row)."""
-    _check_schedule(schedule, (INLINE_AT,))
+    per output row) or :data:`EXPERT`."""
+    _check_schedule(schedule, (INLINE_AT, EXPERT))
     x, y, c, k = _vars("x y c k")
     inp = hl.ImageParam(hl.UInt(16), 3, "inp")
     J = levels
@@ -317,8 +318,41 @@ def local_laplacian(rows: int = 16, cols: int = 24, levels: int = 4, schedule: s
     _root(funcs, schedule)
     if schedule == INLINE_AT:
         floating.compute_at(out, y)
+    if schedule == EXPERT:
+        _local_laplacian_expert(remap, gray, ig, gp, og, out)
     img = np.random.default_rng(seed).integers(0, 65536, (3, rows, cols), dtype=np.uint16)
     return App("local_laplacian", out, [cols, rows, 3], [(inp, img)], len(funcs) + 1)
+
+
+def _local_laplacian_expert(remap: hl.Func, gray: hl.Func, in_g: list[hl.Func],
+                            g: list[hl.Func], out_g: list[hl.Func], out: hl.Func) -> None:
+    """The CPU schedule of Halide 21's local_laplacian app (its generator): the lookup table
+    and the gray image at the root; the first four levels of the input's and of the
+    remapped copies' Gaussian pyramids at the root over the cores (the copies stored x, k,
+    y and computed a row of every copy at a time), the output's Gaussian levels per output
+    row in rolling buffers of 4 rows kept per strip of 64 rows; the output in those strips
+    over the cores; every loop along x vectorized by 8 (the app's choice: its run is
+    data-dependent loads, not arithmetic); levels from the fifth at the root unvectorized.
+    The Laplacian levels, the upsamplings and the x passes stay inlined."""
+    x, y, c, k = (hl.Var(n) for n in "xyck")
+    yo = hl.Var("yo")
+    remap.compute_root()
+    out.reorder(c, x, y).split(y, yo, y, 64).parallel(yo).vectorize(x, 8)
+    gray.compute_root().never_partition([y]).parallel(y, 32).vectorize(x, 8)
+    for j in range(1, min(5, len(g))):
+        in_g[j].compute_root().parallel(y, 32).vectorize(x, 8)
+        g[j].compute_root().reorder_storage(x, k, y).reorder(k, y).parallel(y, 8) \
+            .vectorize(x, 8)
+        out_g[j].store_at(out, yo).compute_at(out, y).fold_storage(y, 4) \
+            .vectorize(x, 8, hl.TailStrategy.RoundUp)
+        if j > 1:
+            in_g[j].never_partition_all()
+            g[j].never_partition_all()
+    out_g[0].compute_at(out, y).hoist_storage(out, yo).vectorize(x, 8, hl.TailStrategy.RoundUp)
+    for j in range(5, len(g)):
+        in_g[j].compute_root()
+        g[j].compute_root().parallel(k)
+        out_g[j].compute_root()
 
 
 # the stencil chain's schedules beyond SCHEDULES: the output tiled, every other stage
