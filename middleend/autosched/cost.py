@@ -51,19 +51,21 @@ UPSAMPLE_OPS = 2.0
 LIBM_CYCLES = 20.0  # a math library call (summary.LIBM) per value: scalar in every loop
 
 
-def vector_ops(a: Access, stride: float) -> float | None:
-    """Instructions per vector of ``a`` in a loop along which it moves by ``stride``
-    elements: 1 for a contiguous or fixed one, :data:`STRIDE2_OPS` for a read by 2 (the
-    even or odd lanes of two vectors), :data:`UPSAMPLE_OPS` for a float read by half an
-    element (an upsampling's ``in[x / 2]``: each lane's value twice), None where the loop
-    cannot run in vectors (a gather, a strided store)."""
-    s = abs(stride)
+def vector_ops(a: Access, k: int) -> float | None:
+    """Instructions per vector of ``a`` in the loop along statement dim ``k``: 1 for a
+    contiguous or fixed one, :data:`STRIDE2_OPS` for a read by 2 (the even or odd lanes
+    of two vectors), :data:`UPSAMPLE_OPS` for a float read by half an element (an
+    upsampling's ``in[x / 2]``: each lane's value twice), None where the loop cannot run
+    in vectors (a gather, a strided store, an index through another floor division of
+    the loop's counter: ``in[2 (x / 2)]`` moves by 1 on average, but by 0 and 2 in turn,
+    and gcc leaves such a loop scalar)."""
+    s = abs(a.strides[k])
+    if k in a.uneven:
+        return UPSAMPLE_OPS if s == 0.5 and not a.write and a.floating else None
     if s in (0.0, 1.0):
         return 1.0
     if s == 2.0 and not a.write:
         return STRIDE2_OPS
-    if s == 0.5 and not a.write and a.floating:
-        return UPSAMPLE_OPS
     return None
 
 
@@ -71,7 +73,7 @@ def vectorizable(accesses: Sequence[Access], k: int) -> bool:
     """Whether a loop along statement dim ``k`` can run in vectors by its accesses: each
     one contiguous, fixed or a read by 2 (:func:`vector_ops`), and a store or load moving
     by one element."""
-    return all(vector_ops(a, a.strides[k]) is not None for a in accesses) \
+    return all(vector_ops(a, k) is not None for a in accesses) \
         and any(abs(a.strides[k]) == 1.0 for a in accesses)
 
 
@@ -303,19 +305,38 @@ def _jam_per_point(stmt: Stmt, u: Loop, vl: Loop, index: dict[str, int],
                    m: MachineModel) -> float:
     """Unroll-and-jam: ``vl`` in vectors, the unrolled copies in its body; an access that
     does not move along ``vl`` is hoisted out of it, one that does not move along ``u`` is
-    loaded and stored once for all the copies."""
+    loaded and stored once for all the copies, and reads of a buffer that one copy makes
+    at the element another copy reads too are loaded once (a stencil's rows ``y + dy``
+    over 4 unrolled rows: 4 + 2 row loads for 3 taps, not 12; gcc finds the addresses
+    equal)."""
     elem = max((a.elem_bytes for a in stmt.accesses if a.write), default=4)
     lanes = m.lanes(elem)
     mem_ops = 0.0
+    rows: dict[tuple[str, tuple[float, ...]], set[float]] = {}
     for a in stmt.accesses:
+        su = step(a, u, index)
         if step(a, vl, index) == 0:
             mem_ops += 1.0 / vl.trip
-        elif step(a, u, index) == 0:
+        elif su == 0:
             mem_ops += 1.0 / u.trip
-        else:
+        elif a.write or not a.offsets:
             mem_ops += 1.0
+        else:  # the elements the copies read, counted once each below
+            at = _linear_offset(a)
+            rows.setdefault((a.buffer, a.strides), set()).update(
+                at + su * k for k in range(u.trip))
+    mem_ops += sum(len(r) for r in rows.values()) / u.trip
     per = (stmt.ops - stmt.calls + mem_ops) / lanes
     return per * math.ceil(vl.trip / lanes) * lanes / vl.trip + stmt.calls * LIBM_CYCLES
+
+
+def _linear_offset(a: Access) -> float:
+    """The element ``a`` reads at the origin, as a row-major offset in its buffer."""
+    at, stride = 0.0, 1.0
+    for off, size in zip(reversed(a.offsets), reversed(a.dim_sizes), strict=False):
+        at += off * stride
+        stride *= size
+    return at
 
 
 def _per_point(stmt: Stmt, nest: Sequence[Loop], m: MachineModel) -> float:
@@ -340,7 +361,7 @@ def _per_point(stmt: Stmt, nest: Sequence[Loop], m: MachineModel) -> float:
     vectorized = inner.tag == "vector" or (
         inner.part == "inner" and inner.trip % lanes == 0 and inner.tag is None
         and any(lp.tag == "unroll" for lp in block))
-    if vectorized and any(vector_ops(a, a.strides[k_in]) is None for a in stmt.accesses):
+    if vectorized and any(vector_ops(a, k_in) is None for a in stmt.accesses):
         vectorized = False  # a gather or a strided store: lane by lane
     if vectorized and carries(stmt, inner):
         vectorized = False  # an ordered sum cannot run in lanes
@@ -360,7 +381,7 @@ def _per_point(stmt: Stmt, nest: Sequence[Loop], m: MachineModel) -> float:
         if vectorized and not a.write and step(a, inner, index) == 0:
             broadcasts += share
         else:
-            mem_ops += share * ((vector_ops(a, a.strides[k_in]) or 1.0) if vectorized
+            mem_ops += share * ((vector_ops(a, k_in) or 1.0) if vectorized
                                 else 1.0)
     per = stmt.ops - stmt.calls + mem_ops
     if vectorized:
@@ -378,6 +399,9 @@ def _per_point(stmt: Stmt, nest: Sequence[Loop], m: MachineModel) -> float:
     accumulators = 1.0
     for lp in block[:-1]:
         accumulators *= lp.trip
-    if vectorized and accumulators / lanes > m.registers - 4:
-        per *= 2.0  # the sums no longer fit the registers: spilled
+    # the sums a reduction keeps across the block's loops no longer fit the registers:
+    # spilled (a statement without one stores each result as it goes and holds nothing)
+    if vectorized and accumulators / lanes > m.registers - 4 and \
+            any(lp.var in stmt.reductions for lp in block):
+        per *= 2.0
     return per

@@ -57,6 +57,11 @@ class Access:
     # panels a box of the last dim's index crosses), the last dim its index modulo P
     panel: int = 0
     floating: bool = False  # the buffer's elements are floats (upsampled reads: cost.py)
+    # the loops along which an index goes through a floor division (``x / 2``, or
+    # ``2 (x / 2)`` where a downsampling reads an upsampling): the elements it moves by
+    # differ from step to step, ``strides`` holding their average (1 for ``2 (x / 2)``,
+    # which no vector load reads); a wrap (above) is not among them
+    uneven: frozenset[int] = frozenset()
 
     def wrap(self, k: int) -> tuple[int, float] | None:
         """The period and the stride inside it of this access along loop ``k``."""
@@ -222,17 +227,20 @@ def _const(pa: isl.PwAff, est: Mapping[str, int], what: str) -> int:
 
 
 def _affine_rows(m: isl.Map, n_in: int
-                 ) -> tuple[list[list[float]], list[dict[int, tuple[int, float]]]] | None:
+                 ) -> tuple[list[list[float]], list[dict[int, tuple[int, float]]],
+                            frozenset[int]] | None:
     """Per output dimension of ``m`` (an access), the coefficient of each input dimension
     in its affine form (a floor division counts its numerator's coefficients over its
-    denominator), then its constant term; and its wraps (:func:`_wraps`); None when an
-    index is not affine."""
+    denominator), then its constant term; its wraps (:func:`_wraps`); and the input
+    dimensions along which it is uneven (:attr:`Access.uneven`); None when an index is
+    not affine."""
     try:
         pma = m.as_pw_multi_aff()
     except isl.Error:
         return None
     rows: list[list[float]] = []
     wraps: list[dict[int, tuple[int, float]]] = []
+    uneven: set[int] = set()
     for d in range(pma.dim(isl.dim_type.out)):
         pieces = pma.get_pw_aff(d).get_pieces()
         if not pieces:
@@ -243,7 +251,22 @@ def _affine_rows(m: isl.Map, n_in: int
         row, aff = max(cands, key=lambda r: sum(abs(c) for c in r[0]))
         rows.append(row + [_num(aff.get_constant_val())])
         wraps.append(_wraps(aff, n_in, row))
-    return rows, wraps
+        uneven |= _uneven(aff, n_in) - set(wraps[-1])
+    return rows, wraps, frozenset(uneven)
+
+
+def _uneven(aff: isl.Aff, n_in: int) -> set[int]:
+    """The input dimensions that a floor division of ``aff`` (one with a coefficient in
+    it) depends on."""
+    out: set[int] = set()
+    for q in range(aff.dim(isl.dim_type.div)):
+        if not _num(aff.get_coefficient_val(isl.dim_type.div, q)):
+            continue
+        div = aff.get_div(q)
+        out |= {k for k in range(n_in)
+                if _num(div.get_coefficient_val(isl.dim_type.in_, k))}
+        out |= _uneven(div, n_in)
+    return out
 
 
 def _wraps(aff: isl.Aff, n_in: int, row: Sequence[float]) -> dict[int, tuple[int, float]]:
@@ -400,11 +423,11 @@ def _access(m: isl.Map, buf: str, write: bool, nv: int,
     if got is None or len(got[0]) != len(dims):
         unknown = tuple(float(UNKNOWN_STRIDE) for _ in range(nv))
         return Access(buf, write, unknown, tuple(unknown for _ in dims), elem, dims)
-    rows, wraps = got
+    rows, wraps, uneven = got
     strides = tuple(sum(rows[d][k] * bstrides[d] for d in range(len(dims)))
                     for k in range(nv))
     wrapped = tuple((k, c, s * bstrides[d]) for d, w in enumerate(wraps)
                     for k, (c, s) in sorted(w.items()))
     return Access(buf, write, strides, tuple(tuple(r[:nv]) for r in rows), elem, dims,
                   tuple(r[nv] for r in rows), wrapped,
-                  floating=l3.buffers[buf].dtype.is_float)
+                  floating=l3.buffers[buf].dtype.is_float, uneven=uneven)

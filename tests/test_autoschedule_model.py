@@ -1,0 +1,94 @@
+"""The analytical cost model on small statements: what it reads from the summary and the
+three rules that decided interpolate's, nb's and cvtColor's plans on an AVX2 machine.
+
+- an index through a floor division of the loop counter other than a float upsampling
+  (``in[2 (x / 2)]``, where a downsampling reads an upsampling) is no vector load: its
+  stride averages 1, but gcc leaves the loop scalar (the plan must not count lanes);
+- a statement without a reduction holds no sums in registers: a vector loop in blocks
+  of 256 costs what the plain vector loop costs (a spill penalty doubled it);
+- unroll-and-jam over a stencil's rows loads each row once for all the copies that read
+  it (3 taps over 4 rows: 6 row loads, not 12).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import middleend as me
+from middleend.autosched import cost
+from middleend.autosched.api import machine_model
+from middleend.autosched.plan import Loop, Plan, loops
+from middleend.driver.summary import summarize
+
+EST = {"N": 600, "M": 1000}
+
+
+def _pairs(name: str) -> me.Function:
+    """``d[y, x] = a[y, 2 (x / 2)] + a[y, 2 (x / 2) + 1]`` and ``u[y, x] = a[y, x / 2]``."""
+    with me.Function(name) as f:
+        n, m = me.Param("N"), me.Param("M")
+        y, x = me.Var("y", 0, n), me.Var("x", 0, m)
+        a = me.Input("a", [n, m + 1], me.float32)
+        me.Computation("d", [y, x], a[y, (x // 2) * 2] + a[y, (x // 2) * 2 + 1])
+        me.Computation("u", [y, x], a[y, x // 2] * 2.0)
+    return f
+
+
+def test_a_read_through_a_floor_division_is_no_vector_load() -> None:
+    """Both reads of ``d`` move by 1 per step of ``x`` on average and are marked uneven
+    along it: ``x`` is not a vector loop of ``d``; ``u``'s upsampled read is (a dense
+    load and a shuffle). The auto schedule computes numpy's values either way."""
+    f = _pairs("pairs")
+    s = summarize(f, EST, None, list(f.commands.items))
+    d, u = s.stmt("d"), s.stmt("u")
+    kx = d.vars.index("x")
+    reads = [a for a in d.accesses if not a.write]
+    assert all(a.strides[kx] == 1.0 and kx in a.uneven for a in reads)
+    assert not cost.vectorizable(d.accesses, kx)
+    assert cost.vectorizable(u.accesses, u.vars.index("x"))
+    f.auto_schedule(estimates=EST)
+    a = np.random.default_rng(0).random((9, 14)).astype(np.float32)
+    got = f.compile()(a=a)
+    xs = np.arange(13)
+    np.testing.assert_array_equal(got["d"], a[:, 2 * (xs // 2)] + a[:, 2 * (xs // 2) + 1])
+    np.testing.assert_array_equal(got["u"], a[:, xs // 2] * np.float32(2))
+
+
+def _blur(name: str) -> me.Function:
+    """A vertical 3-tap blur of a 2-D input."""
+    with me.Function(name) as f:
+        n, m = me.Param("N"), me.Param("M")
+        y, x = me.Var("y", 0, n), me.Var("x", 0, m)
+        a = me.Input("a", [n + 2, m], me.float32)
+        me.Computation("b", [y, x], a[y, x] + a[y + 1, x] + a[y + 2, x])
+    return f
+
+
+def test_a_statement_without_a_sum_pays_no_spill_for_its_vector_blocks() -> None:
+    """Its 3 loads and its store per vector, and its operations, over the lanes: the
+    same in blocks of 256 as along the whole row, and not doubled."""
+    f = _blur("vblk")
+    st = summarize(f, EST, None, list(f.commands.items)).stmt("b")
+    m = machine_model("cpu")
+    lanes = m.lanes(4)
+    flat = loops(st, (), Plan(("y", "x"), (), vector="x", lanes=lanes))
+    blocks = loops(st, (), Plan(("y", "x"), (("x", 256),), vector="x", lanes=lanes))
+    want = (st.ops + 4.0) / lanes
+    assert cost._per_point(st, blocks, m) == pytest.approx(want)
+    assert cost._per_point(st, flat, m) == pytest.approx(want)
+
+
+def test_unrolled_rows_share_the_rows_they_read() -> None:
+    """Jammed over 4 rows, the 3 taps load 6 rows, not 12: 1.5 row loads per point
+    and the store, against 3 loads and the store with the rows' copies apart."""
+    f = _blur("vjam")
+    st = summarize(f, EST, None, list(f.commands.items)).stmt("b")
+    m = machine_model("cpu")
+    lanes = m.lanes(4)
+    index = {v: k for k, v in enumerate(st.vars)}
+    vl = Loop("x", "x", 8 * lanes, "full")
+    got = cost._jam_per_point(st, Loop("y_i", "y", 4, "inner", "unroll"), vl, index, m)
+    assert got == pytest.approx((st.ops + 1.5 + 1.0) / lanes)
+    one = cost._jam_per_point(st, Loop("y_i", "y", 1, "inner", "unroll"), vl, index, m)
+    assert one == pytest.approx((st.ops + 3.0 + 1.0) / lanes)
