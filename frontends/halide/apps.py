@@ -12,9 +12,8 @@ Func inlined into the output except those with update definitions) or ``"root"``
 intermediate Func ``compute_root``, the simplest schedule that computes each stage once);
 the bilateral grid, interpolate and the local Laplacian also take :data:`EXPERT`, the CPU
 schedule of Halide's own app (the expert anchor of ``benchmarks/autoschedule.py``); and a
-size parameter
-(pyramid levels) so that lowering time can be measured against the number of stages. An
-:class:`App` carries the output, its realization sizes and inputs.
+size parameter (pyramid levels) so that lowering time can be measured against the number
+of stages. An :class:`App` carries the output, its realization sizes and inputs.
 """
 
 from __future__ import annotations
