@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import middleend as me
-from middleend.autosched import cost
+from middleend.autosched import cost, search, space
 from middleend.autosched.api import machine_model
 from middleend.autosched.plan import Loop, Plan, loops
 from middleend.driver.summary import summarize
@@ -92,3 +92,50 @@ def test_unrolled_rows_share_the_rows_they_read() -> None:
     assert got == pytest.approx((st.ops + 1.5 + 1.0) / lanes)
     one = cost._jam_per_point(st, Loop("y_i", "y", 1, "inner", "unroll"), vl, index, m)
     assert one == pytest.approx((st.ops + 3.0 + 1.0) / lanes)
+
+
+def _ab(name: str) -> me.Function:
+    """``C = A B`` with ``A[i, k]`` contiguous along ``i`` (a column-major product)."""
+    with me.Function(name) as f:
+        n, m, kk = me.Param("N", min=1), me.Param("M", min=1), me.Param("K", min=1)
+        i, j, k = me.Var("i", 0, n), me.Var("j", 0, m), me.Var("k", 0, kk)
+        a, b = me.Input("A", [kk, n], me.float64), me.Input("B", [m, kk], me.float64)
+        c = me.Computation("C", [j, i], me.cast(me.float64, 0))
+        c.update([i, j, k], a[k, i] * b[j, k], name="U", at=[j, i])
+    return f
+
+
+def _tiles(m: cost.MachineModel) -> set[tuple[int, int]]:
+    """The register tiles (rows in vectors, columns) of ``_ab``'s update on ``m``."""
+    f = _ab("tiles")
+    st = summarize(f, {"N": 512, "M": 512, "K": 512}, None,
+                   list(f.commands.items)).stmt("U")
+    lanes = m.lanes(8)
+    return {(dict(p.tiles)["i"] // lanes, dict(p.tiles)["j"])
+            for p in space.plans(st, list(st.vars), m) if p.contiguous == "i"}
+
+
+def test_a_register_tile_leaves_a_register_beside_its_sums_and_operands() -> None:
+    """Sums, a row of operand vectors and a broadcast must leave one vector register
+    spare: on AVX2's 16, 2 x 6 (12 + 2 + 1) is a candidate and 3 x 4 (12 + 3 + 1) is not
+    (gcc spilled a sum of it); with AVX-512's 32 registers both are."""
+    caches = (32 << 10, 512 << 10, 32 << 20)
+    avx2 = _tiles(cost.MachineModel(32, 16, caches, 2))
+    assert (2, 6) in avx2 and (1, 12) in avx2 and (3, 4) not in avx2
+    avx512 = _tiles(cost.MachineModel(64, 32, caches, 2))
+    assert {(3, 4), (3, 8), (2, 12)} <= avx512 and (3, 12) not in avx512
+
+
+def test_short_runs_of_a_product_operand_do_not_win_over_whole_panels() -> None:
+    """mm2's first product at its benchmark sizes on an AVX2 machine of 16 registers:
+    the plan reads ``A`` through panels of the tile's 8 rows along the whole of ``k``
+    (8.8 KB runs of ``B``), not ``B`` in 1 KB runs of 128 ``k`` per tile (1.5x the
+    time of the expert schedule: each run a new stream the prefetcher learns first)."""
+    f = _ab("runs")
+    st = summarize(f, {"N": 800, "M": 900, "K": 1100}, None,
+                   list(f.commands.items)).stmt("U")
+    m = cost.MachineModel(32, 16, (32 << 10, 512 << 10, 32 << 20), 2)
+    _, plan, pk = search._tries(st, (), m, set(), packs=True)[0]
+    assert pk is not None and pk.buffer == "A" and pk.panel == dict(plan.tiles)["i"], \
+        plan.describe()
+    assert "k" not in dict(plan.tiles), plan.describe()

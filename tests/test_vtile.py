@@ -95,6 +95,31 @@ def test_a_packed_operand_is_read_as_vectors() -> None:
     assert np.array_equal(got, _run(src, args, schedule=False)[0])
 
 
+def _branches(c: str) -> tuple[str, str]:
+    """The first tile's AVX-512 branch and its other one."""
+    t = c[c.index(MARK):]
+    wide = t[t.index("#if defined(__AVX512F__)"):t.index("#else")]
+    return wide, t[t.index("#else"):t.index("#endif")]
+
+
+def test_operands_every_column_reads_are_kept_in_registers() -> None:
+    """A vector operand that each of the tile's columns multiplies (A's rows) is loaded
+    once per step into a variable kept in a vector register (``ME_IN_REG``): left to
+    itself gcc folded the load back into each column's FMA (8 x 4: 8 loads and 4
+    broadcasts per 8 FMAs). Where the sums, those operands and a broadcast would take
+    all 16 registers of AVX2 (12 x 4: 12 + 3 + 1) they are not pinned (gcc then spilled a
+    sum); with AVX-512's 32 they are. Either way the product is the unscheduled one."""
+    args = _args("Float64")
+    for rows, narrow_pinned in ((8, True), (12, False)):
+        src = _source(_tile(rows, 4, 16), update=MULADD)
+        got, c = _run(src, args)
+        wide, narrow = _branches(c)
+        assert "ME_IN_REG(me_l0);" in wide, wide
+        assert ("ME_IN_REG(" in narrow) == narrow_pinned, narrow
+        assert "me_l0 = me_vf64x4_ld(&b_A" in narrow
+        assert np.array_equal(got, _run(src, args, schedule=False)[0])
+
+
 def _built_elsewhere(src: str, args: tuple[np.ndarray, ...], flags: list[str]) -> np.ndarray:
     """The kernel's C built with ``flags`` in place of the host's ISA flags, run on
     ``args``; its result."""

@@ -15,7 +15,8 @@ vectors the machine has: 64 bytes under ``__AVX512F__``, else 32) is one vector
 variable, loaded once before the ``k`` loop and stored once after it; each update is one
 vector expression of the lanes' operands, which are either the same element in every lane
 (printed as the scalar it is: C broadcasts it) or ``W`` contiguous elements (one vector
-load). Sums no run of ``W`` covers (a partial tile's rows) go into 16-byte vectors, then
+load, made once per iteration where several updates read it, and kept in a register:
+:attr:`Width.loads`). Sums no run of ``W`` covers (a partial tile's rows) go into 16-byte vectors, then
 scalar variables. The source stays the same on every machine: both widths are printed,
 under ``#if defined(__AVX512F__)``. Measured on a Sapphire Rapids (Julia PolyBench,
 ``benchmarks/julia/compare.py``): doitgen's 8 x 5 tile went from 17.7 to 13.7 ms
@@ -63,6 +64,8 @@ from middleend.ir.types import DType, float32, float64
 # 16-byte halves on SSE-only and NEON machines, split by gcc); the sums a run of that
 # many does not cover in 16-byte vectors, then one by one (a partial tile's rows)
 WIDE, NARROW = (64, 32, 16), (32, 16)
+# the vector registers of the machines that print each (AVX-512: 32; AVX2, SSE: 16)
+REGISTERS = {64: 32, 32: 16}
 _SUFFIX = {float32: "f32", float64: "f64"}
 _OPS = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 # the FMA intrinsic per (element type, bytes), x86 only (immintrin.h)
@@ -85,6 +88,14 @@ class Width:
     dtype: DType
     sums: tuple[tuple[int, str], ...]
     updates: tuple[tuple[int, str], ...]
+    # the updates' vector operands, loaded into ``me_l{k}`` at the top of each iteration
+    # (the updates name them): (type, load, whether several updates read it). One that
+    # several read is kept in a vector register by an empty ``asm`` (``ME_IN_REG``): gcc
+    # merges the repeated loads itself, but its register allocator may then put each use
+    # back as a memory operand of its FMA. Doitgen's 8 x 4 tile so ran 8 vector loads and
+    # 4 broadcasts per 8 FMAs (19.2 ms; the 8 x 5 tile, whose 2 loads it kept, 12.8 ms;
+    # AVX2 Zen 3).
+    loads: tuple[tuple[str, str, bool], ...] = ()
 
     def ctype(self, lanes: int) -> str:
         return vector_type(self.dtype, lanes) if lanes > 1 else self.dtype.c_name
@@ -245,14 +256,21 @@ def _width(var: str, insts: list[_Inst], sizes: tuple[int, ...],
     sums = tuple((len(r), _element(stores[r[0]].buffer, forms[r[0]]))  # type: ignore
                  for r in runs)
     updates = []
+    loads: dict[str, int] = {}  # a vector load's text -> how many updates read it
     for k, run in sorted(enumerate(runs), key=lambda kr: kr[1][0]):  # statements' order
         lanes_of = [insts[m] for m in run]
         text = _Lanes(lanes_of, [forms[m] for m in run], k, dtype, len(run), written,
-                      loops).vector(lanes_of[0].info.value)  # type: ignore[arg-type]
+                      loops, loads).vector(lanes_of[0].info.value)  # type: ignore[arg-type]
         if text is None:
             return None
         updates.append((k, text))
-    return Width(dtype, sums, tuple(updates))
+    # pinned only while the sums, the pinned operands and a broadcast leave a register
+    # spare: at all 16 (doitgen's 12 x 4 tile, 3 operands) gcc spilled a sum to the stack
+    shared = sum(1 for n in loads.values() if n > 1)
+    regs = REGISTERS[sizes[0]]
+    pin = sum(1 for n, _ in sums if n > 1) + shared + 1 < regs
+    return Width(dtype, sums, tuple(updates),
+                 tuple((t.split("_ld(", 1)[0], t, pin and n > 1) for t, n in loads.items()))
 
 
 class _Lanes:
@@ -260,10 +278,10 @@ class _Lanes:
 
     def __init__(self, insts: list[_Inst], stores: list[tuple[Form, ...] | None],
                  sum_index: int, dtype: DType, lanes: int, written: set[str],
-                 loops: Mapping[str, Interval]) -> None:
+                 loops: Mapping[str, Interval], loads: dict[str, int]) -> None:
         self.insts, self.stores, self.k, self.dtype, self.lanes, self.written = \
             insts, stores, sum_index, dtype, lanes, written
-        self.loops = loops
+        self.loops, self.loads = loops, loads
 
     def vector(self, e: Expr) -> str | None:
         r = self._value(e)
@@ -316,8 +334,9 @@ class _Lanes:
             return False, _element(acc.buffer, first)
         if first and all(fm is not None and fm[:-1] == first[:-1] and fm[-1] ==
                          _shift(first[-1], j) for j, fm in enumerate(forms)):
-            vt = vector_type(self.dtype, self.lanes)
-            return True, f"{vt}_ld(&{_element(acc.buffer, first)})"
+            text = f"{vector_type(self.dtype, self.lanes)}_ld(&{_element(acc.buffer, first)})"
+            self.loads[text] = self.loads.get(text, 0) + 1
+            return True, f"me_l{list(self.loads).index(text)}"
         return None  # a gather
 
 
@@ -340,6 +359,10 @@ def print_tile(f: For, p: Plan, emit: Callable[[int, str], None], depth: int,
             t = w.ctype(lanes)
             emit(d, f"{t} me_s{k} = {f'{t}_ld(&{el})' if lanes > 1 else el};")
         emit(d, f"for (; {cond}; {var} += {f.step}) {{")
+        for j, (t, load, shared) in enumerate(w.loads):
+            emit(d + 1, f"{t} me_l{j} = {load};")
+            if shared:
+                emit(d + 1, f"ME_IN_REG(me_l{j});")
         for k, text in w.updates:
             emit(d + 1, f"me_s{k} = {text};")
         emit(d, "}")
@@ -358,7 +381,12 @@ def helpers_c(plans: list[Plan]) -> str:
     kinds = sorted({(w.dtype.bits, lanes, w.dtype) for p in plans
                     for w in (p.wide, p.narrow) for lanes, _ in w.sums if lanes > 1},
                    key=lambda k: k[:2])
-    out = ["#if defined(__x86_64__) || defined(__i386__)", "#include <immintrin.h>", "#endif"]
+    # ME_IN_REG (Width.loads) where the 32-byte vectors are registers (AVX); elsewhere
+    # (SSE2 alone splits them in halves: no register holds one) nothing
+    out = ["#if defined(__x86_64__) || defined(__i386__)", "#include <immintrin.h>", "#endif",
+           "#if (defined(__x86_64__) || defined(__i386__)) && defined(__AVX__)",
+           '#define ME_IN_REG(v) __asm__("" : "+v"(v))', "#else",
+           "#define ME_IN_REG(v) ((void)0)", "#endif"]
     for _, lanes, dt in kinds:
         size = lanes * dt.bits // 8
         vt, c = vector_type(dt, lanes), dt.c_name

@@ -36,7 +36,13 @@ FORK_CYCLES = 20000.0  # starting and joining a parallel loop (the pool: a few Â
 # bytes per cycle and core that each level delivers to the one above it
 BANDWIDTH = {2: 32.0, 3: 16.0, 4: 6.0}
 PAGE = 4096  # bytes of a page: L2's prefetcher does not cross one
-STREAM_RUN = 1024.0  # bytes of a contiguous run from which misses stream at full bandwidth
+# bytes of a contiguous run from which misses stream at full bandwidth: a prefetcher spends
+# the first lines of a run learning it. At 1024, mm2's columns of B read 128 k at a time
+# (1 KB runs, 6 new streams per register tile) looked as good as 8.8 KB runs, and its
+# plan ran 1.5x its expert schedule's time (55 ms; with the 8 KB runs of whole-k panels,
+# 38 ms, AVX2 Zen 3); at 4096 the Halide stencils' 1 KB rows of x blocks cost too much
+# (stencil_chain 1.12x, interpolate 1.07x slower, A/B in one process)
+STREAM_RUN = 2048.0
 OVERLAP = 0.25  # the share of the lesser of compute and memory time that does not overlap
 # vectors of an innermost loop that stay in registers across the loops outside it (a register
 # tile's rows); a longer one is reloaded from L1 each time
