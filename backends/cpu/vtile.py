@@ -15,9 +15,9 @@ vectors the machine has: 64 bytes under ``__AVX512F__``, else 32) is one vector
 variable, loaded once before the ``k`` loop and stored once after it; each update is one
 vector expression of the lanes' operands, which are either the same element in every lane
 (printed as the scalar it is: C broadcasts it) or ``W`` contiguous elements (one vector
-load, made once per iteration where several updates read it, and kept in a register:
-:attr:`Width.loads`). Sums no run of ``W`` covers (a partial tile's rows) go into 16-byte vectors, then
-scalar variables. The source stays the same on every machine: both widths are printed,
+load, made once per iteration and, where several updates read it, kept in a register:
+:attr:`Width.loads`). Sums no run of ``W`` covers (a partial tile's rows) go into 16-byte
+vectors, then scalar variables. The source stays the same on every machine: both widths are printed,
 under ``#if defined(__AVX512F__)``. Measured on a Sapphire Rapids (Julia PolyBench,
 ``benchmarks/julia/compare.py``): doitgen's 8 x 5 tile went from 17.7 to 13.7 ms
 (2.13 -> 1.40x numpy's time) as is, and the tile shapes that use the 32 registers
@@ -89,12 +89,12 @@ class Width:
     sums: tuple[tuple[int, str], ...]
     updates: tuple[tuple[int, str], ...]
     # the updates' vector operands, loaded into ``me_l{k}`` at the top of each iteration
-    # (the updates name them): (type, load, whether several updates read it). One that
-    # several read is kept in a vector register by an empty ``asm`` (``ME_IN_REG``): gcc
-    # merges the repeated loads itself, but its register allocator may then put each use
-    # back as a memory operand of its FMA. Doitgen's 8 x 4 tile so ran 8 vector loads and
-    # 4 broadcasts per 8 FMAs (19.2 ms; the 8 x 5 tile, whose 2 loads it kept, 12.8 ms;
-    # AVX2 Zen 3).
+    # (the updates name them): (type, load, whether it is pinned). One that several read
+    # is kept in a vector register by an empty ``asm`` (``ME_IN_REG``) where the registers
+    # allow: gcc merges the repeated loads itself, but its register allocator may then
+    # put each use back as a memory operand of its FMA. Doitgen's 8 x 4 tile so ran 8
+    # vector loads and 4 broadcasts per 8 FMAs (19.2 ms; the 8 x 5 tile, whose 2 loads it
+    # kept, 12.8 ms; AVX2 Zen 3).
     loads: tuple[tuple[str, str, bool], ...] = ()
 
     def ctype(self, lanes: int) -> str:
@@ -256,7 +256,7 @@ def _width(var: str, insts: list[_Inst], sizes: tuple[int, ...],
     sums = tuple((len(r), _element(stores[r[0]].buffer, forms[r[0]]))  # type: ignore
                  for r in runs)
     updates = []
-    loads: dict[str, int] = {}  # a vector load's text -> how many updates read it
+    loads = _Loads()
     for k, run in sorted(enumerate(runs), key=lambda kr: kr[1][0]):  # statements' order
         lanes_of = [insts[m] for m in run]
         text = _Lanes(lanes_of, [forms[m] for m in run], k, dtype, len(run), written,
@@ -265,12 +265,29 @@ def _width(var: str, insts: list[_Inst], sizes: tuple[int, ...],
             return None
         updates.append((k, text))
     # pinned only while the sums, the pinned operands and a broadcast leave a register
-    # spare: at all 16 (doitgen's 12 x 4 tile, 3 operands) gcc spilled a sum to the stack
-    shared = sum(1 for n in loads.values() if n > 1)
-    regs = REGISTERS[sizes[0]]
-    pin = sum(1 for n, _ in sums if n > 1) + shared + 1 < regs
+    # spare (the rule of the search's tiles too, autosched/space.py): at all 16 (doitgen's
+    # 12 x 4 tile, 3 operands) gcc spilled a sum to the stack
+    shared = sum(1 for _, _, n in loads.made if n > 1)
+    pin = sum(1 for n, _ in sums if n > 1) + shared + 1 < REGISTERS[sizes[0]]
     return Width(dtype, sums, tuple(updates),
-                 tuple((t.split("_ld(", 1)[0], t, pin and n > 1) for t, n in loads.items()))
+                 tuple((t, text, pin and n > 1) for t, text, n in loads.made))
+
+
+class _Loads:
+    """The vector loads of one tile's updates, each named once (``me_l{k}``) with how
+    many updates read it."""
+
+    def __init__(self) -> None:
+        self.made: list[tuple[str, str, int]] = []  # (vector type, load, readers)
+        self._index: dict[str, int] = {}
+
+    def name(self, vt: str, load: str) -> str:
+        k = self._index.setdefault(load, len(self.made))
+        if k == len(self.made):
+            self.made.append((vt, load, 0))
+        t, text, n = self.made[k]
+        self.made[k] = (t, text, n + 1)
+        return f"me_l{k}"
 
 
 class _Lanes:
@@ -278,7 +295,7 @@ class _Lanes:
 
     def __init__(self, insts: list[_Inst], stores: list[tuple[Form, ...] | None],
                  sum_index: int, dtype: DType, lanes: int, written: set[str],
-                 loops: Mapping[str, Interval], loads: dict[str, int]) -> None:
+                 loops: Mapping[str, Interval], loads: _Loads) -> None:
         self.insts, self.stores, self.k, self.dtype, self.lanes, self.written = \
             insts, stores, sum_index, dtype, lanes, written
         self.loops, self.loads = loops, loads
@@ -334,9 +351,8 @@ class _Lanes:
             return False, _element(acc.buffer, first)
         if first and all(fm is not None and fm[:-1] == first[:-1] and fm[-1] ==
                          _shift(first[-1], j) for j, fm in enumerate(forms)):
-            text = f"{vector_type(self.dtype, self.lanes)}_ld(&{_element(acc.buffer, first)})"
-            self.loads[text] = self.loads.get(text, 0) + 1
-            return True, f"me_l{list(self.loads).index(text)}"
+            vt = vector_type(self.dtype, self.lanes)
+            return True, self.loads.name(vt, f"{vt}_ld(&{_element(acc.buffer, first)})")
         return None  # a gather
 
 
