@@ -59,6 +59,7 @@ from middleend.ir.loopast import (
     StmtInfo,
 )
 from middleend.ir.types import DType, float32, float64
+from middleend.target.base import register_tile_fits
 
 # the vector widths printed, in bytes: 64 where the machine has AVX-512, else 32 (two
 # 16-byte halves on SSE-only and NEON machines, split by gcc); the sums a run of that
@@ -264,11 +265,9 @@ def _width(var: str, insts: list[_Inst], sizes: tuple[int, ...],
         if text is None:
             return None
         updates.append((k, text))
-    # pinned only while the sums, the pinned operands and a broadcast leave a register
-    # spare (the rule of the search's tiles too, autosched/space.py): at all 16 (doitgen's
-    # 12 x 4 tile, 3 operands) gcc spilled a sum to the stack
+    # pinned only where the sums and the pinned operands leave room (the search's rule)
     shared = sum(1 for _, _, n in loads.made if n > 1)
-    pin = sum(1 for n, _ in sums if n > 1) + shared + 1 < REGISTERS[sizes[0]]
+    pin = register_tile_fits(sum(1 for n, _ in sums if n > 1), shared, REGISTERS[sizes[0]])
     return Width(dtype, sums, tuple(updates),
                  tuple((t, text, pin and n > 1) for t, text, n in loads.made))
 

@@ -31,6 +31,7 @@ import itertools
 from collections.abc import Iterator, Sequence
 
 from ..driver.summary import Stmt
+from ..target.base import register_tile_fits
 from .cost import MachineModel, cost, vectorizable
 from .plan import Plan, loops
 
@@ -199,11 +200,9 @@ def _plans(stmt: Stmt, free: Sequence[str], m: MachineModel, ext: dict[str, int]
 
 
 def _fits(rows: int, columns: int, m: MachineModel) -> bool:
-    """Whether a register tile of ``rows`` vectors by ``columns`` leaves a vector register
-    spare beside its sums, its row of operand vectors and a broadcast: at exactly all of
-    them gcc spilled a sum to the stack (doitgen's 12 x 4 on AVX2's 16: 27.7 ms against
-    13.0 for 8 x 4, whose operands stay in registers; Zen 3)."""
-    return rows * columns + rows + 1 < m.registers
+    """Whether a register tile of ``rows`` vectors by ``columns`` fits the registers with
+    its row of operand vectors (:func:`~middleend.target.base.register_tile_fits`)."""
+    return register_tile_fits(rows * columns, rows, m.registers)
 
 
 def _aligned(order: tuple[str, ...], tiles: dict[str, int], u: str, rows: int, vv: str
