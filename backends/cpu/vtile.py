@@ -17,8 +17,8 @@ vector expression of the lanes' operands, which are either the same element in e
 (printed as the scalar it is: C broadcasts it) or ``W`` contiguous elements (one vector
 load, made once per iteration and, where several updates read it, kept in a register:
 :attr:`Width.loads`). Sums no run of ``W`` covers (a partial tile's rows) go into 16-byte
-vectors, then scalar variables. The source stays the same on every machine: both widths are printed,
-under ``#if defined(__AVX512F__)``. Measured on a Sapphire Rapids (Julia PolyBench,
+vectors, then scalar variables. The source stays the same on every machine: both widths
+are printed, under ``#if defined(__AVX512F__)``. Measured on a Sapphire Rapids (Julia PolyBench,
 ``benchmarks/julia/compare.py``): doitgen's 8 x 5 tile went from 17.7 to 13.7 ms
 (2.13 -> 1.40x numpy's time) as is, and the tile shapes that use the 32 registers
 (kernels.jl) now run as planned: doitgen 0.80, covariance 0.92, 2mm 0.84x numpy's wall
@@ -281,11 +281,11 @@ class _Loads:
         self._index: dict[str, int] = {}
 
     def name(self, vt: str, load: str) -> str:
-        k = self._index.setdefault(load, len(self.made))
-        if k == len(self.made):
+        k = self._index.get(load)
+        if k is None:
+            k = self._index[load] = len(self.made)
             self.made.append((vt, load, 0))
-        t, text, n = self.made[k]
-        self.made[k] = (t, text, n + 1)
+        self.made[k] = (vt, load, self.made[k][2] + 1)
         return f"me_l{k}"
 
 
