@@ -9,6 +9,7 @@ compile_pipeline) work, and a user's mistakes get one clear error.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -178,6 +179,31 @@ def test_python_form_replays_placement() -> None:
     ref = sum(bx[2 + d:302 + d] for d in range(-2, 3))
     for fn in (f, g):
         np.testing.assert_allclose(fn.compile()(inp=a)["out"], ref, rtol=1e-5)
+
+
+def test_a_stage_every_channel_reads_is_computed_once_not_per_channel() -> None:
+    """A cheap sum of costly inlined work (``s = t + 1``, ``t`` square roots) read by each
+    of the output's channels at the same ``y, x``: inlined, ``t`` is evaluated once per
+    channel. Placement prices it by the work it carries and the reads the channels repeat,
+    so ``s`` is computed once per pixel (at the root or per row of the output); the
+    result is numpy's."""
+    with me.Function("channels") as f:
+        inp = me.Input("inp", [3, 200, 300], me.float32)
+        c, y, x = me.Var("c", 0, 3), me.Var("y", 0, 200), me.Var("x", 0, 300)
+        v = inp[0, y, x]
+        t = me.Computation("t", [y, x], me.sqrt(v * v + 1.0) * 0.5 + me.sqrt(v + 2.0)
+                           + me.sqrt(v * 3.0 + 1.0))
+        s = me.Computation("s", [y, x], t[y, x] + 1.0)
+        me.Computation("out", [c, y, x], s[y, x] * inp[c, y, x])
+        t.inline()
+        s.inline()
+    chosen = f.auto_schedule()
+    assert any(re.search(r"placement: s computed (at the root|per iteration)", n)
+               for n in chosen.notes), chosen.notes
+    a = np.random.default_rng(3).random((3, 200, 300)).astype(np.float32)
+    a0 = a[0]
+    ref = (np.sqrt(a0 * a0 + 1) * 0.5 + np.sqrt(a0 + 2) + np.sqrt(a0 * 3 + 1) + 1) * a
+    np.testing.assert_allclose(f.compile()(inp=a)["out"], ref, rtol=1e-5)
 
 
 def _atb(name: str, transposed: bool = True) -> me.Function:

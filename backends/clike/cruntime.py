@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from middleend.ir.types import ALL_TYPES, DType
+from middleend.target.base import FRESH_BYTES
 
 from .cbits import bits_text
 
@@ -77,7 +78,7 @@ static inline int64_t me_mul_sat(int64_t a, int64_t b) {
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
-#define ME_HUGE_BYTES ((size_t)32 << 20)
+#define ME_HUGE_BYTES ((size_t)@FRESH_BYTES@)
 #define ME_HUGE_ALIGN ((size_t)2 << 20)
 static inline void *me_alloc(int64_t n, size_t esz) {
     void *p = NULL;
@@ -193,7 +194,7 @@ def runtime_text(d: Dialect = CPU) -> str:
     parts = [d.header, _COMMON.format(fn=d.fn, flag=d.flag, set_flag=d.set_flag,
                                       flag_fn=d.flag_fn)]
     if d.host:
-        parts.append(_HOST)
+        parts.append(_HOST.replace("@FRESH_BYTES@", f"{FRESH_BYTES}ULL"))
     parts.append("/* Floor division/modulo, abs, min, max and shifts per type. */\n")
     parts.extend(_helpers_for(dt).replace("static inline", d.fn) for dt in ALL_TYPES
                  if dt.c_name != "_Float16" or d.name == "c")  # gcc's C only

@@ -41,8 +41,8 @@ from ..driver.summary import (
 from ..ir import commands as cmd
 from ..ir.errors import MiddleEndError
 from ..ir.expr import Access, Binary, Call, Unary, walk
-from ..ir.function import Buffer, Computation, Function
-from .cost import MachineModel, compute_cycles, cost, speedup
+from ..ir.function import Buffer, Computation, Function, Var
+from .cost import MachineModel, compute_cycles, cost, first_touch, speedup
 from .plan import Loop, Plan, loops
 from .space import ranked
 
@@ -69,7 +69,10 @@ def _readers(fn: Function, producer: str) -> dict[str, int]:
     ``remap[idx(gray)]``) counts as several: any element may be read at every instance of
     the reader, so inlining may recompute each one many times (the local Laplacian's
     remapping curve, an ``exp`` per entry: evaluated for each of 8 levels of every pixel
-    where 1793 entries are the whole table)."""
+    where 1793 entries are the whole table). So does a read whose indices leave out one of
+    the reader's dimensions: every iteration of that dimension reads the same element (the
+    local Laplacian's output channels ``c`` each read the collapsed pyramid at ``x, y``:
+    inlined, the whole pyramid is recomputed per channel)."""
     out: dict[str, int] = {}
     for c in fn.computations:
         if c.expr is None or c.name == producer:
@@ -77,10 +80,28 @@ def _readers(fn: Function, producer: str) -> dict[str, int]:
         reads = [n for n in walk(c.expr) if isinstance(n, Access)
                  and isinstance(n.target, Computation) and n.target.name == producer]
         if reads:
-            gather = any(isinstance(x, Access) for n in reads for ix in n.indices
-                         for x in walk(ix))
-            out[c.name] = max(len({repr(n.indices) for n in reads}), 2 if gather else 1)
+            inside = [x for n in reads for ix in n.indices for x in walk(ix)]
+            gather = any(isinstance(x, Access) for x in inside)
+            used = {x.name for x in inside if isinstance(x, Var)}
+            broadcast = any(v.name not in used for v in c.vars)
+            out[c.name] = max(len({repr(n.indices) for n in reads}),
+                              2 if gather or broadcast else 1)
     return out
+
+
+def _work(fn: Function, name: str, inlined: set[str], memo: dict[str, int]) -> int:
+    """Operations one instance of ``name`` computes, those of the inlined producers it
+    reads included: a sum of two inlined stages (a pyramid level's upsampling plus its
+    Laplacian) is one addition of its own but all of theirs at every read."""
+    if name not in memo:
+        memo[name] = 0  # a cycle through inlined stages cannot occur; this bounds it anyway
+        comp = fn.computation(name)
+        nodes = value_nodes(comp.expr) if comp.expr is not None else []
+        memo[name] = sum(1 for x in nodes if isinstance(x, (Binary, Unary, Call))) + sum(
+            _work(fn, x.target.name, inlined, memo) for x in nodes
+            if isinstance(x, Access) and isinstance(x.target, Computation)
+            and x.target.name in inlined and x.target.name != name)
+    return memo[name]
 
 
 def _offset_store(fn: Function, name: str, trial: list[cmd.Command],
@@ -211,10 +232,7 @@ def place(fn: Function, base: list[cmd.Command], m: MachineModel,
             if p in done:
                 continue
             readers = _readers(fn, p)
-            comp = fn.computation(p)
-            ops = sum(1 for x in value_nodes(comp.expr)
-                      if isinstance(x, (Binary, Unary, Call))) if comp.expr is not None else 0
-            if ops < 2 or sum(readers.values()) < 2:
+            if _work(fn, p, set(inlined), {}) < 2 or sum(readers.values()) < 2:
                 continue
             cands.append((p, _through(fn, readers, statements)))
         if not cands:
@@ -288,7 +306,7 @@ def _revisit(fn: Function, current: list[cmd.Command],
         by_in = {st.name: st for st in s_in.stmts}
         if p not in by_root or any(r not in by_root or r not in by_in for r in readers):
             continue
-        own = _best(by_root[p], m)
+        own = _best(by_root[p], m) + first_touch(by_root[p], m)
         root = own + sum(_best(by_root[r], m) for r in readers)
         inline = sum(_best(by_in[r], m) for r in readers)
         if inline + _margin(own, readers, by_in, by_root, m) < root:
@@ -308,7 +326,7 @@ def _choose(p: str, readers: list[str], s0: Summary, s1: Summary, m: MachineMode
     if p not in by1 or any(r not in by0 or r not in by1 for r in readers):
         return None
     inline = sum(_best(by0[r], m) for r in readers)
-    own = _best(by1[p], m)
+    own = _best(by1[p], m) + first_touch(by1[p], m)
     root = own + sum(_best(by1[r], m) for r in readers)
     tile = _per_tile(by1[readers[0]], by1[p], m) if per_tile and len(readers) == 1 \
         else None

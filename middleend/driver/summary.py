@@ -422,7 +422,7 @@ def _access(m: isl.Map, buf: str, write: bool, nv: int,
         bstrides[d] = bstrides[d + 1] * dims[d + 1]
     if got is None or len(got[0]) != len(dims):
         unknown = tuple(float(UNKNOWN_STRIDE) for _ in range(nv))
-        return Access(buf, write, unknown, tuple(unknown for _ in dims), elem, dims)
+        return Access(buf, write, unknown, _partial_spans(m, nv, len(dims)), elem, dims)
     rows, wraps, uneven = got
     strides = tuple(sum(rows[d][k] * bstrides[d] for d in range(len(dims)))
                     for k in range(nv))
@@ -431,3 +431,20 @@ def _access(m: isl.Map, buf: str, write: bool, nv: int,
     return Access(buf, write, strides, tuple(tuple(r[:nv]) for r in rows), elem, dims,
                   tuple(r[nv] for r in rows), wrapped,
                   floating=l3.buffers[buf].dtype.is_float, uneven=uneven)
+
+
+def _partial_spans(m: isl.Map, nv: int, ndims: int) -> tuple[tuple[float, ...], ...]:
+    """The spans of an access whose index is not affine as a whole: a dimension whose own
+    index is affine keeps its row (the local Laplacian's ``lPyramid[x, y, k(gray)]``
+    still walks its planes along ``x`` and ``y``); a data-dependent one moves anywhere in
+    its range at every step (:data:`UNKNOWN_STRIDE` along every loop, which
+    :func:`..autosched.cost._lines` caps at the dimension's size). Its strides stay
+    unknown: loading it is a gather whichever loop runs in vectors."""
+    unknown = tuple(float(UNKNOWN_STRIDE) for _ in range(nv))
+    rows: list[tuple[float, ...]] = []
+    for d in range(ndims):
+        one = m.project_out(isl.dim_type.out, d + 1, ndims - d - 1) \
+            .project_out(isl.dim_type.out, 0, d)
+        got = _affine_rows(one, nv) if one.is_single_valued() else None
+        rows.append(tuple(got[0][0][:nv]) if got is not None else unknown)
+    return tuple(rows)

@@ -284,6 +284,15 @@ class Machine:
         return Machine(tuple(sorted(out)), tuple(sorted(caches)))
 
 
+# bytes from which a buffer the C targets allocate is fresh memory at every call: glibc
+# maps such a block anew each time (its mmap threshold stops growing at 32 MB), so the
+# kernel faults in and zeroes every page at first touch, another pass over the buffer's
+# bytes at memory bandwidth. The runtime offers these as huge pages
+# (``backends/clike/cruntime.py``); the cost model prices the zeroing
+# (``autosched/cost.py::first_touch``).
+FRESH_BYTES = 32 << 20
+
+
 def register_tile_fits(sums: int, operands: int, registers: int) -> bool:
     """Whether a register tile's ``sums`` vectors, the ``operands`` vectors it keeps in
     registers across its columns and one broadcast leave a vector register spare. The
