@@ -94,7 +94,7 @@ def _work(fn: Function, name: str, inlined: set[str], memo: dict[str, int]) -> i
     reads included: a sum of two inlined stages (a pyramid level's upsampling plus its
     Laplacian) is one addition of its own but all of theirs at every read."""
     if name not in memo:
-        memo[name] = 0  # a cycle through inlined stages cannot occur; this bounds it anyway
+        memo[name] = 0  # guards the recursion (inlined stages form no cycle)
         comp = fn.computation(name)
         nodes = value_nodes(comp.expr) if comp.expr is not None else []
         memo[name] = sum(1 for x in nodes if isinstance(x, (Binary, Unary, Call))) + sum(
@@ -147,6 +147,12 @@ def _through(fn: Function, readers: Mapping[str, int], statements: set[str]
 def _best(st: Stmt, m: MachineModel) -> float:
     got = ranked(st, (), m)
     return got[0][0] if got else 0.0
+
+
+def _at_root(st: Stmt, m: MachineModel) -> float:
+    """A producer's own cost at the root: its best plan and the zeroing of its buffer's
+    pages where that buffer is fresh memory at every call (:func:`.cost.first_touch`)."""
+    return _best(st, m) + first_touch(st, m)
 
 
 def region(reader: Stmt, nest: Sequence[Loop], k: int, buf: str) -> float:
@@ -225,6 +231,7 @@ def place(fn: Function, base: list[cmd.Command], m: MachineModel,
         inlined = [c.comp for c in current if isinstance(c, cmd.Inline)]
         statements = {c.name for c in fn.computations} - set(inlined)
         cands = []
+        work: dict[str, int] = {}  # per round: the inlined set is fixed within it
         # producers first (the front-ends list them after their consumers), each priced
         # with its consumers still inlined; :func:`_revisit` then prices each again with
         # the final placement of the others
@@ -232,7 +239,7 @@ def place(fn: Function, base: list[cmd.Command], m: MachineModel,
             if p in done:
                 continue
             readers = _readers(fn, p)
-            if _work(fn, p, set(inlined), {}) < 2 or sum(readers.values()) < 2:
+            if _work(fn, p, set(inlined), work) < 2 or sum(readers.values()) < 2:
                 continue
             cands.append((p, _through(fn, readers, statements)))
         if not cands:
@@ -306,7 +313,7 @@ def _revisit(fn: Function, current: list[cmd.Command],
         by_in = {st.name: st for st in s_in.stmts}
         if p not in by_root or any(r not in by_root or r not in by_in for r in readers):
             continue
-        own = _best(by_root[p], m) + first_touch(by_root[p], m)
+        own = _at_root(by_root[p], m)
         root = own + sum(_best(by_root[r], m) for r in readers)
         inline = sum(_best(by_in[r], m) for r in readers)
         if inline + _margin(own, readers, by_in, by_root, m) < root:
@@ -326,7 +333,7 @@ def _choose(p: str, readers: list[str], s0: Summary, s1: Summary, m: MachineMode
     if p not in by1 or any(r not in by0 or r not in by1 for r in readers):
         return None
     inline = sum(_best(by0[r], m) for r in readers)
-    own = _best(by1[p], m) + first_touch(by1[p], m)
+    own = _at_root(by1[p], m)
     root = own + sum(_best(by1[r], m) for r in readers)
     tile = _per_tile(by1[readers[0]], by1[p], m) if per_tile and len(readers) == 1 \
         else None
