@@ -180,9 +180,27 @@ def _analyse_from(fn: Function, l1: Layer1, commands: list[cmd.Command],
               (time.perf_counter() - t0) * 1e3)
     dev = _timed("device plan", plan_device, fn, l1, l3, l4, scheds, commands)
     ts = _timed("layer II (time-space)", finalize, scheds, l1.declared, events, l1.reads_of,
-                l4.ops, memory_reads(l1, l3))
+                l4.ops, memory_reads(l1, l3), _slides(l3, events))
     ph = _timed("physical accesses", build_physical, l1, l3, ts, exp, l4, dev)
     return Analysis(l1, l3, l4, exp, ts, ph, dev, commands, fn)
+
+
+def _slides(l3: Layer3, events: list[cmd.Command]) -> dict[str, str]:
+    """Per producer computed at a loop of its consumer and allocated at an outer loop of
+    the same consumer, that loop: Layer II computes it in a sliding window there
+    (``placement.extend_at``). Only a buffer this producer alone writes (another writer
+    could overwrite what an earlier iteration computed). A folded one may be too short to
+    keep what a later iteration reads: the legality check, on the folded accesses, says
+    so with the fold named (a line buffer of the stencil's height is fine)."""
+    out: dict[str, str] = {}
+    for e in events:
+        if not isinstance(e, cmd.ComputeAt) or e.comp not in l3.store:
+            continue
+        b = l3.buffers[l3.store[e.comp]]
+        if b.alloc_at is not None and b.alloc_at[0] == e.consumer and \
+                b.alloc_at[1] != e.level and b.writers == [e.comp]:
+            out[e.comp] = b.alloc_at[1]
+    return out
 
 
 def _timed(what: str, f: Callable[..., _T], *args: Any) -> _T:

@@ -49,19 +49,12 @@ class TimeSpace:
         return u
 
     def tag_at(self, comp: str, dyn: int) -> str | None:
-        s = self.comps[comp]
-        for name, tag in s.tags.items():
-            if name in s.dims and s.n_outer + s.dims.index(name) == dyn:
-                return tag
-        return None
+        return _own_tag(self.comps[comp], dyn)
 
     def effective_tag(self, comp: str, dyn: int) -> str | None:
         """The tag of ``comp``'s loop at ``dyn``, its own or, for the outer loops it shares
         with a consumer (compute_at, copy_at), the consumer's."""
-        s = self.comps[comp]
-        if dyn < s.n_outer and s.outer_of is not None:
-            return self.effective_tag(s.outer_of, dyn)
-        return self.tag_at(comp, dyn)
+        return _effective_tag(self.comps, comp, dyn)
 
     def gpu_dims(self, comp: str, tag: str) -> list[int]:
         """The loop positions (outermost first) of ``comp``'s loops tagged ``tag``."""
@@ -81,6 +74,20 @@ class TimeSpace:
         return names[dyn] if dyn < len(names) else f"<pad{dyn}>"
 
 
+def _own_tag(s: CompSchedule, dyn: int) -> str | None:
+    for name, tag in s.tags.items():
+        if name in s.dims and s.n_outer + s.dims.index(name) == dyn:
+            return tag
+    return None
+
+
+def _effective_tag(comps: Mapping[str, CompSchedule], comp: str, dyn: int) -> str | None:
+    s = comps[comp]
+    if dyn < s.n_outer and s.outer_of is not None:
+        return _effective_tag(comps, s.outer_of, dyn)
+    return _own_tag(s, dyn)
+
+
 def _identity_ext(s: CompSchedule) -> None:
     s.ext_domain = s.domain
     s.proj = isl.Map.identity(s.domain.get_space().map_from_set()).intersect_domain(s.domain)
@@ -94,8 +101,8 @@ _MAX_ROUNDS = 16
 
 
 def _resolve_compute_at(comps: dict[str, CompSchedule], events: list[cmd.Command],
-                        reads_of: ReadsOf, memory_reads_of: ReadsOf | None = None
-                        ) -> dict[str, list[str]]:
+                        reads_of: ReadsOf, memory_reads_of: ReadsOf | None = None,
+                        slides: Mapping[str, str] | None = None) -> dict[str, list[str]]:
     """Place every compute_at; returns, per producer, the other computations placed in its
     consumer's loops that it is computed for too (it must precede them).
 
@@ -109,7 +116,8 @@ def _resolve_compute_at(comps: dict[str, CompSchedule], events: list[cmd.Command
     read of any, as Halide computes a Tuple)."""
     prev: dict[str, CompSchedule] | None = None
     for _ in range(_MAX_ROUNDS):
-        also, widen, unread = _resolve_round(comps, events, reads_of, memory_reads_of, prev)
+        also, widen, unread = _resolve_round(comps, events, reads_of, memory_reads_of, prev,
+                                             slides or {})
         if not widen or (prev is not None and all(
                 prev[n].ext_domain is not None and comps[n].ext_domain is not None and
                 prev[n].ext_domain.is_equal(comps[n].ext_domain) for n in comps)):
@@ -123,7 +131,7 @@ def _resolve_compute_at(comps: dict[str, CompSchedule], events: list[cmd.Command
 
 def _resolve_round(comps: dict[str, CompSchedule], events: list[cmd.Command],
                    reads_of: ReadsOf, memory_reads_of: ReadsOf | None,
-                   prev: dict[str, CompSchedule] | None
+                   prev: dict[str, CompSchedule] | None, slides: Mapping[str, str]
                    ) -> tuple[dict[str, list[str]], bool, list[ScheduleError]]:
     """One round of :func:`_resolve_compute_at` (``prev``: the round before, whose regions
     the earlier readers of a producer's buffer are taken from; None in the first round,
@@ -218,7 +226,7 @@ def _resolve_round(comps: dict[str, CompSchedule], events: list[cmd.Command],
             _identity_ext(s)
             done.add(name)
             return
-        extend_at(s, c, lvl, acc, more)
+        extend_at(s, c, lvl, acc, more, _window(comps, c, lvl, slides.get(name)))
         done.add(name)
 
     def siblings(consumer: str, lvl: int, producer: str, stack: list[str]) -> list[str]:
@@ -260,13 +268,36 @@ def _resolve_round(comps: dict[str, CompSchedule], events: list[cmd.Command],
     return also, widen, unread
 
 
+def _window(comps: Mapping[str, CompSchedule], c: CompSchedule, lvl: int,
+            alloc: str | None) -> int | None:
+    """The sliding window of a producer computed inside ``c``'s first ``lvl`` loops and
+    allocated at ``c``'s loop ``alloc`` further out (Halide's ``store_at`` outside
+    ``compute_at``): the number of loops that identify one allocation, where every loop
+    between it and ``lvl`` runs in order on one core (no parallel, vector or GPU tag), so
+    that the values an earlier iteration computed are still in the buffer and need not be
+    computed again. None: no window (allocated at the compute level, at the root, or a
+    loop in between runs out of order)."""
+    if alloc is None or alloc not in c.ext_dims[:lvl]:
+        return None
+    k = c.ext_dims.index(alloc) + 1
+    if k >= lvl or any(_effective_tag(comps, c.name, d) not in (None, "unroll")
+                       for d in range(k, lvl)):
+        return None
+    return k
+
+
 def extend_at(s: CompSchedule, c: CompSchedule, lvl: int, acc: isl.Map | None,
-              more: list[tuple[CompSchedule, isl.Map]] | None = None) -> None:
+              more: list[tuple[CompSchedule, isl.Map]] | None = None,
+              window: int | None = None) -> None:
     """Place ``s`` inside the first ``lvl`` loops of ``c`` (already placed): its domain is
     extended with those loops' values and restricted, per iteration, to the instances
     ``acc`` says the instances of ``c`` below it need (``acc``: Layer I instance of ``c``
     -> instance of ``s``), and those that ``more``'s computations, placed in the same
-    loops, need. This is compute_at's placement, and a Layer IV copy's."""
+    loops, need. This is compute_at's placement, and a Layer IV copy's. ``window``
+    (:func:`_window`): each iteration computes the bounding box of what it needs less the
+    previous iteration's box, where that iteration is of the same allocation (the same
+    values of the first ``window`` loops; :func:`_slid`): a stencil's producer computed
+    per row of a strip computes its halo once per strip, then one new row per row."""
     rel: isl.Map | None = None
     for r, a in ([(c, acc)] if acc is not None else []) + list(more or []):
         assert r.ext_sched is not None and r.proj is not None
@@ -277,6 +308,8 @@ def extend_at(s: CompSchedule, c: CompSchedule, lvl: int, acc: isl.Map | None,
         rel = part if rel is None else rel.union(part)
     assert rel is not None
     rel = exact_hull(rel.coalesce())
+    if window is not None:
+        rel = _slid(_box(rel).intersect_range(s.domain), window)
     names = _ext_names(c.ext_dims[:lvl], s.domain)
     ext = _named(rel.wrap().flatten().set_tuple_name(s.name), names).coalesce()
     proj = rel.range_map().flatten_domain().set_tuple_name(isl.dim_type.in_, s.name)
@@ -288,6 +321,51 @@ def extend_at(s: CompSchedule, c: CompSchedule, lvl: int, acc: isl.Map | None,
     s.ext_domain, s.proj, s.n_outer, s.outer_of = ext, proj, lvl, c.name
     s.ext_sched = esched.reset_tuple_id(isl.dim_type.out)
     s.ext_dims = c.ext_dims[:lvl] + list(s.dims)
+
+
+def _slid(rel: isl.Map, window: int) -> isl.Map:
+    """``rel`` (outer iteration -> producer instances) less what the previous iteration of
+    the innermost outer loop computed, where that iteration belongs to the same allocation
+    (equal first ``window`` loops) and is one ``rel`` has. After any iteration the buffer
+    holds all of that iteration's region (by induction: the previous one's region, plus
+    what this one added), so subtracting the previous region alone is exact for a window
+    that moves forward, and computes a superset (the same values again) for one that does
+    not. Subtracting every earlier iteration's region instead was exact always, but with
+    the clamped edges of 2-D tiles it took the physical accesses past ISL's bound."""
+    space = rel.get_space().domain()
+    n = space.dim(isl.dim_type.set)
+    if window >= n:
+        return rel
+    prev = isl.Map.identity(space.map_from_set())  # o -> o with its last loop one less
+    prev = prev.project_out(isl.dim_type.out, n - 1, 1).insert_dims(isl.dim_type.out, n - 1, 1)
+    last = isl.Constraint.equality_alloc(isl.LocalSpace.from_space(prev.get_space()))
+    last = last.set_coefficient_val(isl.dim_type.in_, n - 1, 1)
+    last = last.set_coefficient_val(isl.dim_type.out, n - 1, -1).set_constant_val(
+        isl.Val.int_from_si(rel.get_ctx(), -1))
+    prev = prev.add_constraint(last).intersect_range(rel.domain())
+    return exact_hull(rel.subtract(prev.apply_range(rel)).coalesce())
+
+
+def _box(rel: isl.Map) -> isl.Map:
+    """Per outer iteration, the bounding box of ``rel``'s instances (``rel``: outer
+    iteration -> instances). Why boxes for a window: a tile grown by a 5-point cross is an
+    octagon, and an octagon less the one before it is many pieces, which each further
+    stage of a chain multiplies (the tiled stencil chain's physical accesses went past
+    ISL's bound); a box less the box before it is a strip, as in Halide, for the price of
+    the octagon's corners once per allocation."""
+    dom = rel.domain()
+    box = isl.Map.from_domain_and_range(dom, isl.Set.universe(rel.get_space().range()))
+    wrapped = box.wrap()
+    n_o = dom.dim(isl.dim_type.set)
+    ls = isl.LocalSpace.from_space(wrapped.get_space())
+    proj = isl.MultiAff.domain_map(rel.get_space())  # [o -> x] -> o
+    out = wrapped
+    for q in range(rel.dim(isl.dim_type.out)):
+        var = isl.PwAff.from_aff(isl.Aff.var_on_domain(ls, isl.dim_type.set, n_o + q))
+        lo = rel.dim_min(q).pullback_multi_aff(proj)
+        hi = rel.dim_max(q).pullback_multi_aff(proj)
+        out = out.intersect(lo.le_set(var)).intersect(var.le_set(hi))
+    return out.unwrap().coalesce()
 
 
 def _ext_names(outer: list[str], domain: isl.Set) -> list[str]:
@@ -345,16 +423,19 @@ def memory_reads(l1: Layer1, l3: Layer3) -> ReadsOf:
 
 def finalize(comps: dict[str, CompSchedule], declared: list[str], events: list[cmd.Command],
              reads_of: ReadsOf, ops: Mapping[str, Op] | None = None,
-             memory_reads_of: ReadsOf | None = None) -> TimeSpace:
+             memory_reads_of: ReadsOf | None = None,
+             slides: Mapping[str, str] | None = None) -> TimeSpace:
     """Resolve compute_at, place the Layer IV operations (``ops``, whose schedules are in
     ``comps`` too) and resolve the ordering; build each statement's full time-space map.
 
     Orderings among computations are applied first (as a graph, see :mod:`.ordering`:
     whatever order they were written in), then each operation's default place, then the
     orderings that involve an operation: so a copy lands after a producer computed at the
-    same loop, and an explicit ``op.after(...)`` always has the last word."""
+    same loop, and an explicit ``op.after(...)`` always has the last word. ``slides``: per
+    producer computed at a loop, the outer loop of the same consumer its buffer is
+    allocated at, where it is computed in a sliding window (:func:`_window`)."""
     ops = ops or {}
-    also = _resolve_compute_at(comps, events, reads_of, memory_reads_of)
+    also = _resolve_compute_at(comps, events, reads_of, memory_reads_of, slides)
     for o in ops.values():
         if o.placement in ("at", "after"):
             assert o.consumer is not None and o.level is not None and o.acc is not None
