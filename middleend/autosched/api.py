@@ -124,11 +124,15 @@ def auto_schedule(fn: Function, target: str = "cpu", outputs: Sequence[Any] | No
     stores = [Stored(c, made[c.buffer], tuple(v.name for v in fn.computation(c.comp).vars))
               for c in found.commands if isinstance(c, cmd.StoreIn) and c.buffer in made]
     still = {c.comp for c in found.commands if isinstance(c, cmd.Inline)}
+    own = fn.commands.items
+    added = [c for c in found.commands if isinstance(c, cmd.StorageFold)
+             and not any(c is x for x in own)]
     result = AutoSchedule(fn.name, target, found.commands, found.choices,
                           time.monotonic() - t0, found.checks, found.notes,
                           tuned=tune is not None, measured=measured,
                           from_cache=cached is not None, stores=stores,
-                          uninlined=[p for p in dict.fromkeys(inlined) if p not in still])
+                          uninlined=[p for p in dict.fromkeys(inlined) if p not in still],
+                          added=added)
     if apply:
         result.apply(fn)
     return result

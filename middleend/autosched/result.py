@@ -126,10 +126,14 @@ class AutoSchedule:
     # below 0, and the producers it took out of their front-end's inline() commands
     stores: list[Stored] = field(default_factory=list)
     uninlined: list[str] = field(default_factory=list)
+    # data-mapping commands the search added (a sliding window's storage_fold), shown
+    # with the schedule; the program's own stay in its algorithm, as store_in does
+    added: list[cmd.Command] = field(default_factory=list)
 
     def schedule_commands(self) -> list[cmd.Command]:
         """The loop and ordering commands (what a user writes as a schedule)."""
-        return [c for c in self.commands if isinstance(c, _SHOWN)]
+        return [c for c in self.commands
+                if isinstance(c, _SHOWN) or any(c is a for a in self.added)]
 
     def python(self, function: str = "f") -> str:
         """The schedule as Python statements on the Function variable ``function``:

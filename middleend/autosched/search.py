@@ -318,19 +318,25 @@ def _forced(st: Stmt, sh: Sequence[str], m: MachineModel, taken: set[str], plan:
     return sorted(out, key=lambda t: t[0])
 
 
-def _inside(st: Stmt, a: At, m: MachineModel) -> list[cmd.Command]:
+def _inside(st: Stmt, a: At, m: MachineModel, fold: bool = True) -> list[cmd.Command]:
     """A producer's commands inside its reader's tile: 0-based loops, the innermost
-    vectorized where its accesses are contiguous, computed at the reader's loop."""
+    vectorized where its accesses are contiguous, computed at the reader's loop (stored
+    at the window's outer loop, its buffer folded where ``fold`` and the window has a
+    fold)."""
     out: list[cmd.Command] = [cmd.Shift(st.name, v, -lo) for v, lo in
                               zip(st.vars, st.lows, strict=True) if lo]
     v = st.vars[-1]
     if v not in st.reductions and vectorizable(st.accesses, len(st.vars) - 1):
         lanes = m.lanes(max(x.elem_bytes for x in st.accesses if x.write))
         out.append(cmd.Vectorize(st.name, v, lanes, f"{v}_vo", f"{v}_vi"))
-    # stored per iteration too (as Halide stores at the compute level by default): each
-    # core then has its own copy of the region, and no iteration overwrites another's
-    return out + [cmd.ComputeAt(st.name, a.reader, a.level),
-                  cmd.AllocateAt(st.name, a.reader, a.level)]
+    # stored per iteration too (as Halide stores at the compute level by default), or of
+    # the window's outer loop: each core then has its own copy of the region, and no
+    # iteration overwrites another's
+    out += [cmd.ComputeAt(st.name, a.reader, a.level),
+            cmd.AllocateAt(st.name, a.reader, a.stored_at)]
+    if fold and a.fold is not None:
+        out.append(cmd.StorageFold(st.name, *a.fold))
+    return out
 
 
 def _worth_fusing(stmts: Mapping[str, Stmt], orders: Sequence[cmd.Command], skip: set[str],
@@ -435,8 +441,14 @@ def search(fn: Function, m: MachineModel, outputs: Sequence[Any] | None = None,
     group_of = {n: j for j in joint for n in j[0].members}
     # a reader whose producer is computed in its loops is planned first: the producer's
     # compute_at names one of the loops its plan makes
+    # then the producers computed in a reader's loops, consumers first: a chain of stages
+    # each computed in the output's loops (a stencil chain's) is legal at every step only
+    # if a stage's readers are in those loops before it is
+    inside = {a.producer: k for k, a in enumerate(placed)}
     todo = [st for st in s.stmts if st.name in forced] + \
-        [st for st in s.stmts if st.name not in forced]
+        sorted((st for st in s.stmts if st.name in inside and st.name not in forced),
+               key=lambda st: -inside[st.name]) + \
+        [st for st in s.stmts if st.name not in forced and st.name not in inside]
     results: dict[str, Choice] = {}
     device: dict[str, tuple[Stmt, tuple[str, ...], list[list[cmd.Command]], float]] = {}
     # an array expansion's copy-back (passes/expansion.py) is not fn's: left as made
@@ -462,12 +474,17 @@ def search(fn: Function, m: MachineModel, outputs: Sequence[Any] | None = None,
             continue
         a = at.get(st.name)
         if a is not None and a.reader in found.blocks and found.blocks[a.reader]:
-            trial = _inside(st, a, m)
-            if check.legal(found.with_block(st.name, trial)):
+            # a window's fold where legal (a window that does not move forward keeps rows
+            # longer than the fold), else the window unfolded
+            tries = [_inside(st, a, m)] + ([_inside(st, a, m, fold=False)] if a.fold else [])
+            trial = next((t for t in tries if check.legal(found.with_block(st.name, t))), [])
+            if trial:
                 found.blocks[st.name] = trial
                 results[st.name] = Choice(st.name, None, sh, baseline, baseline, 0)
-                notes.append(f"{st.name}: computed per iteration of {a.reader}'s loop "
-                             f"{a.level}")
+                folded = a.fold is not None and isinstance(trial[-1], cmd.StorageFold)
+                notes.append(f"{st.name}: {a.describe()}" + (
+                    f", its buffer folded to {a.fold[1]} along dimension {a.fold[0]}"
+                    if folded and a.fold else ""))
                 continue
             notes.append(f"{st.name}: not computed in {a.reader}'s loop {a.level} (refused "
                          "as illegal): at the root")
