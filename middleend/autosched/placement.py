@@ -25,6 +25,7 @@ final (:func:`_revisit`).
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ from ..driver.summary import (
     summarize,
     value_nodes,
 )
+from ..driver.summary import Access as MemAccess
 from ..ir import commands as cmd
 from ..ir.errors import MiddleEndError
 from ..ir.expr import Access, Binary, Call, Unary, walk
@@ -189,10 +191,7 @@ def region(reader: Stmt, nest: Sequence[Loop], k: int, buf: str) -> float:
     """Elements of ``buf`` the reader reads in one iteration of its loop ``k`` (the
     loops inside it run over their ranges; the reads' offsets add the halo)."""
     ext = extents(reader, nest, k, buf)
-    total = 1.0
-    for span in ext:
-        total *= span
-    return total if ext else 0.0
+    return math.prod(ext) if ext else 0.0
 
 
 def extents(reader: Stmt, nest: Sequence[Loop], k: int, buf: str) -> list[float]:
@@ -219,7 +218,7 @@ def extents(reader: Stmt, nest: Sequence[Loop], k: int, buf: str) -> list[float]
     return out
 
 
-def _reads_of(reader: Stmt, buf: str) -> list[Any]:
+def _reads_of(reader: Stmt, buf: str) -> list[MemAccess]:
     return [a for a in reader.accesses if a.buffer == buf and not a.write]
 
 

@@ -481,10 +481,9 @@ def search(fn: Function, m: MachineModel, outputs: Sequence[Any] | None = None,
             if trial:
                 found.blocks[st.name] = trial
                 results[st.name] = Choice(st.name, None, sh, baseline, baseline, 0)
-                folded = a.fold is not None and isinstance(trial[-1], cmd.StorageFold)
                 notes.append(f"{st.name}: {a.describe()}" + (
                     f", its buffer folded to {a.fold[1]} along dimension {a.fold[0]}"
-                    if folded and a.fold else ""))
+                    if a.fold and isinstance(trial[-1], cmd.StorageFold) else ""))
                 continue
             notes.append(f"{st.name}: not computed in {a.reader}'s loop {a.level} (refused "
                          "as illegal): at the root")

@@ -309,7 +309,7 @@ def extend_at(s: CompSchedule, c: CompSchedule, lvl: int, acc: isl.Map | None,
     assert rel is not None
     rel = exact_hull(rel.coalesce())
     if window is not None:
-        rel = _slid(_box(rel).intersect_range(s.domain), window)
+        rel = _slid(_box(rel).intersect_range(s.domain))
     names = _ext_names(c.ext_dims[:lvl], s.domain)
     ext = _named(rel.wrap().flatten().set_tuple_name(s.name), names).coalesce()
     proj = rel.range_map().flatten_domain().set_tuple_name(isl.dim_type.in_, s.name)
@@ -323,10 +323,11 @@ def extend_at(s: CompSchedule, c: CompSchedule, lvl: int, acc: isl.Map | None,
     s.ext_dims = c.ext_dims[:lvl] + list(s.dims)
 
 
-def _slid(rel: isl.Map, window: int) -> isl.Map:
+def _slid(rel: isl.Map) -> isl.Map:
     """``rel`` (outer iteration -> producer instances) less what the previous iteration of
-    the innermost outer loop computed, where that iteration belongs to the same allocation
-    (equal first ``window`` loops) and is one ``rel`` has. After any iteration the buffer
+    the innermost outer loop computed (the other outer loops equal, so the same
+    allocation: :func:`_window` puts the allocation outside that loop), where ``rel`` has
+    that iteration. After any iteration the buffer
     holds all of that iteration's region (by induction: the previous one's region, plus
     what this one added), so subtracting the previous region alone is exact for a window
     that moves forward, and computes a superset (the same values again) for one that does
@@ -334,8 +335,6 @@ def _slid(rel: isl.Map, window: int) -> isl.Map:
     the clamped edges of 2-D tiles it took the physical accesses past ISL's bound."""
     space = rel.get_space().domain()
     n = space.dim(isl.dim_type.set)
-    if window >= n:
-        return rel
     prev = isl.Map.identity(space.map_from_set())  # o -> o with its last loop one less
     prev = prev.project_out(isl.dim_type.out, n - 1, 1).insert_dims(isl.dim_type.out, n - 1, 1)
     last = isl.Constraint.equality_alloc(isl.LocalSpace.from_space(prev.get_space()))
