@@ -5,11 +5,10 @@ alone where that does not apply; results equal numpy's bit for bit either way.""
 from __future__ import annotations
 
 import pathlib
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
+from isa_harness import ISAS, build_and_run
 
 import middleend as me
 from backends.cpu.upsample import UPSAMPLE_C
@@ -109,24 +108,10 @@ int main(void) {
 """
 
 
-@pytest.mark.parametrize("isa", [["-msse4.2"], ["-mavx2", "-mfma"],
-                                 ["-mavx512f", "-mavx512vl"]])
+@pytest.mark.parametrize("isa", ISAS)
 def test_helpers_on_every_isa(isa: list[str], tmp_path: pathlib.Path) -> None:
     """The helpers' every path (8-float steps, and 16 where 512-bit vectors exist) gives
     ``p[(k + odd) / 2]`` and reads no element past the last one needed (AddressSanitizer
     on buffers of exactly that size); built for ISAs this machine may lack, run where it
     has them."""
-    if shutil.which("gcc") is None:
-        pytest.skip("no gcc")
-    d = tmp_path
-    (d / "t.c").write_text("#include <stdint.h>\n" + UPSAMPLE_C + HARNESS)
-    exe = d / "t"
-    subprocess.run(["gcc", "-O2", "-std=c11", *isa, "-fsanitize=address", str(d / "t.c"),
-                    "-o", str(exe)], check=True, capture_output=True)
-    info = pathlib.Path("/proc/cpuinfo")
-    flags = info.read_text() if info.exists() else ""
-    need = {"-mavx2": "avx2", "-mavx512f": "avx512f", "-msse4.2": "sse4_2"}[isa[0]]
-    if f" {need}" not in flags:
-        pytest.skip(f"built for {isa[0]}; this machine has no {need} to run it")
-    run = subprocess.run([str(exe)], capture_output=True, text=True)
-    assert run.returncode == 0 and run.stdout.strip() == "0", run.stdout + run.stderr
+    build_and_run("#include <stdint.h>\n" + UPSAMPLE_C + HARNESS, isa, tmp_path)

@@ -25,9 +25,15 @@ rgbyuv420's U and V planes went from 1.13-1.15x Halide's time to 1.03-1.05x with
 8-float shuffles then ran in ymm halves).
 
 A third read ``2 t + c + 2`` (a 3-tap downsampling: ``in[2x - 1] + 2 in[2x] + in[2x + 1]``)
-is the even array one lane on, filled one element longer (the loop's last lane reads that
-element): split off on its own, gcc loaded the pair's data a second time for it (the
-interpolate app's first downsampling, 10 % of its run). Subscripts are compared with the
+is the even elements one lane on. Split off on its own, gcc loaded the pair's data a second
+time for it (the interpolate app's first downsampling, 10 % of its run). Read as the even
+array at ``t + 1`` (one element longer, its last set by a scalar store), each vector of it
+was an unaligned load across two stores still in flight: the store could not be forwarded,
+and the load waited for both to retire. In a C model of interpolate's second
+downsampling (3 rows of 3 taps, 4 x 265 x 440 floats, one thread) that ran 1.21 ms against
+0.41 ms for a third array filled in registers, each step's even vector shifted one lane
+with the next step's first even element (``me_deint3_f32``: one broadcast, one cross-lane
+shuffle); it reads ``p[0 .. 2 w]``, what the loop reads. Subscripts are compared with the
 clamps that cannot bind inside the loop left out (``intervals.unclamped``: repeat_edge's
 ``max(min(2 x - 1, W - 1), 0)`` in the image's interior).
 
@@ -114,6 +120,80 @@ static inline void me_deint_f64(const double* restrict p, double* restrict e,
         ov = __builtin_shufflevector(ov, ov, 0, 2, 1, 3);
         __builtin_memcpy(e + k, &ev, sizeof ev);
         __builtin_memcpy(o + k, &ov, sizeof ov);
+    }
+}
+/* as me_deint_f32, and s[k] = e[k + 1] (= p[2 k + 2]): each step's even vector one lane
+   on, its last lane the next step's first even element; reads p[0 .. 2w] */
+static inline void me_deint3_f32(const float* restrict p, float* restrict e,
+                                 float* restrict o, float* restrict s, int64_t w) {
+    int64_t k = 0;
+#if defined(__AVX512F__)
+    for (; k + 16 <= w; k += 16) {
+        me_v16f a, b;
+        __builtin_memcpy(&a, p + 2 * k, sizeof a);
+        __builtin_memcpy(&b, p + 2 * k + 16, sizeof b);
+        me_v16f ev = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14,
+                                             16, 18, 20, 22, 24, 26, 28, 30);
+        me_v16f ov = __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15,
+                                             17, 19, 21, 23, 25, 27, 29, 31);
+        const float x = p[2 * k + 32];
+        me_v16f n = {x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x};
+        me_v16f sv = __builtin_shufflevector(ev, n, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
+                                             13, 14, 15, 16);
+        __builtin_memcpy(e + k, &ev, sizeof ev);
+        __builtin_memcpy(o + k, &ov, sizeof ov);
+        __builtin_memcpy(s + k, &sv, sizeof sv);
+    }
+#endif
+    for (; k < w; k += 8) {
+        me_v8f a, b;
+        __builtin_memcpy(&a, p + 2 * k, sizeof a);
+        __builtin_memcpy(&b, p + 2 * k + 8, sizeof b);
+        me_v8f ev = __builtin_shufflevector(a, b, 0, 2, 8, 10, 4, 6, 12, 14);
+        me_v8f ov = __builtin_shufflevector(a, b, 1, 3, 9, 11, 5, 7, 13, 15);
+        me_v8f e2 = (me_v8f)__builtin_shufflevector((me_v4d)ev, (me_v4d)ev, 0, 2, 1, 3);
+        me_v8f o2 = (me_v8f)__builtin_shufflevector((me_v4d)ov, (me_v4d)ov, 0, 2, 1, 3);
+        const float x = p[2 * k + 16];
+        me_v8f n = {x, x, x, x, x, x, x, x};
+        me_v8f sv = __builtin_shufflevector(e2, n, 1, 2, 3, 4, 5, 6, 7, 8);
+        __builtin_memcpy(e + k, &e2, sizeof e2);
+        __builtin_memcpy(o + k, &o2, sizeof o2);
+        __builtin_memcpy(s + k, &sv, sizeof sv);
+    }
+}
+/* the same for doubles */
+static inline void me_deint3_f64(const double* restrict p, double* restrict e,
+                                 double* restrict o, double* restrict s, int64_t w) {
+    int64_t k = 0;
+#if defined(__AVX512F__)
+    for (; k + 8 <= w; k += 8) {
+        me_v8d a, b;
+        __builtin_memcpy(&a, p + 2 * k, sizeof a);
+        __builtin_memcpy(&b, p + 2 * k + 8, sizeof b);
+        me_v8d ev = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
+        me_v8d ov = __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
+        const double x = p[2 * k + 16];
+        me_v8d n = {x, x, x, x, x, x, x, x};
+        me_v8d sv = __builtin_shufflevector(ev, n, 1, 2, 3, 4, 5, 6, 7, 8);
+        __builtin_memcpy(e + k, &ev, sizeof ev);
+        __builtin_memcpy(o + k, &ov, sizeof ov);
+        __builtin_memcpy(s + k, &sv, sizeof sv);
+    }
+#endif
+    for (; k < w; k += 4) {
+        me_v4d a, b;
+        __builtin_memcpy(&a, p + 2 * k, sizeof a);
+        __builtin_memcpy(&b, p + 2 * k + 4, sizeof b);
+        me_v4d ev = __builtin_shufflevector(a, b, 0, 4, 2, 6);
+        me_v4d ov = __builtin_shufflevector(a, b, 1, 5, 3, 7);
+        ev = __builtin_shufflevector(ev, ev, 0, 2, 1, 3);
+        ov = __builtin_shufflevector(ov, ov, 0, 2, 1, 3);
+        const double x = p[2 * k + 8];
+        me_v4d n = {x, x, x, x};
+        me_v4d sv = __builtin_shufflevector(ev, n, 1, 2, 3, 4);
+        __builtin_memcpy(e + k, &ev, sizeof ev);
+        __builtin_memcpy(o + k, &ov, sizeof ov);
+        __builtin_memcpy(s + k, &sv, sizeof sv);
     }
 }"""
 
@@ -232,8 +312,8 @@ def plan(f: For, var: str, stmts: Mapping[str, StmtInfo], buffers: Mapping[str, 
         for c in sorted(consts):
             if c in used or c + 1 not in consts:
                 continue
-            # a 3-tap downsampling's c, c + 1, c + 2: the third is the even array one lane
-            # on, which then holds one more element (the loop reads it: its last lane);
+            # a 3-tap downsampling's c, c + 1, c + 2: the third is a third array, the even
+            # elements one lane on (its last lane reads the element after the pair's);
             # where c + 3 is read too, c + 2 starts a pair of its own instead (4 taps:
             # the local Laplacian's downsampling ran 22 -> 34 ms with a triple and a lone)
             third = c + 2 in consts and c + 3 not in consts and c + 2 not in used
@@ -250,16 +330,15 @@ def plan(f: For, var: str, stmts: Mapping[str, StmtInfo], buffers: Mapping[str, 
             dtype = buffers[buf].dtype
             helper = _HELPERS[dtype][0]
             start = f"&b_{b}[{' + '.join(terms)}]"
-            lines.append(f"{dtype.c_name} {name}_e[{width + int(third)}] "
-                         f"__attribute__((aligned(64))), "
-                         f"{name}_o[{width}] __attribute__((aligned(64)));")
-            lines.append(f"{helper}({start}, {name}_e, {name}_o, {width});")
+            arrays = ("e", "o", "s") if third else ("e", "o")
+            lines.append(f"{dtype.c_name} " + ", ".join(
+                f"{name}_{a}[{width}] __attribute__((aligned(64)))" for a in arrays) + ";")
             if third:
-                lines.append(f"{name}_e[{width}] = ({start})[{2 * width}];")
+                helper = helper.replace("me_deint_", "me_deint3_")
+            lines.append(f"{helper}({start}, " + ", ".join(f"{name}_{a}" for a in arrays)
+                         + f", {width});")
             at = f"{var} - {lo}LL" if lo else var
-            members = [(c, f"{name}_e[{at}]"), (c + 1, f"{name}_o[{at}]")]
-            if third:
-                members.append((c + 2, f"{name}_e[{at} + 1]"))
+            members = [(c + j, f"{name}_{a}[{at}]") for j, a in enumerate(arrays)]
             for cc, elem in members:
                 form = dict(base)
                 form[""] = cc
