@@ -43,6 +43,10 @@ PAGE = 4096  # bytes of a page: L2's prefetcher does not cross one
 # 38 ms, AVX2 Zen 3); at 4096 the Halide stencils' 1 KB rows of x blocks cost too much
 # (stencil_chain 1.12x, interpolate 1.07x slower, A/B in one process)
 STREAM_RUN = 2048.0
+# iterations of a loop whose accesses are each a stream of its own, continued by the loop
+# outside it (a vector strip's channels: ``x_o, c, x_i``): the prefetchers follow that
+# many streams at once
+STREAMS = 4
 OVERLAP = 0.25  # the share of the lesser of compute and memory time that does not overlap
 # vectors of an innermost loop that stay in registers across the loops outside it (a register
 # tile's rows); a longer one is reloaded from L1 each time
@@ -206,6 +210,8 @@ def _stream_factor(a: Access, nest: Sequence[Loop], stmt_vars: Sequence[str],
         s = abs(step(a, lp, index))
         if lp.tag == "unroll" and lp.trip <= 16:
             continue  # an unrolled loop's copies are streams of their own
+        if s != 0 and lp.trip <= STREAMS and elems > 1:
+            continue  # so are a short loop's (channels inside a vector strip)
         if s == 0:
             if elems > 1:
                 break  # the run pauses for a whole loop: a stream the prefetcher loses
