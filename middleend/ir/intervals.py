@@ -1,5 +1,5 @@
 """Integer interval arithmetic over the loop AST's index expressions and Layer I integer
-expressions.
+expressions (and float ones, where an index converts a float: :func:`float_interval`).
 
 Why: the bounds of every loop iterator are known when code is printed (constants once a
 Halide or Julia kernel is specialized on its sizes), and they decide much of what the
@@ -16,6 +16,7 @@ an interval that leaves it (the C arithmetic could wrap) becomes unknown.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 from .expr import Binary, Cast, Const, Expr, Unary
@@ -120,6 +121,11 @@ def expr_interval(e: Expr, ranges: Mapping[str, Interval]) -> Interval | None:
     if isinstance(e, Cast) and e.type_.is_int and e.a.dtype.is_int and e.type_.bits >= 32 \
             and e.type_.bits >= e.a.dtype.bits and e.type_.kind == e.a.dtype.kind:
         return expr_interval(e.a, ranges)
+    if isinstance(e, Cast) and e.type_.is_int and e.type_.bits >= 32 and e.a.dtype.is_float:
+        f = float_interval(e.a, ranges)  # C's conversion truncates toward zero
+        if f is None or not -(2.0**31) < f[0] <= f[1] < 2.0**31:
+            return None
+        return math.trunc(f[0]), math.trunc(f[1])
     if isinstance(e, Binary) and e.type_.is_int and e.a.dtype.is_int and e.b.dtype.is_int:
         a, b = expr_interval(e.a, ranges), expr_interval(e.b, ranges)
         if e.op in ("div", "floordiv") and a is not None and b is not None \
@@ -131,6 +137,66 @@ def expr_interval(e: Expr, ranges: Mapping[str, Interval]) -> Interval | None:
                 return a[0] % d, a[1] % d
             return 0, d - 1
         return combine(e.op, a, b)
+    return None
+
+
+FInterval = tuple[float, float]
+_ROUNDING = 2.0**-20  # a float32 operation's relative error (2^-24), with room to spare
+_FINITE = 1e30  # beyond, a sum or product may overflow float32
+
+
+def _widened(lo: float, hi: float) -> FInterval | None:
+    """``[lo, hi]`` widened by the rounding of the operation that gave it; None where it
+    may overflow."""
+    slack = max(abs(lo), abs(hi)) * _ROUNDING
+    if not -_FINITE < lo <= hi < _FINITE:
+        return None
+    return lo - slack, hi + slack
+
+
+def float_interval(e: Expr, ranges: Mapping[str, Interval]) -> FInterval | None:
+    """The values of a float expression, never NaN, or None where unknown (a buffer read:
+    any float, NaN included).
+
+    Why: a data-dependent index is mostly a clamped value scaled (the bilateral grid's
+    ``int(clamp(v, 0, 1) / r + 0.5)``), whose bounds are those of the clamp; proving the
+    index in bounds drops the run-time check from the scatter's store. ``min(a, b)`` and
+    ``max(a, b)`` are printed as ``a < b ? a : b`` and ``a > b ? a : b`` (``vminps`` and
+    ``vmaxps`` vectorized): with ``b`` known, the result is ``b`` wherever ``a`` is NaN,
+    so it is bounded by ``b`` on one side whatever ``a`` is."""
+    if isinstance(e, Const):
+        if isinstance(e.value, bool) or not isinstance(e.value, (int, float)) \
+                or e.value != e.value or abs(e.value) >= _FINITE:
+            return None
+        return float(e.value), float(e.value)
+    if isinstance(e, Cast) and e.type_.is_float:
+        if e.a.dtype.is_float:
+            return float_interval(e.a, ranges) if e.type_.bits >= e.a.dtype.bits else None
+        r = expr_interval(e.a, ranges) if e.a.dtype.is_int else None
+        return None if r is None else _widened(float(r[0]), float(r[1]))
+    if isinstance(e, Unary) and e.op == "neg" and e.a.dtype.is_float:
+        a = float_interval(e.a, ranges)
+        return None if a is None else (-a[1], -a[0])
+    if not (isinstance(e, Binary) and e.type_.is_float):
+        return None
+    a, b = float_interval(e.a, ranges), float_interval(e.b, ranges)
+    if e.op in ("min", "max"):
+        if b is None:
+            return None  # a NaN b is the result wherever a is not below (above) it
+        if e.op == "min":
+            return (min(a[0], b[0]) if a else -math.inf, min(a[1], b[1]) if a else b[1])
+        return (max(a[0], b[0]) if a else b[0], max(a[1], b[1]) if a else math.inf)
+    if a is None or b is None:
+        return None
+    if e.op == "add":
+        return _widened(a[0] + b[0], a[1] + b[1])
+    if e.op == "sub":
+        return _widened(a[0] - b[1], a[1] - b[0])
+    if e.op == "div" and (b[0] > 0 or b[1] < 0):  # (a divisor that cannot be 0)
+        b = (1.0 / b[1], 1.0 / b[0])
+    if e.op in ("mul", "div"):
+        products = (a[0] * b[0], a[0] * b[1], a[1] * b[0], a[1] * b[1])
+        return _widened(min(products), max(products))
     return None
 
 
