@@ -123,78 +123,39 @@ static inline void me_deint_f64(const double* restrict p, double* restrict e,
     }
 }
 /* as me_deint_f32, and s[k] = e[k + 1] (= p[2 k + 2]): each step's even vector one lane
-   on, its last lane the next step's first even element; reads p[0 .. 2w] */
+   on, its last lane the next step's first even element (reloaded whole from e, where
+   the store just put it: forwarded); reads p[0 .. 2w] */
+#define ME_SHIFTED(T, V, N, ...) \\
+    for (; k + N <= w; k += N) { \\
+        V ev, sv; \\
+        __builtin_memcpy(&ev, e + k, sizeof ev); \\
+        const T x = p[2 * k + 2 * N]; \\
+        V n = {__VA_ARGS__}; \\
+        sv = __builtin_shufflevector(ev, n, ME_SHIFT##N); \\
+        __builtin_memcpy(s + k, &sv, sizeof sv); \\
+    }
+#define ME_SHIFT4 1, 2, 3, 4
+#define ME_SHIFT8 1, 2, 3, 4, 5, 6, 7, 8
+#define ME_SHIFT16 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16
+#define ME_X4 x, x, x, x
+#define ME_X8 ME_X4, ME_X4
 static inline void me_deint3_f32(const float* restrict p, float* restrict e,
                                  float* restrict o, float* restrict s, int64_t w) {
+    me_deint_f32(p, e, o, w);
     int64_t k = 0;
 #if defined(__AVX512F__)
-    for (; k + 16 <= w; k += 16) {
-        me_v16f a, b;
-        __builtin_memcpy(&a, p + 2 * k, sizeof a);
-        __builtin_memcpy(&b, p + 2 * k + 16, sizeof b);
-        me_v16f ev = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14,
-                                             16, 18, 20, 22, 24, 26, 28, 30);
-        me_v16f ov = __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15,
-                                             17, 19, 21, 23, 25, 27, 29, 31);
-        const float x = p[2 * k + 32];
-        me_v16f n = {x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x};
-        me_v16f sv = __builtin_shufflevector(ev, n, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
-                                             13, 14, 15, 16);
-        __builtin_memcpy(e + k, &ev, sizeof ev);
-        __builtin_memcpy(o + k, &ov, sizeof ov);
-        __builtin_memcpy(s + k, &sv, sizeof sv);
-    }
+    ME_SHIFTED(float, me_v16f, 16, ME_X8, ME_X8)
 #endif
-    for (; k < w; k += 8) {
-        me_v8f a, b;
-        __builtin_memcpy(&a, p + 2 * k, sizeof a);
-        __builtin_memcpy(&b, p + 2 * k + 8, sizeof b);
-        me_v8f ev = __builtin_shufflevector(a, b, 0, 2, 8, 10, 4, 6, 12, 14);
-        me_v8f ov = __builtin_shufflevector(a, b, 1, 3, 9, 11, 5, 7, 13, 15);
-        me_v8f e2 = (me_v8f)__builtin_shufflevector((me_v4d)ev, (me_v4d)ev, 0, 2, 1, 3);
-        me_v8f o2 = (me_v8f)__builtin_shufflevector((me_v4d)ov, (me_v4d)ov, 0, 2, 1, 3);
-        const float x = p[2 * k + 16];
-        me_v8f n = {x, x, x, x, x, x, x, x};
-        me_v8f sv = __builtin_shufflevector(e2, n, 1, 2, 3, 4, 5, 6, 7, 8);
-        __builtin_memcpy(e + k, &e2, sizeof e2);
-        __builtin_memcpy(o + k, &o2, sizeof o2);
-        __builtin_memcpy(s + k, &sv, sizeof sv);
-    }
+    ME_SHIFTED(float, me_v8f, 8, ME_X8)
 }
-/* the same for doubles */
 static inline void me_deint3_f64(const double* restrict p, double* restrict e,
                                  double* restrict o, double* restrict s, int64_t w) {
+    me_deint_f64(p, e, o, w);
     int64_t k = 0;
 #if defined(__AVX512F__)
-    for (; k + 8 <= w; k += 8) {
-        me_v8d a, b;
-        __builtin_memcpy(&a, p + 2 * k, sizeof a);
-        __builtin_memcpy(&b, p + 2 * k + 8, sizeof b);
-        me_v8d ev = __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
-        me_v8d ov = __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
-        const double x = p[2 * k + 16];
-        me_v8d n = {x, x, x, x, x, x, x, x};
-        me_v8d sv = __builtin_shufflevector(ev, n, 1, 2, 3, 4, 5, 6, 7, 8);
-        __builtin_memcpy(e + k, &ev, sizeof ev);
-        __builtin_memcpy(o + k, &ov, sizeof ov);
-        __builtin_memcpy(s + k, &sv, sizeof sv);
-    }
+    ME_SHIFTED(double, me_v8d, 8, ME_X8)
 #endif
-    for (; k < w; k += 4) {
-        me_v4d a, b;
-        __builtin_memcpy(&a, p + 2 * k, sizeof a);
-        __builtin_memcpy(&b, p + 2 * k + 4, sizeof b);
-        me_v4d ev = __builtin_shufflevector(a, b, 0, 4, 2, 6);
-        me_v4d ov = __builtin_shufflevector(a, b, 1, 5, 3, 7);
-        ev = __builtin_shufflevector(ev, ev, 0, 2, 1, 3);
-        ov = __builtin_shufflevector(ov, ov, 0, 2, 1, 3);
-        const double x = p[2 * k + 8];
-        me_v4d n = {x, x, x, x};
-        me_v4d sv = __builtin_shufflevector(ev, n, 1, 2, 3, 4);
-        __builtin_memcpy(e + k, &ev, sizeof ev);
-        __builtin_memcpy(o + k, &ov, sizeof ov);
-        __builtin_memcpy(s + k, &sv, sizeof sv);
-    }
+    ME_SHIFTED(double, me_v4d, 4, ME_X4)
 }"""
 
 # element type -> (its helper, elements per step of it)
