@@ -35,11 +35,15 @@ def test_a_clamp_bounds_any_value_and_arithmetic_follows() -> None:
     lo, hi = float_interval(scaled, {})
     assert lo <= 0.5 and 10.5 <= hi < 10.6
     assert expr_interval(Cast(int32, scaled), {}) == (0, 10)
+    # a constant is the float32 the code holds: 2.9999999999 is 3.0f, which converts to 3
+    assert expr_interval(Cast(int32, _f(2.9999999999)), {}) == (3, 3)
 
 
 @pytest.mark.parametrize("expr", [
     Binary("min", _f(1.0), V, float32),  # a NaN second operand is the result
     Binary("div", _f(1.0), Binary("max", V, _f(0.0), float32), float32),  # may divide by 0
+    Binary("div", _f(1.0), Binary("min", Binary("max", V, _f(-1.0), float32), _f(1.0),
+                                  float32), float32),  # a divisor in [-1, 1]
     Binary("mul", Binary("max", V, _f(0.0), float32), _f(2.0), float32),  # unbounded above
 ])
 def test_what_is_not_bounded_stays_unknown(expr: Binary) -> None:

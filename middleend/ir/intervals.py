@@ -17,6 +17,7 @@ an interval that leaves it (the C arithmetic could wrap) becomes unknown.
 from __future__ import annotations
 
 import math
+import struct
 from collections.abc import Mapping
 
 from .expr import Binary, Cast, Const, Expr, Unary
@@ -168,7 +169,10 @@ def float_interval(e: Expr, ranges: Mapping[str, Interval]) -> FInterval | None:
         if isinstance(e.value, bool) or not isinstance(e.value, (int, float)) \
                 or e.value != e.value or abs(e.value) >= _FINITE:
             return None
-        return float(e.value), float(e.value)
+        v = float(e.value)
+        if e.type_.bits == 32:  # the constant the code holds: 0.1 is 0.100000001f
+            v = struct.unpack("f", struct.pack("f", v))[0]
+        return v, v
     if isinstance(e, Cast) and e.type_.is_float:
         if e.a.dtype.is_float:
             return float_interval(e.a, ranges) if e.type_.bits >= e.a.dtype.bits else None
@@ -192,7 +196,9 @@ def float_interval(e: Expr, ranges: Mapping[str, Interval]) -> FInterval | None:
         return _widened(a[0] + b[0], a[1] + b[1])
     if e.op == "sub":
         return _widened(a[0] - b[1], a[1] - b[0])
-    if e.op == "div" and (b[0] > 0 or b[1] < 0):  # (a divisor that cannot be 0)
+    if e.op == "div":
+        if not (b[0] > 0 or b[1] < 0):
+            return None  # a divisor that may be 0
         b = (1.0 / b[1], 1.0 / b[0])
     if e.op in ("mul", "div"):
         products = (a[0] * b[0], a[0] * b[1], a[1] * b[0], a[1] * b[1])
