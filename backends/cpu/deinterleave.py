@@ -31,9 +31,10 @@ array at ``t + 1`` (one element longer, its last set by a scalar store), each ve
 was an unaligned load across two stores still in flight: the store could not be forwarded,
 and the load waited for both to retire. In a C model of interpolate's second
 downsampling (3 rows of 3 taps, 4 x 265 x 440 floats, one thread) that ran 1.21 ms against
-0.41 ms for a third array filled in registers, each step's even vector shifted one lane
-with the next step's first even element (``me_deint3_f32``: one broadcast, one cross-lane
-shuffle); it reads ``p[0 .. 2 w]``, what the loop reads. Subscripts are compared with the
+0.37 ms for a third array of whole vectors: the pair's helper, then per step the even
+vector reloaded as it was stored (forwarded) and shifted one lane with the next step's
+first even element (``me_deint3_f32``: a broadcast and a cross-lane shuffle); it reads
+``p[0 .. 2 w]``, what the loop reads. Subscripts are compared with the
 clamps that cannot bind inside the loop left out (``intervals.unclamped``: repeat_edge's
 ``max(min(2 x - 1, W - 1), 0)`` in the image's interior).
 
@@ -158,8 +159,9 @@ static inline void me_deint3_f64(const double* restrict p, double* restrict e,
     ME_SHIFTED(double, me_v4d, 4, ME_X4)
 }"""
 
-# element type -> (its helper, elements per step of it)
-_HELPERS = {float32: ("me_deint_f32", 8), float64: ("me_deint_f64", 4)}
+# element type -> (its helper for a pair, for a triple, elements per step of them)
+_HELPERS = {float32: ("me_deint_f32", "me_deint3_f32", 8),
+            float64: ("me_deint_f64", "me_deint3_f64", 4)}
 
 Key = tuple[str, tuple[tuple[tuple[str, int], ...], ...]]
 
@@ -252,7 +254,7 @@ def plan(f: For, var: str, stmts: Mapping[str, StmtInfo], buffers: Mapping[str, 
             if not isinstance(node, BufAccess) or node.checked or node.offset_names:
                 continue
             decl = buffers.get(node.buffer)
-            if decl is None or decl.dtype not in _HELPERS or width % _HELPERS[decl.dtype][1] \
+            if decl is None or decl.dtype not in _HELPERS or width % _HELPERS[decl.dtype][2] \
                     or decl.local or node.buffer in written or node.buffer not in in_scope:
                 continue
             key = access_key(node, bindings, ranges)
@@ -289,13 +291,11 @@ def plan(f: For, var: str, stmts: Mapping[str, StmtInfo], buffers: Mapping[str, 
             terms = [t if j == len(subs) - 1 else f"{t} * s_{b}_{j}"
                      for j, t in enumerate(subs)]
             dtype = buffers[buf].dtype
-            helper = _HELPERS[dtype][0]
+            helper = _HELPERS[dtype][1 if third else 0]
             start = f"&b_{b}[{' + '.join(terms)}]"
             arrays = ("e", "o", "s") if third else ("e", "o")
             lines.append(f"{dtype.c_name} " + ", ".join(
                 f"{name}_{a}[{width}] __attribute__((aligned(64)))" for a in arrays) + ";")
-            if third:
-                helper = helper.replace("me_deint_", "me_deint3_")
             lines.append(f"{helper}({start}, " + ", ".join(f"{name}_{a}" for a in arrays)
                          + f", {width});")
             at = f"{var} - {lo}LL" if lo else var

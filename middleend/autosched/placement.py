@@ -319,12 +319,13 @@ def _per_tile(reader: Stmt, prod: Stmt, m: MachineModel, plan: Plan | None = Non
                 here = cost(reader, nest, m, resident) if here is None else here
                 ext = extents(reader, nest, _index(nest, at.level), buf)
                 thin = narrow is not None and ext[narrow[0]] < m.lanes(elem)
-                est = here + (narrow[1] if narrow is not None and thin else unit) * work / par
+                est = here + (narrow[1] if thin and narrow else unit) * work / par
+                area = math.prod(ext)
                 slid = at.stored_at != at.level
                 if slid and (window is None or est < window[0]):
                     window = (est, at)
-                elif not slid and (best is None or (est, math.prod(ext)) < best[:2]):
-                    best = (est, math.prod(ext), at)
+                elif not slid and (best is None or (est, area) < best[:2]):
+                    best = (est, area, at)
     # a window computes in smaller loops than a tile (one row per iteration, not a tile's
     # rows: a blur per row of its strip ran 1.3x slower than per strip, for 6 % less
     # recomputation): taken only where it saves the margin over the best tile

@@ -33,7 +33,7 @@ from collections.abc import Iterator, Sequence
 
 from ..driver.summary import Stmt
 from ..target.base import register_tile_fits
-from .cost import MachineModel, cost, vectorizable
+from .cost import STREAMS, MachineModel, cost, vectorizable
 from .plan import Plan, loops
 
 BLOCKS = (256, 1024, 4096)
@@ -41,7 +41,6 @@ ROW_TILES = (8, 32, 64)
 UNROLLS = (4, 8)
 TILE_COLUMNS = (4, 6, 8, 12)
 REDUCTION_BLOCKS = (None, 128, 256, 512)
-CHANNELS = 4  # loops this short may run inside a vector strip (:func:`_plans`)
 MAX_ORDERS = 120  # permutations of up to 5 free loops; beyond, only the innermost 4 move
 
 
@@ -119,12 +118,14 @@ def _plans(stmt: Stmt, free: Sequence[str], m: MachineModel, ext: dict[str, int]
                    _parallel(order, stmt, ext, {}, inner))
         for vv in vec:
             after = order[order.index(vv) + 1:]
-            if after and ext[vv] > lanes and all(ext[u] <= CHANNELS for u in after):
+            if after and ext[vv] > lanes and all(ext[u] <= STREAMS for u in after):
                 # a vector strip: one vector of ``vv`` per iteration, the small loops
-                # (channels) inside it, as Halide's apps write ``split(x, xo, xi, vec)
-                # .reorder(xi, c, xo)``: a producer of all channels computed per strip
-                # stays in registers (interpolate's last level per row: 28 KB through
-                # L1 per row; per vector of 8 columns: 0.83x the app's time)
+                # (channels, short enough that their rows are streams of their own:
+                # :data:`.cost.STREAMS`) inside it, as Halide's apps write
+                # ``split(x, xo, xi, vec).reorder(xi, c, xo)``: a producer of all channels
+                # computed per strip stays in registers (interpolate's last level per
+                # row: 28 KB through L1 per row; per vector of 8 columns: 0.83x the
+                # app's time)
                 t = {vv: lanes}
                 yield Plan(order, tuple(t.items()), vv, lanes, None,
                            _parallel(order, stmt, ext, t, vv))
